@@ -1,0 +1,187 @@
+package dag
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func orderNodes() []Node {
+	return []Node{
+		{Name: "validate"},
+		{Name: "charge", Parents: []string{"validate"}, HasSkipIf: true},
+		{Name: "reject", Parents: []string{"validate"}, HasSkipIf: true},
+		{Name: "fraud-window", Kind: KindSleep, Sleep: 24 * time.Hour, Parents: []string{"charge"}},
+		{Name: "prepare-shipment", Parents: []string{"charge"}},
+		{Name: "ship", Parents: []string{"fraud-window", "prepare-shipment"}},
+		{Name: "finalize", Parents: []string{"ship", "reject"}},
+		{Name: "notify-admin", Kind: KindOnFailure},
+	}
+}
+
+func TestBuildLinksChildrenAndStaticSkips(t *testing.T) {
+	g, err := Build(orderNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[string][]int{}
+	maySkip := map[string]bool{}
+	for _, s := range g.Steps {
+		children[s.Name] = s.Children
+		maySkip[s.Name] = s.MaySkip
+	}
+	if diff := cmp.Diff([]int{1, 2}, children["validate"]); diff != "" {
+		t.Errorf("validate children (-want +got):\n%s", diff)
+	}
+	want := map[string]bool{
+		"validate": false, "charge": true, "reject": true, "fraud-window": true,
+		"prepare-shipment": true, "ship": true, "finalize": true, "notify-admin": false,
+	}
+	if diff := cmp.Diff(want, maySkip); diff != "" {
+		t.Errorf("MaySkip (-want +got):\n%s", diff)
+	}
+	if s, _ := g.Step("validate"); !s.Plain() {
+		t.Error("validate should be plain")
+	}
+	if s, ok := g.OnFailure(); !ok || s.Name != "notify-admin" {
+		t.Errorf("OnFailure = %v, %v", s, ok)
+	}
+}
+
+func TestBuildReportsEveryProblem(t *testing.T) {
+	_, err := Build([]Node{
+		{Name: "a", Parents: []string{"a"}},
+		{Name: "b", Parents: []string{"nope"}},
+		{Name: "b"},
+		{Name: "c", Retry: Policy{MaxRetries: -1}},
+	})
+	if err == nil {
+		t.Fatal("Build succeeded")
+	}
+	for _, want := range []string{
+		`"a" lists itself`, `unknown parent "nope"`, `"b" is declared twice`, "maxRetries must not be negative",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestBuildNamesTheCycle(t *testing.T) {
+	_, err := Build([]Node{
+		{Name: "start"},
+		{Name: "a", Parents: []string{"start", "c"}},
+		{Name: "b", Parents: []string{"a"}},
+		{Name: "c", Parents: []string{"b"}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "a -> b -> c -> a") {
+		t.Fatalf("error = %v, want the cycle a -> b -> c -> a", err)
+	}
+}
+
+func TestBackoffSchedule(t *testing.T) {
+	p := Policy{MaxRetries: 5, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: 5 * time.Second}
+	var got []time.Duration
+	for n := 1; n <= 5; n++ {
+		got = append(got, Backoff(p, n))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Backoff (-want +got):\n%s", diff)
+	}
+	if d := Backoff(Policy{InitialDelay: time.Hour, BackoffFactor: 10, MaxDelay: 0}, 40); d <= 0 {
+		t.Errorf("uncapped backoff overflowed to %v", d)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	p := Policy{MaxRetries: 2, InitialDelay: time.Minute, BackoffFactor: 3, MaxDelay: time.Hour}
+	tests := []struct {
+		attempt   int
+		retryable bool
+		wantDelay time.Duration
+		wantRetry bool
+	}{
+		{1, true, time.Minute, true},
+		{2, true, 3 * time.Minute, true},
+		{3, true, 0, false},
+		{1, false, 0, false},
+	}
+	for _, tt := range tests {
+		d, ok := Retry(p, tt.attempt, tt.retryable)
+		if d != tt.wantDelay || ok != tt.wantRetry {
+			t.Errorf("Retry(attempt %d, retryable %v) = %v, %v; want %v, %v",
+				tt.attempt, tt.retryable, d, ok, tt.wantDelay, tt.wantRetry)
+		}
+	}
+}
+
+func TestResolveIsExactForFanIn(t *testing.T) {
+	g, err := Build([]Node{{Name: "a"}, {Name: "b"}, {Name: "c", Parents: []string{"a", "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, roots := InitialPending(g)
+	if diff := cmp.Diff([]int{0, 1}, roots); diff != "" {
+		t.Fatalf("roots (-want +got):\n%s", diff)
+	}
+	if ready := Resolve(pending, g.Steps[0].Children); len(ready) != 0 {
+		t.Fatalf("c ready after one parent: %v", ready)
+	}
+	if ready := Resolve(pending, g.Steps[1].Children); !cmp.Equal(ready, []int{2}) {
+		t.Fatalf("ready = %v, want [2]", ready)
+	}
+	if ready := Resolve(pending, g.Steps[1].Children); len(ready) != 0 {
+		t.Fatalf("c became ready twice: %v", ready)
+	}
+}
+
+func TestCascadeSkipNeedsAllParentsSkipped(t *testing.T) {
+	tests := []struct {
+		parents []TaskStatus
+		want    bool
+	}{
+		{nil, false},
+		{[]TaskStatus{TaskSkipped}, true},
+		{[]TaskStatus{TaskSkipped, TaskSkipped}, true},
+		{[]TaskStatus{TaskSkipped, TaskCompleted}, false},
+		{[]TaskStatus{TaskCompleted}, false},
+	}
+	for _, tt := range tests {
+		if got := CascadeSkip(tt.parents); got != tt.want {
+			t.Errorf("CascadeSkip(%v) = %v, want %v", tt.parents, got, tt.want)
+		}
+	}
+}
+
+func TestRunOutcome(t *testing.T) {
+	tests := []struct {
+		tasks []TaskStatus
+		want  RunStatus
+	}{
+		{[]TaskStatus{TaskCompleted, TaskSkipped}, RunCompleted},
+		{[]TaskStatus{TaskCompleted, TaskSleeping}, RunRunning},
+		{[]TaskStatus{TaskCompleted, TaskFailed, TaskCancelled}, RunFailed},
+		{[]TaskStatus{TaskCompleted, TaskCancelled}, RunCancelled},
+	}
+	for _, tt := range tests {
+		if got := RunOutcome(tt.tasks); got != tt.want {
+			t.Errorf("RunOutcome(%v) = %v, want %v", tt.tasks, got, tt.want)
+		}
+	}
+}
+
+func TestCancels(t *testing.T) {
+	for _, s := range []TaskStatus{TaskPending, TaskQueued, TaskRunning, TaskSleeping, TaskRetrying} {
+		if !Cancels(s) {
+			t.Errorf("Cancels(%s) = false", s)
+		}
+	}
+	for _, s := range []TaskStatus{TaskCompleted, TaskSkipped, TaskFailed, TaskCancelled} {
+		if Cancels(s) {
+			t.Errorf("Cancels(%s) = true", s)
+		}
+	}
+}

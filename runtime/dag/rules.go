@@ -1,0 +1,114 @@
+package dag
+
+import (
+	"math"
+	"time"
+)
+
+// Backoff is the wait before retry number retry (1 for the first retry):
+// InitialDelay * BackoffFactor^(retry-1), capped at MaxDelay.
+func Backoff(p Policy, retry int) time.Duration {
+	if retry < 1 {
+		retry = 1
+	}
+	factor := p.BackoffFactor
+	if factor < 1 {
+		factor = 1
+	}
+	d := float64(p.InitialDelay) * math.Pow(factor, float64(retry-1))
+	if p.MaxDelay > 0 && d > float64(p.MaxDelay) {
+		return p.MaxDelay
+	}
+	if d > math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d)
+}
+
+// Retry decides what follows a failed attempt (attempts count from 1): when
+// another attempt is allowed it returns the backoff before it and true.
+// A non-retryable error is never retried.
+func Retry(p Policy, attempt int, retryable bool) (time.Duration, bool) {
+	if !retryable || attempt > p.MaxRetries {
+		return 0, false
+	}
+	return Backoff(p, attempt), true
+}
+
+// InitialPending returns, for every step, how many parents it waits for,
+// and the steps that are ready at once (roots). The failure handler is
+// never ready at creation: it is queued only when the run fails.
+func InitialPending(g *Graph) (pending []int, roots []int) {
+	pending = make([]int, len(g.Steps))
+	for i := range g.Steps {
+		s := &g.Steps[i]
+		pending[i] = len(s.Parents)
+		if s.Kind != KindOnFailure && len(s.Parents) == 0 {
+			roots = append(roots, i)
+		}
+	}
+	return pending, roots
+}
+
+// Resolve records that one parent of each child has resolved (completed or
+// been skipped) by decrementing pending, and returns the children that
+// became ready: those whose count reached zero. Called once per resolved
+// parent, it makes fan-in exact: a child is returned exactly once, by the
+// last parent to resolve.
+func Resolve(pending []int, children []int) (ready []int) {
+	for _, c := range children {
+		if pending[c] <= 0 {
+			continue
+		}
+		pending[c]--
+		if pending[c] == 0 {
+			ready = append(ready, c)
+		}
+	}
+	return ready
+}
+
+// CascadeSkip reports whether a ready step is skipped because of its
+// parents: it has parents and every one of them was skipped. A step with a
+// mix of skipped and completed parents runs; that is how branches merge.
+func CascadeSkip(parents []TaskStatus) bool {
+	if len(parents) == 0 {
+		return false
+	}
+	for _, p := range parents {
+		if p != TaskSkipped {
+			return false
+		}
+	}
+	return true
+}
+
+// RunOutcome derives the status of a run from its tasks' statuses (the
+// failure handler excluded): FAILED if any task failed, CANCELLED if any
+// was cancelled, COMPLETED when every task is completed or skipped, and
+// RUNNING otherwise.
+func RunOutcome(tasks []TaskStatus) RunStatus {
+	cancelled, unresolved := false, false
+	for _, t := range tasks {
+		switch {
+		case t == TaskFailed:
+			return RunFailed
+		case t == TaskCancelled:
+			cancelled = true
+		case !t.Resolved():
+			unresolved = true
+		}
+	}
+	switch {
+	case cancelled:
+		return RunCancelled
+	case unresolved:
+		return RunRunning
+	}
+	return RunCompleted
+}
+
+// Cancels reports whether a task in status s is cancelled when its run
+// fails or is cancelled: every task that has not finished, including
+// running ones (whose code then sees its context cancelled).
+func Cancels(s TaskStatus) bool { return !s.Terminal() }

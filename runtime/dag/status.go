@@ -1,0 +1,61 @@
+package dag
+
+// TaskStatus is where a task is in its life.
+type TaskStatus string
+
+// Task statuses. A task is created PENDING (or QUEUED when it has no
+// parents), is claimed (RUNNING), may wait (SLEEPING for a sleep step,
+// RETRYING during a retry backoff) and ends COMPLETED, SKIPPED, FAILED or
+// CANCELLED.
+const (
+	TaskPending   TaskStatus = "PENDING"
+	TaskQueued    TaskStatus = "QUEUED"
+	TaskRunning   TaskStatus = "RUNNING"
+	TaskSleeping  TaskStatus = "SLEEPING"
+	TaskRetrying  TaskStatus = "RETRYING"
+	TaskCompleted TaskStatus = "COMPLETED"
+	TaskSkipped   TaskStatus = "SKIPPED"
+	TaskFailed    TaskStatus = "FAILED"
+	TaskCancelled TaskStatus = "CANCELLED"
+)
+
+// Resolved reports whether a task counts as done for its children:
+// COMPLETED or SKIPPED.
+func (s TaskStatus) Resolved() bool { return s == TaskCompleted || s == TaskSkipped }
+
+// Terminal reports whether the task will not change again (unless its run
+// is retried).
+func (s TaskStatus) Terminal() bool {
+	return s.Resolved() || s == TaskFailed || s == TaskCancelled
+}
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+// Run statuses. RUNNING is the only non-terminal one.
+const (
+	RunRunning   RunStatus = "RUNNING"
+	RunCompleted RunStatus = "COMPLETED"
+	RunFailed    RunStatus = "FAILED"
+	RunCancelled RunStatus = "CANCELLED"
+)
+
+// Terminal reports whether the run has ended.
+func (s RunStatus) Terminal() bool { return s != RunRunning }
+
+// EventType names a state change in a run's event log.
+type EventType string
+
+// Event types, one per state change of a task.
+const (
+	EventQueued    EventType = "QUEUED"
+	EventStarted   EventType = "STARTED"
+	EventCompleted EventType = "COMPLETED"
+	EventFailed    EventType = "FAILED"
+	EventRetrying  EventType = "RETRYING"
+	EventSkipped   EventType = "SKIPPED"
+	EventSleeping  EventType = "SLEEPING"
+	EventWoken     EventType = "WOKEN"
+	EventCancelled EventType = "CANCELLED"
+	EventTimedOut  EventType = "TIMED_OUT"
+)

@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/effectivelabs/trellis/runtime/condition"
+	"github.com/effectivelabs/trellis/runtime/dag"
+)
+
+// Definition is a compiled WorkflowSpec: its validated graph, its
+// conditions compiled to CEL programs and its input schema compiled for
+// validation. A Definition is immutable and safe for concurrent use.
+type Definition struct {
+	spec    WorkflowSpec
+	version string
+	graph   *dag.Graph
+	input   *jsonschema.Schema
+	envs    []*condition.Env       // per step index; nil for steps without conditions
+	conds   [][]*condition.Program // per step index
+}
+
+// Compile validates and compiles a spec. Generated specs always compile;
+// an error here means a hand-written or corrupted spec.
+func Compile(spec *WorkflowSpec) (*Definition, error) {
+	if spec == nil {
+		return nil, errors.New("compiling workflow: nil spec")
+	}
+	d := &Definition{spec: *spec}
+	if err := checkName(spec.Name); err != nil {
+		return nil, fmt.Errorf("compiling workflow: %w", err)
+	}
+	nodes := make([]dag.Node, 0, len(spec.Steps)+1)
+	for _, s := range spec.Steps {
+		kind := dag.KindCode
+		if s.IsSleep() {
+			kind = dag.KindSleep
+		}
+		nodes = append(nodes, dag.Node{
+			Name: s.Name, Kind: kind, Parents: s.Parents, HasSkipIf: len(s.SkipIf) > 0,
+			Sleep: s.Sleep, Retry: policy(s.Retry), Timeout: s.Timeout,
+		})
+	}
+	if f := spec.OnFailure; f != nil {
+		nodes = append(nodes, dag.Node{Name: f.Name, Kind: dag.KindOnFailure, Retry: policy(f.Retry), Timeout: f.Timeout})
+	}
+	g, err := dag.Build(nodes)
+	if err != nil {
+		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
+	}
+	d.graph = g
+	if d.input, err = compileSchema(spec.Name+".input", spec.InputSchema); err != nil {
+		return nil, fmt.Errorf("compiling workflow %s: input schema: %w", spec.Name, err)
+	}
+	d.envs = make([]*condition.Env, len(g.Steps))
+	d.conds = make([][]*condition.Program, len(g.Steps))
+	for i, s := range spec.Steps {
+		if len(s.SkipIf) == 0 {
+			continue
+		}
+		parents := make(map[string]json.RawMessage, len(s.Parents))
+		for _, p := range s.Parents {
+			ps, _ := g.Step(p)
+			parents[p] = json.RawMessage(spec.Steps[ps.Index].OutputSchema)
+		}
+		env, err := condition.NewEnv(json.RawMessage(spec.InputSchema), parents)
+		if err != nil {
+			return nil, fmt.Errorf("compiling workflow %s: step %s: %w", spec.Name, s.Name, err)
+		}
+		d.envs[i] = env
+		for j, expr := range s.SkipIf {
+			prg, issues := env.Compile(expr)
+			if len(issues) > 0 {
+				return nil, fmt.Errorf("compiling workflow %s: step %s: skipIf[%d] %q: %s",
+					spec.Name, s.Name, j, expr, issues[0].Message)
+			}
+			d.conds[i] = append(d.conds[i], prg)
+		}
+	}
+	canonical, err := json.Marshal(versioned(spec))
+	if err != nil {
+		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
+	}
+	sum := sha256.Sum256(canonical)
+	d.version = spec.Name + "@" + hex.EncodeToString(sum[:8])
+	return d, nil
+}
+
+// versioned is the part of a spec that identifies its version: everything
+// but the source path and description, which do not change behaviour.
+func versioned(spec *WorkflowSpec) WorkflowSpec {
+	v := *spec
+	v.Source, v.Description = "", ""
+	return v
+}
+
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("workflow name is empty")
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && i > 0 || r == '-' && i > 0
+		if !ok {
+			return fmt.Errorf("workflow name %q: use lowercase letters, digits and '-', starting with a letter", name)
+		}
+	}
+	return nil
+}
+
+func policy(r RetryPolicy) dag.Policy {
+	return dag.Policy{
+		MaxRetries: r.MaxRetries, InitialDelay: r.InitialDelay,
+		BackoffFactor: r.BackoffFactor, MaxDelay: r.MaxDelay,
+	}
+}
+
+func compileSchema(name, text string) (*jsonschema.Schema, error) {
+	if strings.TrimSpace(text) == "" {
+		text = `{"type":"object"}`
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(s string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("schema refers to %s; only references into $defs of the same schema are supported", s)
+	}
+	url := "trellis:///" + name + ".json"
+	if err := c.AddResource(url, strings.NewReader(text)); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// Name is the workflow's name.
+func (d *Definition) Name() string { return d.spec.Name }
+
+// Version identifies this exact definition: runs remember the version they
+// were created with, so a changed workflow file never reinterprets a run
+// already in flight.
+func (d *Definition) Version() string { return d.version }
+
+// Spec returns a copy of the spec the definition was compiled from.
+func (d *Definition) Spec() WorkflowSpec { return d.spec }
+
+// Graph is the validated step graph.
+func (d *Definition) Graph() *dag.Graph { return d.graph }
+
+// ValidateInput checks a run input against the input schema. The error
+// names every offending field by its JSON path.
+func (d *Definition) ValidateInput(input json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return &InputError{Workflow: d.spec.Name, Problems: []FieldProblem{{Field: "input", Message: "not valid JSON: " + err.Error()}}}
+	}
+	err := d.input.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("validating input of %s: %w", d.spec.Name, err)
+	}
+	ie := &InputError{Workflow: d.spec.Name}
+	collectProblems(ve, &ie.Problems)
+	sort.Slice(ie.Problems, func(i, j int) bool { return ie.Problems[i].Field < ie.Problems[j].Field })
+	return ie
+}
+
+func collectProblems(ve *jsonschema.ValidationError, out *[]FieldProblem) {
+	if len(ve.Causes) == 0 {
+		*out = append(*out, FieldProblem{Field: fieldPath(ve.InstanceLocation), Message: ve.Message})
+		return
+	}
+	for _, c := range ve.Causes {
+		collectProblems(c, out)
+	}
+}
+
+// fieldPath turns a JSON pointer (/items/0/sku) into the path a Go or JS
+// developer reads (input.items[0].sku).
+func fieldPath(pointer string) string {
+	var b strings.Builder
+	b.WriteString("input")
+	for _, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		b.WriteString("." + tok)
+	}
+	return b.String()
+}
+
+// conditions returns the compiled skipIf programs of a step and the
+// environment to bind their variables in.
+func (d *Definition) conditions(step int) (*condition.Env, []*condition.Program) {
+	return d.envs[step], d.conds[step]
+}

@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrInvalidInput is matched by an *InputError: the run input does not
+	// satisfy the workflow's input schema, and nothing was written.
+	ErrInvalidInput = errors.New("invalid run input")
+	// ErrRunFailed is matched by a *RunFailedError returned by Run and Wait
+	// when a step failed permanently.
+	ErrRunFailed = errors.New("run failed")
+	// ErrRunCancelled is returned by Run and Wait for a cancelled run.
+	ErrRunCancelled = errors.New("run cancelled")
+	// ErrRunNotFound is returned for a run id the store does not know.
+	ErrRunNotFound = errors.New("run not found")
+	// ErrNotRetryable is returned by RetryRun for a run that has not failed
+	// or been cancelled.
+	ErrNotRetryable = errors.New("run is not failed or cancelled")
+	// ErrStopped is returned when the engine has been stopped.
+	ErrStopped = errors.New("engine stopped")
+)
+
+// FieldProblem is one reason an input was refused.
+type FieldProblem struct {
+	// Field is the path of the offending value, such as input.items[0].sku.
+	Field   string
+	Message string
+}
+
+// InputError lists every problem found in a run input.
+type InputError struct {
+	Workflow string
+	Problems []FieldProblem
+}
+
+func (e *InputError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Field + ": " + p.Message
+	}
+	return fmt.Sprintf("invalid input for workflow %s: %s", e.Workflow, strings.Join(parts, "; "))
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// RunFailedError tells which step made a run fail, and why.
+type RunFailedError struct {
+	RunID RunID
+	// Step is the name of the step that failed permanently.
+	Step string
+	// Message is the error the step's last attempt returned.
+	Message string
+}
+
+func (e *RunFailedError) Error() string {
+	return fmt.Sprintf("run %s failed: step %s: %s", e.RunID, e.Step, e.Message)
+}
+
+// Is makes errors.Is(err, ErrRunFailed) true.
+func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
+
+// NonRetryableError marks a step error that must not be retried.
+type NonRetryableError struct{ Err error }
+
+func (e *NonRetryableError) Error() string { return e.Err.Error() }
+func (e *NonRetryableError) Unwrap() error { return e.Err }
+
+// NonRetryable wraps err so that the step fails at once, whatever its retry
+// policy says. Use it for errors no retry can fix, such as a declined card.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NonRetryableError{Err: err}
+}
+
+// IsRetryable reports whether err may be retried: it is not, or does not
+// wrap, a NonRetryableError.
+func IsRetryable(err error) bool {
+	var nr *NonRetryableError
+	return !errors.As(err, &nr)
+}

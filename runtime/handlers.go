@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/google/uuid"
+)
+
+// RunID identifies a run.
+type RunID = uuid.UUID
+
+// ParseRunID parses the text form of a run id.
+func ParseRunID(s string) (RunID, error) { return uuid.Parse(s) }
+
+// StepFunc is the untyped form of a step's code, which generated code
+// adapts the typed Steps interface to. It receives the run input and its
+// parents' outputs as JSON and returns its own output as JSON (nil for a
+// step without output).
+type StepFunc func(ctx context.Context, req *StepRequest) (json.RawMessage, error)
+
+// StepRequest is what a step attempt is given.
+type StepRequest struct {
+	Info StepInfo
+	// Input is the run input.
+	Input json.RawMessage
+	// Parents holds the outputs of the step's completed parents, by name. A
+	// skipped parent is absent; a completed parent without output maps to
+	// nil.
+	Parents map[string]json.RawMessage
+}
+
+// Parent returns a parent's output and whether that parent completed (as
+// opposed to being skipped).
+func (r *StepRequest) Parent(name string) (json.RawMessage, bool) {
+	out, ok := r.Parents[name]
+	return out, ok
+}
+
+// FailureFunc is the untyped form of a workflow's failure handler.
+type FailureFunc func(ctx context.Context, req *FailureRequest) error
+
+// FailureRequest is what the failure handler is given.
+type FailureRequest struct {
+	Info StepInfo
+	// Input is the run input.
+	Input json.RawMessage
+	// Failure says which step failed and why.
+	Failure Failure
+}
+
+// Failure describes the permanent failure of a step.
+type Failure struct {
+	// Step is the name of the step that failed.
+	Step string `json:"step"`
+	// Error is the error its last attempt returned.
+	Error string `json:"error"`
+}
+
+// StepInfo describes the attempt being executed. Step code also finds it
+// in its context with InfoFromContext.
+type StepInfo struct {
+	RunID    RunID
+	Workflow string
+	Tenant   string
+	Step     string
+	// Attempt counts from 1.
+	Attempt int
+}
+
+type infoKey struct{}
+
+// InfoFromContext returns the StepInfo of the attempt a step's context
+// belongs to.
+func InfoFromContext(ctx context.Context) (StepInfo, bool) {
+	info, ok := ctx.Value(infoKey{}).(StepInfo)
+	return info, ok
+}
+
+func withInfo(ctx context.Context, info StepInfo) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// Handlers is the code of a workflow: one StepFunc per code step, by step
+// name, and the failure handler if the workflow declares one.
+type Handlers struct {
+	Steps     map[string]StepFunc
+	OnFailure FailureFunc
+}

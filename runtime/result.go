@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+)
+
+// RunStatus is the status of a run: RUNNING, COMPLETED, FAILED or
+// CANCELLED.
+type RunStatus = dag.RunStatus
+
+// Run statuses.
+const (
+	RunRunning   = dag.RunRunning
+	RunCompleted = dag.RunCompleted
+	RunFailed    = dag.RunFailed
+	RunCancelled = dag.RunCancelled
+)
+
+// TaskStatus is the status of one step within a run.
+type TaskStatus = dag.TaskStatus
+
+// RunRef refers to a run that was triggered.
+type RunRef struct {
+	ID       RunID
+	Workflow string
+	// Existing is true when an idempotency key matched an earlier run, and
+	// that run was returned instead of creating a new one.
+	Existing bool
+}
+
+// RunResult is the state of a run, with the outputs of its completed steps.
+type RunResult struct {
+	ID       RunID
+	Workflow string
+	Tenant   string
+	Status   RunStatus
+	// Steps holds the status of every step by name.
+	Steps map[string]TaskStatus
+	// Outputs holds the output of every completed step that has one.
+	Outputs map[string]json.RawMessage
+	// Failure is set when the run failed.
+	Failure *Failure
+}
+
+// Err is the error Run and Wait return for the result: nil for a completed
+// run, a *RunFailedError for a failed one, ErrRunCancelled for a cancelled
+// one.
+func (r *RunResult) Err() error {
+	switch r.Status {
+	case RunFailed:
+		f := Failure{}
+		if r.Failure != nil {
+			f = *r.Failure
+		}
+		return &RunFailedError{RunID: r.ID, Step: f.Step, Message: f.Error}
+	case RunCancelled:
+		return fmt.Errorf("run %s: %w", r.ID, ErrRunCancelled)
+	case RunRunning:
+		return fmt.Errorf("run %s is still running", r.ID)
+	}
+	return nil
+}
+
+// NoOutput is the output type of steps that declare none.
+type NoOutput struct{}
+
+// StepRef is a typed reference to a step: T is the step's output type. It
+// lets code outside the workflow read outputs without naming types twice.
+type StepRef[T any] struct {
+	workflow, step string
+}
+
+// NewStepRef makes a reference; generated code does this for every step.
+func NewStepRef[T any](workflow, step string) StepRef[T] {
+	return StepRef[T]{workflow: workflow, step: step}
+}
+
+// Name is the step's name.
+func (r StepRef[T]) Name() string { return r.step }
+
+// Workflow is the name of the step's workflow.
+func (r StepRef[T]) Workflow() string { return r.workflow }
+
+// Output decodes the output of the referenced step from a run result. ok is
+// false when the step did not complete (it was skipped, or has not run).
+func Output[T any](res *RunResult, ref StepRef[T]) (out T, ok bool, err error) {
+	if res.Workflow != "" && ref.workflow != res.Workflow {
+		return out, false, fmt.Errorf("step %s belongs to workflow %s, not %s", ref.step, ref.workflow, res.Workflow)
+	}
+	if res.Steps[ref.step] != dag.TaskCompleted {
+		return out, false, nil
+	}
+	raw := res.Outputs[ref.step]
+	if len(raw) == 0 || string(raw) == "null" {
+		return out, true, nil
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, true, fmt.Errorf("decoding output of step %s: %w", ref.step, err)
+	}
+	return out, true, nil
+}

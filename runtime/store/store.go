@@ -1,0 +1,380 @@
+// Package store is the port between the engine and its storage. The engine
+// owns the workflow logic (which step runs next, what a skip or a failure
+// means); a store owns the state and makes each operation below atomic.
+// Two adapters implement it: memstore (tests, single process) and pgstore
+// (PostgreSQL, many processes). Both pass the same conformance suite,
+// storetest.
+//
+// Operations take batches wherever the engine can gather work (claims,
+// results), so that an adapter can do many tasks in one round trip. Every
+// operation takes the current time from its caller: a store never reads a
+// clock, which is what lets tests drive time.
+//
+// A task is addressed by its run and its step index (TaskKey). Stores keep
+// no workflow graph: the engine passes the few facts a store needs (how
+// many parents a task waits for, which children a completion resolves).
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+)
+
+// Sentinel errors shared by all adapters.
+var (
+	// ErrNotFound: the run (or workflow version) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrTxUnsupported: the caller passed a transaction this store cannot use.
+	ErrTxUnsupported = errors.New("store does not support caller transactions")
+)
+
+// Store is the whole port. Each embedded interface is one concern.
+type Store interface {
+	Workflows
+	Runs
+	Tasks
+	Timers
+	Coordination
+}
+
+// TaskKey identifies a task: the run and the step's index in the workflow.
+type TaskKey struct {
+	Run  uuid.UUID
+	Step int
+}
+
+// Workflows stores workflow definitions by version, so that any process can
+// interpret any run, including runs of versions it was not built with.
+type Workflows interface {
+	// SaveWorkflow stores a version; saving an existing version is a no-op.
+	SaveWorkflow(ctx context.Context, w WorkflowVersion) error
+	// LoadWorkflow returns a stored version, or ErrNotFound.
+	LoadWorkflow(ctx context.Context, version string) (WorkflowVersion, error)
+}
+
+// WorkflowVersion is one stored definition.
+type WorkflowVersion struct {
+	Version string // unique, e.g. "order-processing@1a2b3c4d5e6f7a8b"
+	Name    string
+	Spec    []byte // the JSON of runtime.WorkflowSpec
+}
+
+// Runs creates, reads and changes runs as a whole.
+type Runs interface {
+	// CreateRun atomically creates a run and all its tasks, queues the
+	// tasks that wait for no parent (writing their QUEUED events) and
+	// signals TasksReady. With an idempotency key that an earlier run of the
+	// same workflow and tenant used, it writes nothing and returns that run
+	// with Created false. With Tx set, everything happens inside the
+	// caller's transaction; a store that cannot use Tx returns
+	// ErrTxUnsupported.
+	CreateRun(ctx context.Context, p CreateRun) (CreateRunResult, error)
+	// GetRun returns a run, or ErrNotFound.
+	GetRun(ctx context.Context, id uuid.UUID) (Run, error)
+	// ListTasks returns every task of a run in step order.
+	ListTasks(ctx context.Context, run uuid.UUID) ([]Task, error)
+	// ListEvents returns a run's event log in the order it was written.
+	ListEvents(ctx context.Context, run uuid.UUID) ([]Event, error)
+	// CancelRun atomically moves a RUNNING run to CANCELLED and every task
+	// that has not finished to CANCELLED (with events), removing their queue
+	// entries and timers, and signals RunFinished. It reports false, changing
+	// nothing, when the run had already ended. ErrNotFound for unknown runs.
+	CancelRun(ctx context.Context, id uuid.UUID, now time.Time) (bool, error)
+	// RetryRun atomically moves a FAILED or CANCELLED run back to RUNNING:
+	// each task in Reset returns to PENDING waiting for Pending parents, or
+	// is queued when Pending is 0 (with a QUEUED event); its attempt count
+	// restarts. Completed and skipped tasks keep their outputs. It reports
+	// false, changing nothing, when the run is not FAILED or CANCELLED.
+	RetryRun(ctx context.Context, p RetryRun) (bool, error)
+}
+
+// Tasks moves tasks through their lives. Every result is guarded: it
+// applies only to a task that is still RUNNING in the attempt the caller
+// claimed; results for tasks that were cancelled or recovered meanwhile
+// are dropped and reported as stale.
+type Tasks interface {
+	// ClaimTasks atomically takes up to Limit tasks from the ready queue in
+	// fair order (round robin over tenants), marks them RUNNING for the
+	// worker with a fresh heartbeat, and counts a new attempt (not for a
+	// woken sleep task, which has no attempts). Plain tasks get their
+	// STARTED event here. No task is ever claimed by two callers.
+	ClaimTasks(ctx context.Context, p Claim) ([]ClaimedTask, error)
+	// LoadOutputs returns the status and output of the given tasks (the
+	// parents of claimed tasks); missing tasks are left out.
+	LoadOutputs(ctx context.Context, keys []TaskKey) ([]TaskOutput, error)
+	// StartTasks writes STARTED events for claimed tasks that turned out to
+	// run their code (those that were not plain).
+	StartTasks(ctx context.Context, tasks []Attempt, now time.Time) error
+	// Finish applies a batch of results atomically. For each completion:
+	// the task becomes COMPLETED or SKIPPED, its children's pending counts
+	// drop by one and children reaching zero are queued (exactly once,
+	// however completions interleave), and a run whose every task is
+	// resolved becomes COMPLETED. For each retry: the task waits in RETRYING
+	// on a durable timer. For each failure: the task becomes FAILED; if its
+	// run is RUNNING, the run becomes FAILED with the failure recorded,
+	// every unfinished task is CANCELLED, and the failure handler task (if
+	// any) is queued, exactly once per failure of the run. For each sleep:
+	// the task waits in SLEEPING on a durable timer. Events are written for
+	// every change, and TasksReady/RunFinished are signalled.
+	Finish(ctx context.Context, r Results) (FinishResult, error)
+	// Heartbeat refreshes the heartbeat of the worker's running tasks and
+	// returns those among them that are no longer running for this worker
+	// (cancelled, or recovered by the housekeeper), whose code should stop.
+	Heartbeat(ctx context.Context, worker string, tasks []Attempt, now time.Time) (lost []Attempt, err error)
+	// RecoverTasks finds up to Limit RUNNING tasks whose heartbeat is older
+	// than StaleBefore (their worker died) and, atomically for each, queues
+	// it again when it has attempts left or fails it like Finish does.
+	RecoverTasks(ctx context.Context, p Recover) (RecoverResult, error)
+}
+
+// Timers fires durable timers.
+type Timers interface {
+	// FireTimers atomically takes up to Limit timers due at Now and queues
+	// their tasks: a retrying task is queued for its next attempt (QUEUED
+	// event), a sleeping task is queued to be completed (WOKEN event). A
+	// timer fires once.
+	FireTimers(ctx context.Context, now time.Time, limit int) (int, error)
+	// NextTimer returns when the earliest pending timer is due, or false
+	// when there is none.
+	NextTimer(ctx context.Context) (time.Time, bool, error)
+}
+
+// Coordination is what several engines sharing a store need.
+type Coordination interface {
+	// Leadership returns the elector for singleton duties (firing timers,
+	// recovering tasks). At most one elector holds leadership at a time.
+	Leadership(worker string) Elector
+	// Listen delivers notifications until ctx ends. Delivery is best
+	// effort: a slow reader may miss some, so engines also poll.
+	Listen(ctx context.Context) (<-chan Notification, error)
+}
+
+// Elector holds or seeks leadership.
+type Elector interface {
+	// TryLead acquires leadership if it is free, and reports whether the
+	// caller holds it (it may already have).
+	TryLead(ctx context.Context) (bool, error)
+	// Resign gives leadership up.
+	Resign(ctx context.Context) error
+}
+
+// NotificationKind says what a Notification is about.
+type NotificationKind int8
+
+// Notification kinds.
+const (
+	// TasksReady: tasks were queued.
+	TasksReady NotificationKind = iota + 1
+	// RunFinished: a run reached a terminal status (or was cancelled); its
+	// running tasks should stop.
+	RunFinished
+)
+
+// Notification is a wake-up sent by a store.
+type Notification struct {
+	Kind NotificationKind
+	Run  uuid.UUID // for RunFinished
+}
+
+// CreateRun holds what CreateRun needs.
+type CreateRun struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey string
+	Input          []byte
+	Tasks          []NewTask // one per step, in step order
+	Now            time.Time
+	Tx             any
+}
+
+// NewTask is one task of a new run.
+type NewTask struct {
+	Step        int
+	Kind        dag.Kind
+	Pending     int  // parents to wait for; 0 queues it (except for the failure handler)
+	Plain       bool // see dag.Step.Plain
+	MaxAttempts int
+}
+
+// CreateRunResult reports the run CreateRun created or found.
+type CreateRunResult struct {
+	ID      uuid.UUID
+	Created bool
+}
+
+// Run is a stored run.
+type Run struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey string
+	Status         dag.RunStatus
+	Input          []byte
+	// FailedStep and Error describe the failure of a FAILED run.
+	FailedStep int
+	Error      string
+	CreatedAt  time.Time
+	FinishedAt time.Time // zero while running
+}
+
+// Task is a stored task.
+type Task struct {
+	Key        TaskKey
+	Kind       dag.Kind
+	Status     dag.TaskStatus
+	Attempt    int
+	Output     []byte
+	Error      string
+	Worker     string
+	WakeAt     time.Time // for SLEEPING and RETRYING tasks
+	UpdatedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Event is one entry of a run's event log.
+type Event struct {
+	ID      int64
+	Run     uuid.UUID
+	Step    int
+	Type    dag.EventType
+	Attempt int
+	At      time.Time
+	// Detail is the error of a failure, the reason of a skip, or empty.
+	Detail string
+}
+
+// Claim holds what ClaimTasks needs.
+type Claim struct {
+	Worker string
+	// Workflows restricts claims to runs of these workflow names (the ones
+	// the worker has code for).
+	Workflows []string
+	Limit     int
+	// TenantLimit, when positive, caps how many tasks of one tenant may be
+	// RUNNING at once, across all workers.
+	TenantLimit int
+	Now         time.Time
+}
+
+// ClaimedTask is a task a worker now owns.
+type ClaimedTask struct {
+	Key     TaskKey
+	Kind    dag.Kind
+	Attempt int
+	// Woken is true for a sleep task whose timer fired: it only needs to be
+	// completed.
+	Woken bool
+	// Plain is true when the claim already wrote the STARTED event.
+	Plain bool
+	// The run's facts, so that the worker needs no second read.
+	Workflow   string
+	Version    string
+	Tenant     string
+	Input      []byte
+	FailedStep int    // for the failure handler: the step that failed
+	Error      string // ... and its error
+}
+
+// TaskOutput is a task's status and output.
+type TaskOutput struct {
+	Key    TaskKey
+	Status dag.TaskStatus
+	Output []byte
+}
+
+// Attempt names one attempt of a task.
+type Attempt struct {
+	Key     TaskKey
+	Attempt int
+}
+
+// Results is a batch of task results for Finish.
+type Results struct {
+	Now         time.Time
+	Completions []Completion
+	Retries     []Retry
+	Failures    []Failure
+	Sleeps      []Sleep
+}
+
+// Len is the number of results in the batch.
+func (r *Results) Len() int {
+	return len(r.Completions) + len(r.Retries) + len(r.Failures) + len(r.Sleeps)
+}
+
+// Completion resolves a task: it completed (with Output) or was skipped.
+type Completion struct {
+	Attempt
+	Skipped bool
+	// Detail says why a task was skipped.
+	Detail string
+	Output []byte
+	// Children are the step indexes of the task's children in its run.
+	Children []int
+	// Woken is true when a sleep task completes after its timer fired.
+	Woken bool
+}
+
+// Retry reports a failed attempt that will be retried at At.
+type Retry struct {
+	Attempt
+	Error    string
+	TimedOut bool
+	At       time.Time
+}
+
+// Failure reports a permanent failure.
+type Failure struct {
+	Attempt
+	Error    string
+	TimedOut bool
+}
+
+// Sleep puts a sleep task to sleep until Until.
+type Sleep struct {
+	Attempt
+	Until time.Time
+}
+
+// FinishResult reports what Finish did not apply, and the runs it ended.
+type FinishResult struct {
+	// Stale are results dropped because the task was no longer running in
+	// that attempt.
+	Stale []Attempt
+	// Finished are runs that reached a terminal status.
+	Finished []uuid.UUID
+}
+
+// RetryRun holds what RetryRun needs.
+type RetryRun struct {
+	Run   uuid.UUID
+	Reset []ResetTask
+	Now   time.Time
+}
+
+// ResetTask is a task RetryRun gives another chance.
+type ResetTask struct {
+	Step    int
+	Pending int
+}
+
+// Recover holds what RecoverTasks needs.
+type Recover struct {
+	StaleBefore time.Time
+	Limit       int
+	Now         time.Time
+}
+
+// RecoverResult reports what RecoverTasks did.
+type RecoverResult struct {
+	Requeued []Attempt
+	Failed   []Attempt
+}

@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Workflow is a compiled workflow bound to an engine: the handle generated
+// clients trigger runs through. Get one from Engine.Register (in processes
+// that execute the workflow's steps) or Engine.Workflow (in processes that
+// only trigger runs).
+type Workflow struct {
+	engine *Engine
+	def    *Definition
+}
+
+// Definition is the compiled definition of the workflow.
+func (w *Workflow) Definition() *Definition { return w.def }
+
+// Name is the workflow's name.
+func (w *Workflow) Name() string { return w.def.Name() }
+
+// Trigger validates input against the input schema and creates a run; it
+// returns as soon as the run is stored. Invalid input is refused with an
+// *InputError and nothing is written.
+func (w *Workflow) Trigger(ctx context.Context, input json.RawMessage, opts ...RunOption) (RunRef, error) {
+	return w.engine.trigger(ctx, w.def, input, runOptions(opts))
+}
+
+// Run triggers a run and waits until it ends. The result is returned
+// whenever the run ended; the error is the result's Err (nil when the run
+// completed).
+func (w *Workflow) Run(ctx context.Context, input json.RawMessage, opts ...RunOption) (*RunResult, error) {
+	o := runOptions(opts)
+	if o.Tx != nil {
+		return nil, errRunInTx
+	}
+	ref, err := w.engine.trigger(ctx, w.def, input, o)
+	if err != nil {
+		return nil, err
+	}
+	return w.engine.Wait(ctx, ref.ID)
+}
+
+// Wait waits until the run ends and returns its result; see Run.
+func (w *Workflow) Wait(ctx context.Context, id RunID) (*RunResult, error) {
+	return w.engine.Wait(ctx, id)
+}
