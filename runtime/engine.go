@@ -4,29 +4,287 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 var errRunInTx = errors.New("Run cannot wait inside a transaction: the run only exists once the transaction commits; use RunNoWait with the transaction, commit, then Wait")
 
-// Engine executes workflows against a store.
-type Engine struct{}
+// Config configures an Engine. Only Store is required.
+type Config struct {
+	// Store keeps all state: memstore.New() or a pgstore.
+	Store store.Store
+	// Clock is the source of time; clock.Real() by default. Tests pass a
+	// *clock.Virtual.
+	Clock clock.Clock
+	// Logger receives structured logs; by default they are discarded.
+	Logger *slog.Logger
+	// WorkerID names this engine in task claims and heartbeats; by default
+	// host-pid-random.
+	WorkerID string
+	// Concurrency is the number of steps this engine runs at once
+	// (default 16).
+	Concurrency int
+	// ClaimBatch is the most tasks claimed in one store round trip
+	// (default Concurrency).
+	ClaimBatch int
+	// PollInterval is how often an idle engine looks for work when no
+	// wake-up arrived (default 1s); wake-ups make most polls unnecessary.
+	PollInterval time.Duration
+	// TimerInterval bounds how late a durable timer (sleep or retry
+	// backoff) fires when it was set by another process (default 1s).
+	TimerInterval time.Duration
+	// HeartbeatInterval is how often running tasks are heartbeated
+	// (default 5s).
+	HeartbeatInterval time.Duration
+	// StaleAfter is how long a running task may go without a heartbeat
+	// before its worker is presumed dead and the task is recovered
+	// (default 30s; keep it several HeartbeatIntervals).
+	StaleAfter time.Duration
+	// TenantConcurrency, when positive, caps the running tasks of any one
+	// tenant across all engines sharing the store.
+	TenantConcurrency int
+	// Manual marks an engine that is driven by hand (by a test kit) and is
+	// never started: Wait (and so a generated client's Run) then drives it,
+	// processing ready tasks and firing due timers until the run ends or
+	// can go no further without the clock moving, and returns the run's
+	// state at that point.
+	Manual bool
+}
+
+func (c *Config) setDefaults() error {
+	if c.Store == nil {
+		return errors.New("runtime.Config: Store is required")
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 16
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = c.Concurrency
+	}
+	durations := []*time.Duration{&c.PollInterval, &c.TimerInterval, &c.HeartbeatInterval, &c.StaleAfter}
+	defaults := []time.Duration{time.Second, time.Second, 5 * time.Second, 30 * time.Second}
+	for i, d := range durations {
+		if *d <= 0 {
+			*d = defaults[i]
+		}
+	}
+	if c.StaleAfter <= c.HeartbeatInterval {
+		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
+	}
+	return nil
+}
+
+// Engine executes workflows against a store. One engine per process is
+// typical; any number of engines (in any number of processes) may share a
+// store. Register workflows, then Start; or, in tests, drive it by hand
+// with ProcessReady and FireTimers (see the trellistest package).
+type Engine struct {
+	cfg   Config
+	store store.Store
+	clock clock.Clock
+	log   *slog.Logger
+
+	mu          sync.Mutex
+	defs        map[string]*Definition   // by version
+	registered  map[string]*registration // by workflow name
+	names       []string                 // registered workflow names, sorted
+	saved       map[string]bool          // versions known to be in the store
+	waiters     map[RunID]chan struct{}  // closed when the run may have finished
+	inflight    map[store.TaskKey]*inflight
+	started     bool
+	stopping    bool
+	lifecycle   *lifecycle
+	localWakeup chan struct{}
+}
+
+type registration struct {
+	def      *Definition
+	handlers Handlers
+}
+
+// New returns an engine; it does nothing until Start (or a manual drive).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Engine{
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock,
+		log:         cfg.Logger.With("worker", cfg.WorkerID),
+		defs:        map[string]*Definition{},
+		registered:  map[string]*registration{},
+		saved:       map[string]bool{},
+		waiters:     map[RunID]chan struct{}{},
+		inflight:    map[store.TaskKey]*inflight{},
+		localWakeup: make(chan struct{}, 1),
+	}, nil
+}
+
+// Store is the engine's store, for inspection.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Clock is the engine's clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// WorkerID is the name this engine claims tasks under.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
 
 // Register compiles a workflow and registers its code, so that this engine
-// executes the workflow's steps.
+// executes the workflow's steps. Every code step needs a StepFunc, and the
+// failure handler a FailureFunc. Registering the same workflow twice is an
+// error; do it before Start.
 func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
-	panic("unimplemented")
+	def, err := e.compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHandlers(def, h); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, dup := e.registered[def.Name()]; dup {
+		return nil, fmt.Errorf("registering workflow %s: already registered", def.Name())
+	}
+	if e.started {
+		return nil, fmt.Errorf("registering workflow %s: the engine is already started", def.Name())
+	}
+	e.registered[def.Name()] = &registration{def: def, handlers: h}
+	e.names = append(e.names, def.Name())
+	sort.Strings(e.names)
+	return &Workflow{engine: e, def: def}, nil
 }
 
-// Workflow compiles a workflow for triggering only.
+func checkHandlers(def *Definition, h Handlers) error {
+	var errs []error
+	for _, s := range def.graph.Steps {
+		switch s.Kind {
+		case dag.KindCode:
+			if h.Steps[s.Name] == nil {
+				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
+			}
+		case dag.KindOnFailure:
+			if h.OnFailure == nil {
+				errs = append(errs, fmt.Errorf("no code for failure handler %s", s.Name))
+			}
+		}
+	}
+	for name := range h.Steps {
+		if s, ok := def.graph.Step(name); !ok || s.Kind != dag.KindCode {
+			errs = append(errs, fmt.Errorf("code given for %s, which is not a code step", name))
+		}
+	}
+	if h.OnFailure != nil {
+		if _, ok := def.graph.OnFailure(); !ok {
+			errs = append(errs, errors.New("failure handler code given, but the workflow declares no onFailure"))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("registering workflow %s: %w", def.Name(), errors.Join(errs...))
+	}
+	return nil
+}
+
+// Workflow compiles a workflow for triggering only: runs are executed by
+// whichever engines registered its code.
 func (e *Engine) Workflow(spec *WorkflowSpec) (*Workflow, error) {
-	panic("unimplemented")
+	def, err := e.compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Workflow{engine: e, def: def}, nil
 }
 
-func (e *Engine) trigger(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error) {
-	panic("unimplemented")
+// compile compiles a spec, reusing an earlier compilation of the same
+// version.
+func (e *Engine) compile(spec *WorkflowSpec) (*Definition, error) {
+	def, err := Compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if known, ok := e.defs[def.Version()]; ok {
+		return known, nil
+	}
+	e.defs[def.Version()] = def
+	return def, nil
 }
 
-// Wait waits until the run ends and returns its result.
-func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	panic("unimplemented")
+// definition returns the definition of a version, loading it from the
+// store when this process has not seen it.
+func (e *Engine) definition(ctx context.Context, version string) (*Definition, error) {
+	e.mu.Lock()
+	def, ok := e.defs[version]
+	e.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	stored, err := e.store.LoadWorkflow(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("loading workflow version %s: %w", version, err)
+	}
+	var spec WorkflowSpec
+	if err := json.Unmarshal(stored.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("decoding workflow version %s: %w", version, err)
+	}
+	def, err = Compile(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if def.Version() != version {
+		return nil, fmt.Errorf("workflow version %s compiles to version %s", version, def.Version())
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.defs[version] = def
+	e.saved[version] = true
+	return def, nil
+}
+
+// handlers returns the registered code of a workflow.
+func (e *Engine) handlers(workflow string) (Handlers, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.registered[workflow]
+	if !ok {
+		return Handlers{}, false
+	}
+	return r.handlers, true
+}
+
+func (e *Engine) workflowNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.names)
+}
+
+// wake nudges the claim loop (if running) to look for work now.
+func (e *Engine) wake() {
+	select {
+	case e.localWakeup <- struct{}{}:
+	default:
+	}
 }

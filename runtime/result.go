@@ -59,7 +59,7 @@ func (r *RunResult) Err() error {
 	case RunCancelled:
 		return fmt.Errorf("run %s: %w", r.ID, ErrRunCancelled)
 	case RunRunning:
-		return fmt.Errorf("run %s is still running", r.ID)
+		return fmt.Errorf("run %s: %w", r.ID, ErrStillRunning)
 	}
 	return nil
 }

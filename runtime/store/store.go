@@ -87,8 +87,8 @@ type Runs interface {
 	CancelRun(ctx context.Context, id uuid.UUID, now time.Time) (bool, error)
 	// RetryRun atomically moves a FAILED or CANCELLED run back to RUNNING:
 	// each task in Reset returns to PENDING waiting for Pending parents, or
-	// is queued when Pending is 0 (with a QUEUED event); its attempt count
-	// restarts. Completed and skipped tasks keep their outputs. It reports
+	// is queued when Pending is 0 (with a QUEUED event); its retry
+	// budget restarts (attempt numbers keep growing). Completed and skipped tasks keep their outputs. It reports
 	// false, changing nothing, when the run is not FAILED or CANCELLED.
 	RetryRun(ctx context.Context, p RetryRun) (bool, error)
 }
@@ -266,9 +266,14 @@ type Claim struct {
 
 // ClaimedTask is a task a worker now owns.
 type ClaimedTask struct {
-	Key     TaskKey
-	Kind    dag.Kind
+	Key  TaskKey
+	Kind dag.Kind
+	// Attempt numbers the claim; it only grows, also across run retries,
+	// so that it identifies this attempt in results.
 	Attempt int
+	// PriorAttempts is the number of attempts made before the run was last
+	// retried; Attempt - PriorAttempts counts attempts in the current try.
+	PriorAttempts int
 	// Woken is true for a sleep task whose timer fired: it only needs to be
 	// completed.
 	Woken bool

@@ -1,0 +1,74 @@
+// Package clock is the engine's only source of time. Production code uses
+// Real; tests use a Virtual clock that moves only when told to, so that a
+// 24-hour sleep or a one-minute retry backoff passes in microseconds and
+// in a deterministic order.
+package clock
+
+import (
+	"context"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	// Now is the current time.
+	Now() time.Time
+	// NewTimer returns a timer that delivers on its channel once d has
+	// passed.
+	NewTimer(d time.Duration) Timer
+	// AfterFunc calls f once d has passed. The returned timer's channel is
+	// nil.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending timer.
+type Timer interface {
+	// C delivers the time the timer fired (nil for AfterFunc timers).
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+// Real is the system clock.
+func Real() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+func (realClock) AfterFunc(d time.Duration, f func()) Timer {
+	return realTimer{time.AfterFunc(d, f)}
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// WithTimeout is context.WithTimeout on clock c: the context is cancelled
+// with cause context.DeadlineExceeded once d has passed on c.
+func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := c.(realClock); ok {
+		return context.WithTimeout(ctx, d)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := c.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// Sleep waits for d on clock c, or until ctx ends.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}

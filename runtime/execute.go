@@ -1,0 +1,320 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Causes with which a running step's context is cancelled when its result
+// is no longer wanted; the result is then dropped, not recorded.
+var (
+	errRunEnded = errors.New("the run ended (it failed elsewhere or was cancelled)")
+	errTaskLost = errors.New("this worker no longer owns the task")
+)
+
+// job is a claimed task whose code is to run.
+type job struct {
+	claim   store.ClaimedTask
+	def     *Definition
+	step    *dag.Step
+	parents map[string]json.RawMessage // outputs of completed parents
+}
+
+// inflight is a job being executed, so that it can be cancelled.
+type inflight struct {
+	attempt int
+	run     RunID
+	cancel  context.CancelCauseFunc
+	// handler is true for the failure handler, which runs after its run
+	// ended and must not be stopped by that.
+	handler bool
+}
+
+// plan looks at claimed tasks and sorts them into jobs whose code must run
+// and results known at once (skips, sleeps, woken sleeps, tasks that cannot
+// run). It writes the STARTED events of jobs the claim did not start.
+func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job, store.Results, error) {
+	now := e.clock.Now()
+	results := store.Results{Now: now}
+	type planned struct {
+		c    store.ClaimedTask
+		def  *Definition
+		step *dag.Step
+	}
+	var ps []planned
+	var keys []store.TaskKey
+	for _, c := range claimed {
+		def, err := e.definition(ctx, c.Version)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				return nil, store.Results{}, err // transient: the claim will be recovered
+			}
+			results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(c), Error: err.Error()})
+			continue
+		}
+		if c.Key.Step >= len(def.graph.Steps) {
+			results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(c),
+				Error: fmt.Sprintf("workflow %s has no step %d", def.Version(), c.Key.Step)})
+			continue
+		}
+		step := &def.graph.Steps[c.Key.Step]
+		ps = append(ps, planned{c, def, step})
+		if needsParents(c, step) {
+			for _, p := range step.Parents {
+				keys = append(keys, store.TaskKey{Run: c.Key.Run, Step: p})
+			}
+		}
+	}
+	outputs := map[store.TaskKey]store.TaskOutput{}
+	if len(keys) > 0 {
+		loaded, err := e.store.LoadOutputs(ctx, keys)
+		if err != nil {
+			return nil, store.Results{}, fmt.Errorf("loading parent outputs: %w", err)
+		}
+		for _, o := range loaded {
+			outputs[o.Key] = o
+		}
+	}
+	var jobs []*job
+	var start []store.Attempt
+	for _, p := range ps {
+		c, step := p.c, p.step
+		a := attemptOf(c)
+		switch {
+		case c.Woken:
+			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
+			continue
+		case step.Kind == dag.KindOnFailure:
+			jobs = append(jobs, &job{claim: c, def: p.def, step: step})
+			if !c.Plain {
+				start = append(start, a)
+			}
+			continue
+		}
+		completed, statuses := parentState(c, p.def, step, outputs)
+		if dag.CascadeSkip(statuses) {
+			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
+				Detail: "all parents were skipped", Children: step.Children})
+			continue
+		}
+		skip, detail, err := e.evalSkip(ctx, p.def, step, c.Input, completed)
+		switch {
+		case err != nil:
+			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
+			continue
+		case skip:
+			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
+				Detail: detail, Children: step.Children})
+			continue
+		case step.Kind == dag.KindSleep:
+			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, Until: now.Add(step.Sleep)})
+			continue
+		}
+		jobs = append(jobs, &job{claim: c, def: p.def, step: step, parents: completed})
+		if !c.Plain {
+			start = append(start, a)
+		}
+	}
+	if len(start) > 0 {
+		if err := e.store.StartTasks(ctx, start, now); err != nil {
+			return nil, store.Results{}, fmt.Errorf("recording started tasks: %w", err)
+		}
+	}
+	return jobs, results, nil
+}
+
+func attemptOf(c store.ClaimedTask) store.Attempt {
+	return store.Attempt{Key: c.Key, Attempt: c.Attempt}
+}
+
+// needsParents reports whether planning a claimed task needs its parents'
+// statuses or outputs.
+func needsParents(c store.ClaimedTask, step *dag.Step) bool {
+	if c.Woken || len(step.Parents) == 0 || step.Kind == dag.KindOnFailure {
+		return false
+	}
+	return step.Kind == dag.KindCode || step.MaySkip
+}
+
+// parentState returns the outputs of a task's completed parents by name,
+// and every parent's status.
+func parentState(c store.ClaimedTask, def *Definition, step *dag.Step, outputs map[store.TaskKey]store.TaskOutput) (map[string]json.RawMessage, []dag.TaskStatus) {
+	completed := make(map[string]json.RawMessage, len(step.Parents))
+	statuses := make([]dag.TaskStatus, 0, len(step.Parents))
+	for _, p := range step.Parents {
+		o, ok := outputs[store.TaskKey{Run: c.Key.Run, Step: p}]
+		if !ok {
+			continue
+		}
+		statuses = append(statuses, o.Status)
+		if o.Status == dag.TaskCompleted {
+			completed[def.graph.Steps[p].Name] = json.RawMessage(o.Output)
+		}
+	}
+	return completed, statuses
+}
+
+// evalSkip evaluates a step's skipIf conditions; any true one skips it.
+func (e *Engine) evalSkip(ctx context.Context, def *Definition, step *dag.Step, input []byte, parents map[string]json.RawMessage) (bool, string, error) {
+	env, progs := def.conditions(step.Index)
+	if len(progs) == 0 {
+		return false, "", nil
+	}
+	vars, err := env.Bind(input, parents)
+	if err != nil {
+		return false, "", fmt.Errorf("skipIf of step %s: %w", step.Name, err)
+	}
+	for _, prg := range progs {
+		skip, err := prg.Eval(ctx, vars)
+		if err != nil {
+			return false, "", fmt.Errorf("skipIf of step %s: %w", step.Name, err)
+		}
+		if skip {
+			return true, fmt.Sprintf("skipIf %q is true", prg.Source()), nil
+		}
+	}
+	return false, "", nil
+}
+
+// execute runs a job's code and turns what it returned into a result. ok
+// is false when the result must be dropped: the run ended, the task was
+// taken over, or the engine gave up waiting for it on shutdown.
+func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok bool) {
+	c := j.claim
+	stepCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.track(c, j.step.Kind == dag.KindOnFailure, cancel)
+	defer e.untrack(c)
+
+	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name, Attempt: c.Attempt - c.PriorAttempts}
+	runCtx := withInfo(stepCtx, info)
+	if j.step.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = clock.WithTimeout(runCtx, e.clock, j.step.Timeout)
+		defer stop()
+	}
+	log := e.log.With("run", c.Key.Run, "step", j.step.Name, "attempt", info.Attempt)
+	out, err := e.call(runCtx, j, info, log)
+	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		log.Info("dropping step result", "reason", cause)
+		return store.Results{}, false
+	}
+	now := e.clock.Now()
+	res.Now = now
+	a := attemptOf(c)
+	if err == nil {
+		if len(out) > 0 && !json.Valid(out) {
+			err = NonRetryable(errors.New("step returned invalid JSON"))
+		} else {
+			res.Completions = []store.Completion{{Attempt: a, Output: out, Children: j.step.Children}}
+			return res, true
+		}
+	}
+	timedOut := runCtx.Err() != nil && errors.Is(context.Cause(runCtx), context.DeadlineExceeded)
+	msg := err.Error()
+	if timedOut {
+		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
+	}
+	if delay, retry := dag.Retry(j.step.Retry, info.Attempt, IsRetryable(err)); retry {
+		log.Info("step failed; will retry", "error", msg, "in", delay)
+		res.Retries = []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}
+		return res, true
+	}
+	log.Info("step failed", "error", msg)
+	res.Failures = []store.Failure{{Attempt: a, Error: msg, TimedOut: timedOut}}
+	return res, true
+}
+
+// call invokes the job's code, turning a panic into an error.
+func (e *Engine) call(ctx context.Context, j *job, info StepInfo, log *slog.Logger) (out json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("step panicked", "panic", p, "stack", string(debug.Stack()))
+			out, err = nil, fmt.Errorf("step panicked: %v", p)
+		}
+	}()
+	h, ok := e.handlers(j.claim.Workflow)
+	if j.step.Kind == dag.KindOnFailure {
+		if !ok || h.OnFailure == nil {
+			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Workflow))
+		}
+		failed := ""
+		if f := j.claim.FailedStep; f >= 0 && f < len(j.def.graph.Steps) {
+			failed = j.def.graph.Steps[f].Name
+		}
+		return nil, h.OnFailure(ctx, &FailureRequest{Info: info, Input: j.claim.Input,
+			Failure: Failure{Step: failed, Error: j.claim.Error}})
+	}
+	fn := h.Steps[j.step.Name]
+	if fn == nil {
+		return nil, NonRetryable(fmt.Errorf("no code registered for step %s of %s", j.step.Name, j.claim.Workflow))
+	}
+	return fn(ctx, &StepRequest{Info: info, Input: j.claim.Input, Parents: j.parents})
+}
+
+// track records a running job so that it can be cancelled.
+func (e *Engine) track(c store.ClaimedTask, handler bool, cancel context.CancelCauseFunc) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inflight[c.Key] = &inflight{attempt: c.Attempt, run: c.Key.Run, cancel: cancel, handler: handler}
+}
+
+func (e *Engine) untrack(c store.ClaimedTask) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f, ok := e.inflight[c.Key]; ok && f.attempt == c.Attempt {
+		delete(e.inflight, c.Key)
+	}
+}
+
+// stopRunTasks cancels this engine's running steps of a run.
+func (e *Engine) stopRunTasks(run RunID, cause error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, f := range e.inflight {
+		if f.run == run && !f.handler {
+			f.cancel(cause)
+		}
+	}
+}
+
+// stopTasks cancels the given running attempts.
+func (e *Engine) stopTasks(attempts []store.Attempt, cause error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range attempts {
+		if f, ok := e.inflight[a.Key]; ok && f.attempt == a.Attempt {
+			f.cancel(cause)
+		}
+	}
+}
+
+// running lists this engine's running attempts, for heartbeats.
+func (e *Engine) running() []store.Attempt {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]store.Attempt, 0, len(e.inflight))
+	for k, f := range e.inflight {
+		out = append(out, store.Attempt{Key: k, Attempt: f.attempt})
+	}
+	return out
+}
+
+// merge appends the results of b to a.
+func merge(a *store.Results, b store.Results) {
+	a.Completions = append(a.Completions, b.Completions...)
+	a.Retries = append(a.Retries, b.Retries...)
+	a.Failures = append(a.Failures, b.Failures...)
+	a.Sleeps = append(a.Sleeps, b.Sleeps...)
+	if b.Now.After(a.Now) {
+		a.Now = b.Now
+	}
+}

@@ -1,0 +1,366 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// maxFlush bounds how many results go to the store in one Finish call.
+const maxFlush = 512
+
+// lifecycle holds what a started engine runs: its loops and its steps.
+type lifecycle struct {
+	cancel       context.CancelFunc       // stops the loops
+	stepCancel   context.CancelCauseFunc  // stops running steps (drain timeout)
+	stopClaiming chan struct{}            // closed by Stop
+	claimDone    chan struct{}            // closed when the claim loop returns
+	flushStop    chan struct{}            // closed by Stop once steps drained
+	abandon      chan struct{}            // closed when Stop stops waiting for steps
+	results      chan store.Results       // from steps and the planner to the flusher
+	slots        chan struct{}            // one token per running step
+	timerWakeup  chan struct{}            // a timer was set here: recompute the leader's wait
+	loops        sync.WaitGroup
+	steps        sync.WaitGroup
+	stepCtx      context.Context
+}
+
+// Start begins executing: claiming ready tasks of registered workflows,
+// heartbeating, and taking part in leader election for firing timers and
+// recovering tasks of dead workers. It returns at once. Cancelling ctx
+// stops the engine abruptly; use Stop for a graceful shutdown.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started || e.stopping {
+		return errors.New("engine: Start called twice")
+	}
+	if e.cfg.Manual {
+		return errors.New("engine: a Manual engine is driven by hand and cannot be started")
+	}
+	loopCtx, cancel := context.WithCancel(ctx)
+	notes, err := e.store.Listen(loopCtx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("engine: listening for wake-ups: %w", err)
+	}
+	stepCtx, stepCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	lc := &lifecycle{
+		cancel: cancel, stepCancel: stepCancel, stepCtx: stepCtx,
+		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
+		flushStop: make(chan struct{}), abandon: make(chan struct{}),
+		results:     make(chan store.Results, 2*e.cfg.Concurrency),
+		slots:       make(chan struct{}, e.cfg.Concurrency),
+		timerWakeup: make(chan struct{}, 1),
+	}
+	e.lifecycle, e.started = lc, true
+	lc.loops.Add(5)
+	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
+	go func() { defer lc.loops.Done(); e.flushLoop(loopCtx, lc) }()
+	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
+	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
+	e.log.Info("engine started", "workflows", e.names, "concurrency", e.cfg.Concurrency)
+	return nil
+}
+
+// Stop shuts the engine down gracefully: it stops claiming, lets running
+// steps finish and records their results until ctx ends, then cancels the
+// steps still running (their tasks stay claimed and are recovered by
+// another engine once their heartbeats go stale), releases leadership and
+// returns. It returns ctx's error when steps had to be abandoned.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	lc := e.lifecycle
+	if !e.started || e.stopping {
+		e.mu.Unlock()
+		return nil
+	}
+	e.stopping = true
+	e.mu.Unlock()
+
+	close(lc.stopClaiming)
+	<-lc.claimDone
+	drained := make(chan struct{})
+	go func() { lc.steps.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("engine: stopped before running steps finished: %w", ctx.Err())
+		close(lc.abandon)
+		lc.stepCancel(ErrStopped)
+	}
+	close(lc.flushStop)
+	lc.cancel()
+	lc.loops.Wait()
+	lc.stepCancel(ErrStopped)
+	e.log.Info("engine stopped")
+	return err
+}
+
+// claimLoop claims ready tasks while there are free slots, and waits for a
+// wake-up or the poll interval when there is nothing to claim.
+func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
+	for {
+		// Take one slot (waiting for a step to finish if all are busy), then
+		// as many more as are free, up to a batch.
+		select {
+		case lc.slots <- struct{}{}:
+		case <-lc.stopClaiming:
+			return
+		}
+		free := 1
+		for free < e.cfg.ClaimBatch {
+			select {
+			case lc.slots <- struct{}{}:
+				free++
+				continue
+			default:
+			}
+			break
+		}
+		n, err := e.claimAndRun(ctx, lc, free)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("claiming tasks", "error", err)
+		}
+		if n == free && err == nil {
+			continue // the queue may hold more
+		}
+		t := e.clock.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-lc.stopClaiming:
+			t.Stop()
+			return
+		case <-e.localWakeup:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// claimAndRun claims up to free tasks, hands their immediate results to the
+// flusher and starts their steps; slots not used by a step are released.
+func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int, error) {
+	release := func(n int) {
+		for range n {
+			<-lc.slots
+		}
+	}
+	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
+		Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: free,
+		TenantLimit: e.cfg.TenantConcurrency, Now: e.clock.Now(),
+	})
+	if err != nil {
+		release(free)
+		return 0, err
+	}
+	jobs, immediate, err := e.plan(ctx, claimed)
+	if err != nil {
+		// The claimed tasks stay RUNNING under this worker; without
+		// heartbeats they are recovered once stale.
+		release(free)
+		return len(claimed), err
+	}
+	release(free - len(jobs))
+	if immediate.Len() > 0 {
+		lc.results <- immediate
+	}
+	for _, j := range jobs {
+		lc.steps.Add(1)
+		go func() {
+			defer lc.steps.Done()
+			res, ok := e.execute(lc.stepCtx, j)
+			<-lc.slots
+			if !ok {
+				return
+			}
+			select {
+			case <-lc.abandon:
+			case lc.results <- res:
+			}
+		}()
+	}
+	return len(claimed), nil
+}
+
+// flushLoop records results in batches: whatever arrived while the
+// previous Finish was in flight goes in the next one.
+func (e *Engine) flushLoop(ctx context.Context, lc *lifecycle) {
+	for {
+		var batch store.Results
+		select {
+		case r := <-lc.results:
+			merge(&batch, r)
+		case <-lc.flushStop:
+			// Record what is buffered, then stop.
+			for {
+				select {
+				case r := <-lc.results:
+					merge(&batch, r)
+					continue
+				default:
+				}
+				break
+			}
+			if batch.Len() > 0 {
+				e.finish(ctx, lc, batch)
+			}
+			return
+		case <-ctx.Done():
+			return
+		}
+	drain:
+		for batch.Len() < maxFlush {
+			select {
+			case r := <-lc.results:
+				merge(&batch, r)
+			default:
+				break drain
+			}
+		}
+		e.finish(ctx, lc, batch)
+	}
+}
+
+// finish records a batch, retrying while the store fails: a result is
+// never dropped while the engine runs.
+func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results) {
+	backoff := 100 * time.Millisecond
+	for {
+		res, err := e.store.Finish(ctx, batch)
+		if err == nil {
+			e.afterFinish(batch, res)
+			if lc != nil && (len(batch.Retries) > 0 || len(batch.Sleeps) > 0) {
+				select {
+				case lc.timerWakeup <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+		e.log.Error("recording task results; will retry", "error", err, "results", batch.Len())
+		t := e.clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// afterFinish wakes whoever waits on what a Finish changed.
+func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
+	for _, id := range res.Finished {
+		e.stopRunTasks(id, errRunEnded)
+		e.runFinished(id)
+	}
+	if len(batch.Completions) > 0 || len(res.Finished) > 0 {
+		e.wake() // children (or a failure handler) may be queued
+	}
+}
+
+// heartbeatLoop keeps this engine's running tasks alive and stops the ones
+// it no longer owns.
+func (e *Engine) heartbeatLoop(ctx context.Context) {
+	for {
+		if clockSleep(ctx, e, e.cfg.HeartbeatInterval) != nil {
+			return
+		}
+		running := e.running()
+		if len(running) == 0 {
+			continue
+		}
+		lost, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, running, e.clock.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Error("heartbeating", "error", err)
+			}
+			continue
+		}
+		if len(lost) > 0 {
+			e.log.Info("tasks no longer ours; stopping them", "count", len(lost))
+			e.stopTasks(lost, errTaskLost)
+		}
+	}
+}
+
+// leaderLoop seeks leadership and, while leading, fires due timers and
+// recovers the tasks of dead workers.
+func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
+	elector := e.store.Leadership(e.cfg.WorkerID)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := elector.Resign(rctx); err != nil {
+			e.log.Error("resigning leadership", "error", err)
+		}
+	}()
+	leading := false
+	var nextRecover time.Time
+	for {
+		wait := e.cfg.TimerInterval
+		lead, err := elector.TryLead(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("seeking leadership", "error", err)
+		}
+		if lead != leading {
+			e.log.Info("leadership changed", "leader", lead)
+			leading = lead
+		}
+		if lead {
+			now := e.clock.Now()
+			if _, err := e.FireTimers(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error("firing timers", "error", err)
+			}
+			if !now.Before(nextRecover) {
+				if _, err := e.RecoverTasks(ctx); err != nil && ctx.Err() == nil {
+					e.log.Error("recovering tasks", "error", err)
+				}
+				nextRecover = now.Add(e.cfg.HeartbeatInterval)
+			}
+			if next, ok, err := e.store.NextTimer(ctx); err == nil && ok {
+				wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
+			}
+		}
+		t := e.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-lc.timerWakeup:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// listenLoop turns store notifications into local wake-ups.
+func (e *Engine) listenLoop(notes <-chan store.Notification) {
+	for n := range notes {
+		switch n.Kind {
+		case store.TasksReady:
+			e.wake()
+		case store.RunFinished:
+			e.stopRunTasks(n.Run, errRunEnded)
+			e.runFinished(n.Run)
+		}
+	}
+}
+
+func clockSleep(ctx context.Context, e *Engine, d time.Duration) error {
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}

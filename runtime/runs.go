@@ -1,0 +1,285 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// trigger validates the input and creates the run with all its tasks.
+func (e *Engine) trigger(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error) {
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if err := def.ValidateInput(input); err != nil {
+		return RunRef{}, err
+	}
+	if err := e.saveDefinition(ctx, def); err != nil {
+		return RunRef{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return RunRef{}, fmt.Errorf("triggering %s: %w", def.Name(), err)
+	}
+	pending, _ := dag.InitialPending(def.graph)
+	tasks := make([]store.NewTask, len(def.graph.Steps))
+	for i := range def.graph.Steps {
+		s := &def.graph.Steps[i]
+		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts()}
+	}
+	res, err := e.store.CreateRun(ctx, store.CreateRun{
+		ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant,
+		IdempotencyKey: o.IdempotencyKey, Input: input, Tasks: tasks, Now: e.clock.Now(), Tx: o.Tx,
+	})
+	if err != nil {
+		return RunRef{}, fmt.Errorf("triggering %s: %w", def.Name(), err)
+	}
+	if res.Created {
+		e.wake()
+	}
+	return RunRef{ID: res.ID, Workflow: def.Name(), Existing: !res.Created}, nil
+}
+
+// saveDefinition stores a definition version once per process.
+func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
+	e.mu.Lock()
+	saved := e.saved[def.Version()]
+	e.mu.Unlock()
+	if saved {
+		return nil
+	}
+	spec, err := json.Marshal(def.spec)
+	if err != nil {
+		return fmt.Errorf("encoding workflow %s: %w", def.Name(), err)
+	}
+	if err := e.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: def.Version(), Name: def.Name(), Spec: spec}); err != nil {
+		return fmt.Errorf("saving workflow %s: %w", def.Name(), err)
+	}
+	e.mu.Lock()
+	e.saved[def.Version()] = true
+	e.mu.Unlock()
+	return nil
+}
+
+// Wait waits until the run ends and returns its result, whose Err is
+// returned as the error. It returns early with ctx's error. On a Manual
+// engine it drives the engine instead of waiting (see Config.Manual), and
+// a run that is still waiting on time is returned with ErrStillRunning.
+func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
+	if e.cfg.Manual {
+		return e.waitManual(ctx, id)
+	}
+	for {
+		ch := e.waiter(id)
+		res, err := e.Result(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if res.Status.Terminal() {
+			return res, res.Err()
+		}
+		t := e.clock.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, ctx.Err()
+		case <-ch:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// waitManual drives a manual engine until the run ends or nothing more
+// can happen without the clock moving.
+func (e *Engine) waitManual(ctx context.Context, id RunID) (*RunResult, error) {
+	for {
+		fired, err := e.FireTimers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		processed, err := e.ProcessReady(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if fired == 0 && processed == 0 {
+			break
+		}
+	}
+	res, err := e.Result(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
+// waiter returns a channel closed the next time this engine learns that
+// the run may have finished.
+func (e *Engine) waiter(id RunID) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.waiters[id]
+	if !ok {
+		ch = make(chan struct{})
+		e.waiters[id] = ch
+	}
+	return ch
+}
+
+// runFinished wakes the waiters of a run.
+func (e *Engine) runFinished(id RunID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ch, ok := e.waiters[id]; ok {
+		close(ch)
+		delete(e.waiters, id)
+	}
+}
+
+// Result returns the current state of a run with its outputs.
+func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := e.store.ListTasks(ctx, id)
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	res := &RunResult{
+		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
+		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
+	}
+	for _, t := range tasks {
+		if t.Key.Step >= len(def.graph.Steps) {
+			continue
+		}
+		name := def.graph.Steps[t.Key.Step].Name
+		res.Steps[name] = t.Status
+		if t.Status == dag.TaskCompleted && len(t.Output) > 0 {
+			res.Outputs[name] = json.RawMessage(t.Output)
+		}
+	}
+	if run.Status == dag.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
+		res.Failure = &Failure{Step: def.graph.Steps[run.FailedStep].Name, Error: run.Error}
+	}
+	return res, nil
+}
+
+func storeErr(err error, id RunID) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s: %w", id, ErrRunNotFound)
+	}
+	return err
+}
+
+// CancelRun cancels a running run: its unfinished steps are cancelled and
+// running steps see their context cancelled. It reports false when the run
+// had already ended.
+func (e *Engine) CancelRun(ctx context.Context, id RunID) (bool, error) {
+	ok, err := e.store.CancelRun(ctx, id, e.clock.Now())
+	if err != nil {
+		return false, storeErr(err, id)
+	}
+	if ok {
+		e.stopRunTasks(id, errRunEnded)
+		e.runFinished(id)
+	}
+	return ok, nil
+}
+
+// RetryRun gives a failed or cancelled run another go: the steps that
+// failed or were cancelled run again (with a fresh retry budget), and
+// completed steps keep their outputs. It returns ErrNotRetryable for a run
+// that is running or completed.
+func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return storeErr(err, id)
+	}
+	if run.Status != dag.RunFailed && run.Status != dag.RunCancelled {
+		return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRetryable)
+	}
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return err
+	}
+	tasks, err := e.store.ListTasks(ctx, id)
+	if err != nil {
+		return storeErr(err, id)
+	}
+	status := make([]dag.TaskStatus, len(def.graph.Steps))
+	for _, t := range tasks {
+		if t.Key.Step < len(status) {
+			status[t.Key.Step] = t.Status
+		}
+	}
+	var reset []store.ResetTask
+	for i := range def.graph.Steps {
+		s := &def.graph.Steps[i]
+		if status[i].Resolved() && s.Kind != dag.KindOnFailure {
+			continue
+		}
+		if s.Kind == dag.KindOnFailure && !status[i].Terminal() {
+			continue
+		}
+		pending := 0
+		for _, p := range s.Parents {
+			if !status[p].Resolved() {
+				pending++
+			}
+		}
+		reset = append(reset, store.ResetTask{Step: i, Pending: pending})
+	}
+	ok, err := e.store.RetryRun(ctx, store.RetryRun{Run: id, Reset: reset, Now: e.clock.Now()})
+	if err != nil {
+		return storeErr(err, id)
+	}
+	if !ok {
+		return fmt.Errorf("run %s: %w", id, ErrNotRetryable)
+	}
+	e.wake()
+	return nil
+}
+
+// Events returns a run's event log with step names resolved.
+func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	events, err := e.store.ListEvents(ctx, id)
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	out := make([]Event, len(events))
+	for i, ev := range events {
+		out[i] = Event{Step: def.graph.Steps[ev.Step].Name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail}
+	}
+	return out, nil
+}
+
+// Event is one entry of a run's event log.
+type Event struct {
+	Step    string
+	Type    dag.EventType
+	Attempt int
+	At      time.Time
+	// Detail is the error of a failure, the reason of a skip, or empty.
+	Detail string
+}

@@ -1,0 +1,37 @@
+package store
+
+// Fair queueing across tenants, after Hatchet's block-based queue ids.
+//
+// The ready queue is read in ascending id order. The id space is cut into
+// blocks of BlockLength ids; every tenant owns one slot in each block (its
+// group, a small integer given to it the first time it queues work), and a
+// tenant's successive tasks go to successive blocks. Reading ids in order
+// therefore takes one task per tenant per block: round robin, with no
+// computation at read time.
+//
+// A tenant's next block is the later of the block after its previous one
+// and the frontier: the block being consumed (that of the smallest queued
+// id, or the last claimed one when the queue is empty). So a tenant that
+// was idle joins at the current block instead of behind another tenant's
+// backlog: with tenant B holding 10,000 queued tasks, tenant A's new task
+// is claimed right after B's task of the current block.
+
+// BlockLength is the number of queue ids per block, which is also the
+// maximum number of tenants.
+const BlockLength int64 = 1 << 20
+
+// NextBlock returns the block for a tenant's next task, given the tenant's
+// previous block (or -1 when it has none) and the frontier.
+func NextBlock(previous, frontier int64) int64 {
+	if previous+1 > frontier {
+		return previous + 1
+	}
+	return frontier
+}
+
+// QueueID is the queue id of a task of the tenant with the given group in
+// the given block.
+func QueueID(group, block int64) int64 { return block*BlockLength + group }
+
+// BlockOf returns the block of a queue id.
+func BlockOf(id int64) int64 { return id / BlockLength }

@@ -1,0 +1,152 @@
+// Package memstore is the in-memory store: the same semantics as the
+// Postgres store (it passes the same conformance suite), kept in maps
+// behind one mutex. It is what tests and single-process examples use; the
+// state lives as long as the Store value.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Store is an in-memory store.Store, safe for concurrent use by any number
+// of engines.
+type Store struct {
+	mu        sync.Mutex
+	workflows map[string]store.WorkflowVersion
+	runs      map[uuid.UUID]*run
+	idem      map[idemKey]uuid.UUID
+	running   map[store.TaskKey]*task // RUNNING tasks, for heartbeats and recovery
+	queue     readyQueue
+	timers    timerQueue
+	eventSeq  int64
+	subs      map[int]chan store.Notification
+	subSeq    int
+	leader    string
+}
+
+var _ store.Store = (*Store)(nil)
+
+type idemKey struct{ workflow, tenant, key string }
+
+type run struct {
+	rec        store.Run
+	tasks      []*task
+	pending    []int // per step: parents still to resolve
+	unresolved int   // tasks (failure handler excluded) not yet COMPLETED or SKIPPED
+	onFailure  int   // step index of the failure handler, or -1
+	events     []store.Event
+}
+
+type task struct {
+	rec         store.Task
+	run         *run
+	plain       bool
+	maxAttempts int
+	prior       int // attempts before the last run retry
+	heartbeat   time.Time
+	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		workflows: map[string]store.WorkflowVersion{},
+		runs:      map[uuid.UUID]*run{},
+		idem:      map[idemKey]uuid.UUID{},
+		running:   map[store.TaskKey]*task{},
+		queue:     newReadyQueue(),
+		subs:      map[int]chan store.Notification{},
+	}
+}
+
+// SaveWorkflow implements store.Workflows.
+func (s *Store) SaveWorkflow(_ context.Context, w store.WorkflowVersion) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.workflows[w.Version]; !ok {
+		w.Spec = append([]byte(nil), w.Spec...)
+		s.workflows[w.Version] = w
+	}
+	return nil
+}
+
+// LoadWorkflow implements store.Workflows.
+func (s *Store) LoadWorkflow(_ context.Context, version string) (store.WorkflowVersion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workflows[version]
+	if !ok {
+		return store.WorkflowVersion{}, fmt.Errorf("workflow version %s: %w", version, store.ErrNotFound)
+	}
+	return w, nil
+}
+
+// event appends an event to the run's log. Callers hold s.mu.
+func (s *Store) event(r *run, step int, typ dag.EventType, attempt int, at time.Time, detail string) {
+	s.eventSeq++
+	r.events = append(r.events, store.Event{
+		ID: s.eventSeq, Run: r.rec.ID, Step: step, Type: typ, Attempt: attempt, At: at, Detail: detail,
+	})
+}
+
+// setStatus changes a task's status, keeping the running set and the
+// tenant's running count in step. Callers hold s.mu.
+func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) {
+	if t.rec.Status == dag.TaskRunning && status != dag.TaskRunning {
+		delete(s.running, t.rec.Key)
+		s.queue.tenantRunning(t.run.rec.Tenant, -1)
+	}
+	if status == dag.TaskRunning && t.rec.Status != dag.TaskRunning {
+		s.running[t.rec.Key] = t
+		s.queue.tenantRunning(t.run.rec.Tenant, +1)
+	}
+	if t.rec.Status == dag.TaskQueued || t.rec.Status == dag.TaskSleeping || t.rec.Status == dag.TaskRetrying {
+		t.gen++ // its queue entry or timer is void now
+	}
+	if !t.rec.Status.Resolved() && status.Resolved() && t.rec.Kind != dag.KindOnFailure {
+		t.run.unresolved--
+	}
+	if t.rec.Status.Resolved() && !status.Resolved() && t.rec.Kind != dag.KindOnFailure {
+		t.run.unresolved++
+	}
+	t.rec.Status = status
+	t.rec.UpdatedAt = now
+	if status.Terminal() {
+		t.rec.FinishedAt = now
+	} else {
+		t.rec.FinishedAt = time.Time{}
+	}
+}
+
+// enqueue puts a task on the ready queue. Callers hold s.mu.
+func (s *Store) enqueue(t *task, wake bool, now time.Time) {
+	s.setStatus(t, dag.TaskQueued, now)
+	s.queue.push(t, wake)
+}
+
+// notify sends a notification to every listener that has room for it.
+// Callers hold s.mu.
+func (s *Store) notify(n store.Notification) {
+	for _, ch := range s.subs {
+		select {
+		case ch <- n:
+		default:
+		}
+	}
+}
+
+func (s *Store) lookup(key store.TaskKey) (*task, bool) {
+	r, ok := s.runs[key.Run]
+	if !ok || key.Step < 0 || key.Step >= len(r.tasks) {
+		return nil, false
+	}
+	return r.tasks[key.Step], true
+}

@@ -1,0 +1,152 @@
+package memstore
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// readyQueue is the fair ready queue (see store.BlockLength), ordered by
+// queue id. Entries are invalidated lazily: an entry whose task has moved
+// on (its gen changed) is dropped when it reaches the front.
+type readyQueue struct {
+	entries  entryHeap
+	tenants  map[string]*tenantState
+	consumed int64 // block of the last claimed entry
+}
+
+type tenantState struct {
+	group   int64
+	block   int64 // block of the tenant's last queued task, -1 before the first
+	running int
+}
+
+type entry struct {
+	id   int64
+	task *task
+	gen  int
+	wake bool
+}
+
+func newReadyQueue() readyQueue {
+	return readyQueue{tenants: map[string]*tenantState{}}
+}
+
+func (q *readyQueue) tenant(name string) *tenantState {
+	ts, ok := q.tenants[name]
+	if !ok {
+		ts = &tenantState{group: int64(len(q.tenants)), block: -1}
+		q.tenants[name] = ts
+	}
+	return ts
+}
+
+func (q *readyQueue) tenantRunning(name string, delta int) { q.tenant(name).running += delta }
+
+// frontier is the block being consumed.
+func (q *readyQueue) frontier() int64 {
+	for len(q.entries) > 0 && !q.entries[0].valid() {
+		heap.Pop(&q.entries)
+	}
+	if len(q.entries) > 0 {
+		return store.BlockOf(q.entries[0].id)
+	}
+	return q.consumed
+}
+
+func (q *readyQueue) push(t *task, wake bool) {
+	ts := q.tenant(t.run.rec.Tenant)
+	ts.block = store.NextBlock(ts.block, q.frontier())
+	heap.Push(&q.entries, &entry{id: store.QueueID(ts.group, ts.block), task: t, gen: t.gen, wake: wake})
+}
+
+// claim takes up to limit valid entries in id order that pass accept,
+// leaving the others queued.
+func (q *readyQueue) claim(limit int, accept func(*entry) bool) []*entry {
+	var out, passed []*entry
+	for len(out) < limit && len(q.entries) > 0 {
+		e := heap.Pop(&q.entries).(*entry)
+		if !e.valid() {
+			continue
+		}
+		if !accept(e) {
+			passed = append(passed, e)
+			continue
+		}
+		if b := store.BlockOf(e.id); b > q.consumed {
+			q.consumed = b
+		}
+		out = append(out, e)
+	}
+	for _, e := range passed {
+		heap.Push(&q.entries, e)
+	}
+	return out
+}
+
+func (e *entry) valid() bool { return e.gen == e.task.gen }
+
+type entryHeap []*entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return h[i].id < h[j].id }
+func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// timerQueue holds durable timers by due time, invalidated like entries.
+type timerQueue struct {
+	timers timerHeap
+	seq    int64
+}
+
+type timer struct {
+	at   time.Time
+	seq  int64
+	task *task
+	gen  int
+}
+
+func (q *timerQueue) push(t *task, at time.Time) {
+	q.seq++
+	heap.Push(&q.timers, &timer{at: at, seq: q.seq, task: t, gen: t.gen})
+}
+
+// next returns the earliest valid timer without removing it.
+func (q *timerQueue) next() (*timer, bool) {
+	for len(q.timers) > 0 {
+		if t := q.timers[0]; t.gen == t.task.gen {
+			return t, true
+		}
+		heap.Pop(&q.timers)
+	}
+	return nil, false
+}
+
+func (q *timerQueue) pop() { heap.Pop(&q.timers) }
+
+type timerHeap []*timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].at.Equal(h[j].at) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].at.Before(h[j].at)
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*timer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return t
+}

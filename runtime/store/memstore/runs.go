@@ -1,0 +1,203 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// CreateRun implements store.Runs.
+func (s *Store) CreateRun(_ context.Context, p store.CreateRun) (store.CreateRunResult, error) {
+	if p.Tx != nil {
+		return store.CreateRunResult{}, fmt.Errorf("memory store: %w", store.ErrTxUnsupported)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := idemKey{p.Workflow, p.Tenant, p.IdempotencyKey}
+	if p.IdempotencyKey != "" {
+		if id, ok := s.idem[key]; ok {
+			return store.CreateRunResult{ID: id}, nil
+		}
+	}
+	if _, dup := s.runs[p.ID]; dup {
+		return store.CreateRunResult{}, fmt.Errorf("creating run: id %s already used", p.ID)
+	}
+	r := &run{
+		rec: store.Run{
+			ID: p.ID, Workflow: p.Workflow, Version: p.Version, Tenant: p.Tenant,
+			IdempotencyKey: p.IdempotencyKey, Status: dag.RunRunning,
+			Input: append([]byte(nil), p.Input...), FailedStep: -1, CreatedAt: p.Now,
+		},
+		tasks:     make([]*task, len(p.Tasks)),
+		pending:   make([]int, len(p.Tasks)),
+		onFailure: -1,
+	}
+	for i, nt := range p.Tasks {
+		if nt.Step != i {
+			return store.CreateRunResult{}, fmt.Errorf("creating run: task %d has step %d; tasks must be in step order", i, nt.Step)
+		}
+		r.tasks[i] = &task{
+			rec: store.Task{
+				Key: store.TaskKey{Run: p.ID, Step: i}, Kind: nt.Kind, Status: dag.TaskPending, UpdatedAt: p.Now,
+			},
+			run: r, plain: nt.Plain, maxAttempts: nt.MaxAttempts,
+		}
+		r.pending[i] = nt.Pending
+		if nt.Kind == dag.KindOnFailure {
+			r.onFailure = i
+		} else {
+			r.unresolved++
+		}
+	}
+	s.runs[p.ID] = r
+	if p.IdempotencyKey != "" {
+		s.idem[key] = p.ID
+	}
+	queued := false
+	for i, t := range r.tasks {
+		if r.pending[i] == 0 && t.rec.Kind != dag.KindOnFailure {
+			s.enqueue(t, false, p.Now)
+			s.event(r, i, dag.EventQueued, 0, p.Now, "")
+			queued = true
+		}
+	}
+	if queued {
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return store.CreateRunResult{ID: p.ID, Created: true}, nil
+}
+
+// GetRun implements store.Runs.
+func (s *Store) GetRun(_ context.Context, id uuid.UUID) (store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	rec := r.rec
+	rec.Input = append([]byte(nil), rec.Input...)
+	return rec, nil
+}
+
+// ListTasks implements store.Runs.
+func (s *Store) ListTasks(_ context.Context, id uuid.UUID) ([]store.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	out := make([]store.Task, len(r.tasks))
+	for i, t := range r.tasks {
+		out[i] = t.rec
+		out[i].Output = append([]byte(nil), t.rec.Output...)
+	}
+	return out, nil
+}
+
+// ListEvents implements store.Runs.
+func (s *Store) ListEvents(_ context.Context, id uuid.UUID) ([]store.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return append([]store.Event(nil), r.events...), nil
+}
+
+// CancelRun implements store.Runs.
+func (s *Store) CancelRun(_ context.Context, id uuid.UUID, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return false, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if r.rec.Status != dag.RunRunning {
+		return false, nil
+	}
+	s.endRun(r, dag.RunCancelled, now)
+	for i, t := range r.tasks {
+		if dag.Cancels(t.rec.Status) {
+			s.setStatus(t, dag.TaskCancelled, now)
+			s.event(r, i, dag.EventCancelled, t.rec.Attempt, now, "run cancelled")
+		}
+	}
+	return true, nil
+}
+
+// RetryRun implements store.Runs.
+func (s *Store) RetryRun(_ context.Context, p store.RetryRun) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[p.Run]
+	if !ok {
+		return false, fmt.Errorf("run %s: %w", p.Run, store.ErrNotFound)
+	}
+	if r.rec.Status != dag.RunFailed && r.rec.Status != dag.RunCancelled {
+		return false, nil
+	}
+	r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = dag.RunRunning, -1, "", time.Time{}
+	queued := false
+	for _, reset := range p.Reset {
+		if reset.Step < 0 || reset.Step >= len(r.tasks) {
+			return false, fmt.Errorf("retrying run %s: no step %d", p.Run, reset.Step)
+		}
+		t := r.tasks[reset.Step]
+		if t.rec.Status == dag.TaskRunning {
+			continue // still executing (a failure handler): leave it be
+		}
+		t.prior = t.rec.Attempt
+		t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
+		r.pending[reset.Step] = reset.Pending
+		if reset.Pending == 0 && t.rec.Kind != dag.KindOnFailure {
+			s.enqueue(t, false, p.Now)
+			s.event(r, reset.Step, dag.EventQueued, t.rec.Attempt, p.Now, "run retried")
+			queued = true
+			continue
+		}
+		s.setStatus(t, dag.TaskPending, p.Now)
+	}
+	if queued {
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return true, nil
+}
+
+// endRun moves a run to a terminal status. Callers hold s.mu.
+func (s *Store) endRun(r *run, status dag.RunStatus, now time.Time) {
+	r.rec.Status = status
+	r.rec.FinishedAt = now
+	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
+}
+
+// failRun fails a running run because step failed permanently: every
+// unfinished task is cancelled and the failure handler queued. Callers
+// hold s.mu. It reports whether the run was running.
+func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
+	if r.rec.Status != dag.RunRunning {
+		return false
+	}
+	r.rec.FailedStep, r.rec.Error = step, msg
+	s.endRun(r, dag.RunFailed, now)
+	for i, t := range r.tasks {
+		if i == r.onFailure || !dag.Cancels(t.rec.Status) {
+			continue
+		}
+		s.setStatus(t, dag.TaskCancelled, now)
+		s.event(r, i, dag.EventCancelled, t.rec.Attempt, now, "run failed")
+	}
+	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == dag.TaskPending {
+		s.enqueue(r.tasks[r.onFailure], false, now)
+		s.event(r, r.onFailure, dag.EventQueued, r.tasks[r.onFailure].rec.Attempt, now, "")
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return true
+}

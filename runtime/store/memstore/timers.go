@@ -1,0 +1,50 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// FireTimers implements store.Timers.
+func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fired := 0
+	for limit <= 0 || fired < limit {
+		tm, ok := s.timers.next()
+		if !ok || tm.at.After(now) {
+			break
+		}
+		s.timers.pop()
+		t := tm.task
+		switch t.rec.Status {
+		case dag.TaskSleeping:
+			s.enqueue(t, true, now)
+			s.event(t.run, t.rec.Key.Step, dag.EventWoken, t.rec.Attempt, now, "")
+		case dag.TaskRetrying:
+			s.enqueue(t, false, now)
+			s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, now, "")
+		default:
+			continue
+		}
+		fired++
+	}
+	if fired > 0 {
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return fired, nil
+}
+
+// NextTimer implements store.Timers.
+func (s *Store) NextTimer(_ context.Context) (time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tm, ok := s.timers.next()
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	return tm.at, true, nil
+}

@@ -1,0 +1,215 @@
+// Package trellistest tests workflows in-process, in milliseconds: an
+// engine on the memory store with a virtual clock, driven by hand so that
+// every run is deterministic. A 24-hour sleep or a one-minute retry backoff
+// passes when the test says so, instantly.
+//
+//	h := trellistest.New(t)
+//	orders, _ := workflow.RegisterOrderProcessing(h.Engine, &steps{})
+//	res, err := orders.Run(ctx, input) // runs until done or waiting on time
+//	// res.Status == runtime.RunRunning: the fraud window sleeps
+//	h.Advance(24 * time.Hour)          // wakes it; the rest of the run completes
+//	res, err = orders.Wait(ctx, res.ID)
+//
+// Register workflows on h.Engine with the generated Register functions.
+// Generated clients' Run and Wait drive the engine themselves; RunUntilIdle,
+// Advance and Settle drive it explicitly; Trail, Steps, Events and Output
+// inspect what happened.
+package trellistest
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
+)
+
+// start is the virtual clock's reading when a harness is created.
+func start() time.Time { return time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC) }
+
+// T is the part of testing.TB the harness uses.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Context() context.Context
+}
+
+// Harness is an engine on a virtual clock, driven by hand.
+type Harness struct {
+	t      T
+	Engine *runtime.Engine
+	Clock  *clock.Virtual
+	Store  store.Store
+	// Start is when the harness's clock started.
+	Start time.Time
+}
+
+// Option adjusts a harness.
+type Option func(*runtime.Config)
+
+// WithStore runs the harness on another store (the Postgres store, for
+// example); the memory store is the default.
+func WithStore(s store.Store) Option { return func(c *runtime.Config) { c.Store = s } }
+
+// WithConfig lets a test change any engine setting.
+func WithConfig(f func(*runtime.Config)) Option { return Option(f) }
+
+// New returns a harness whose engine is not started: nothing happens until
+// the test drives it.
+func New(t T, opts ...Option) *Harness {
+	t.Helper()
+	vc := clock.NewVirtual(start())
+	cfg := runtime.Config{Store: memstore.New(), Clock: vc, Manual: true, WorkerID: "trellistest"}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	e, err := runtime.New(cfg)
+	if err != nil {
+		t.Fatalf("trellistest: %v", err)
+	}
+	return &Harness{t: t, Engine: e, Clock: vc, Store: cfg.Store, Start: vc.Now()}
+}
+
+// RunUntilIdle fires due timers and executes ready tasks until nothing more
+// can happen at the current time. It returns how many tasks it processed.
+func (h *Harness) RunUntilIdle() int {
+	h.t.Helper()
+	ctx := h.t.Context()
+	total := 0
+	for {
+		fired, err := h.Engine.FireTimers(ctx)
+		if err != nil {
+			h.t.Fatalf("trellistest: %v", err)
+		}
+		n, err := h.Engine.ProcessReady(ctx)
+		if err != nil {
+			h.t.Fatalf("trellistest: %v", err)
+		}
+		total += n
+		if fired == 0 && n == 0 {
+			return total
+		}
+	}
+}
+
+// Advance moves the virtual clock forward by d, firing the durable timers
+// (sleeps, retry backoffs) and step deadlines that fall due in order, and
+// runs until idle after each. It returns how many tasks it processed.
+func (h *Harness) Advance(d time.Duration) int {
+	h.t.Helper()
+	target := h.Clock.Now().Add(d)
+	total := h.RunUntilIdle()
+	for {
+		next, ok, err := h.Store.NextTimer(h.t.Context())
+		if err != nil {
+			h.t.Fatalf("trellistest: %v", err)
+		}
+		if !ok || next.After(target) {
+			break
+		}
+		h.Clock.Set(next)
+		total += h.RunUntilIdle()
+	}
+	h.Clock.Set(target)
+	return total + h.RunUntilIdle()
+}
+
+// Settle runs until no task is ready and no timer is pending, moving the
+// clock to each timer in turn: every run ends (or waits for something only
+// the test can do). It returns how long the clock moved.
+func (h *Harness) Settle() time.Duration {
+	h.t.Helper()
+	from := h.Clock.Now()
+	h.RunUntilIdle()
+	for {
+		next, ok, err := h.Store.NextTimer(h.t.Context())
+		if err != nil {
+			h.t.Fatalf("trellistest: %v", err)
+		}
+		if !ok {
+			return h.Clock.Now().Sub(from)
+		}
+		h.Clock.Set(next)
+		h.RunUntilIdle()
+	}
+}
+
+// Now is the virtual clock's reading.
+func (h *Harness) Now() time.Time { return h.Clock.Now() }
+
+// Result returns the state of a run.
+func (h *Harness) Result(id runtime.RunID) *runtime.RunResult {
+	h.t.Helper()
+	res, err := h.Engine.Result(h.t.Context(), id)
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
+	}
+	return res
+}
+
+// Steps returns the status of every step of a run, by name.
+func (h *Harness) Steps(id runtime.RunID) map[string]runtime.TaskStatus {
+	h.t.Helper()
+	return h.Result(id).Steps
+}
+
+// Events returns a run's event log.
+func (h *Harness) Events(id runtime.RunID) []runtime.Event {
+	h.t.Helper()
+	events, err := h.Engine.Events(h.t.Context(), id)
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
+	}
+	return events
+}
+
+// Trail returns the event types of one step of a run, in order: for
+// example [QUEUED STARTED RETRYING QUEUED STARTED COMPLETED].
+func (h *Harness) Trail(id runtime.RunID, step string) []dag.EventType {
+	h.t.Helper()
+	var out []dag.EventType
+	for _, ev := range h.Events(id) {
+		if ev.Step == step {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+// Times returns when each event of a type of one step of a run happened,
+// relative to h.Start: the way to check a retry schedule.
+func (h *Harness) Times(id runtime.RunID, step string, typ dag.EventType) []time.Duration {
+	h.t.Helper()
+	var out []time.Duration
+	for _, ev := range h.Events(id) {
+		if ev.Step == step && ev.Type == typ {
+			out = append(out, ev.At.Sub(h.Start))
+		}
+	}
+	return out
+}
+
+// Output decodes the output of a step of a run; ok is false when the step
+// did not complete.
+func Output[T any](h *Harness, id runtime.RunID, ref runtime.StepRef[T]) (out T, ok bool) {
+	h.t.Helper()
+	out, ok, err := runtime.Output(h.Result(id), ref)
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
+	}
+	return out, ok
+}
+
+// JSON marshals v for use as a raw step output or input in tests.
+func JSON(t T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("trellistest: %v", err)
+	}
+	return b
+}
