@@ -15,15 +15,15 @@ const maxFlush = 512
 
 // lifecycle holds what a started engine runs: its loops and its steps.
 type lifecycle struct {
-	cancel       context.CancelFunc       // stops the loops
-	stepCancel   context.CancelCauseFunc  // stops running steps (drain timeout)
-	stopClaiming chan struct{}            // closed by Stop
-	claimDone    chan struct{}            // closed when the claim loop returns
-	flushStop    chan struct{}            // closed by Stop once steps drained
-	abandon      chan struct{}            // closed when Stop stops waiting for steps
-	results      chan store.Results       // from steps and the planner to the flusher
-	slots        chan struct{}            // one token per running step
-	timerWakeup  chan struct{}            // a timer was set here: recompute the leader's wait
+	cancel       context.CancelFunc      // stops the loops
+	stepCancel   context.CancelCauseFunc // stops running steps (drain timeout)
+	stopClaiming chan struct{}           // closed by Stop
+	claimDone    chan struct{}           // closed when the claim loop returns
+	flushStop    chan struct{}           // closed by Stop once steps drained
+	abandon      chan struct{}           // closed when Stop stops waiting for steps
+	results      chan store.Results      // from steps and the planner to the flusher
+	slots        chan struct{}           // one token per running step
+	timerWakeup  chan struct{}           // a timer was set here: recompute the leader's wait
 	loops        sync.WaitGroup
 	steps        sync.WaitGroup
 	stepCtx      context.Context
