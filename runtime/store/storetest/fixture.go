@@ -1,0 +1,209 @@
+// Package storetest is the conformance suite of the store port: every
+// behaviour a store promises is specified here once and run against each
+// adapter (memstore in its own tests, pgstore in its own). A new adapter
+// is correct when Run passes.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Factory returns a store with no runs in it, for one test.
+type Factory func(t *testing.T) store.Store
+
+// The diamond workflow the suite runs: a -> (b, c) -> d, plus a failure
+// handler h. Step indexes:
+const (
+	stepA = iota
+	stepB
+	stepC
+	stepD
+	stepH
+)
+
+var diamondChildren = [][]int{stepA: {stepB, stepC}, stepB: {stepD}, stepC: {stepD}, stepD: nil, stepH: nil}
+
+type fixture struct {
+	t   *testing.T
+	s   store.Store
+	ctx context.Context
+	now time.Time
+}
+
+func newFixture(t *testing.T, factory Factory) *fixture {
+	return &fixture{
+		t: t, s: factory(t), ctx: t.Context(),
+		now: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC),
+	}
+}
+
+// tick moves the fixture's notion of now.
+func (f *fixture) tick(d time.Duration) time.Time {
+	f.now = f.now.Add(d)
+	return f.now
+}
+
+type runOpts struct {
+	tenant, workflow, key string
+	maxAttempts           int
+}
+
+func (f *fixture) createDiamond(o runOpts) uuid.UUID {
+	f.t.Helper()
+	res := f.create(o)
+	if !res.Created {
+		f.t.Fatalf("CreateRun did not create a run")
+	}
+	return res.ID
+}
+
+func (f *fixture) create(o runOpts) store.CreateRunResult {
+	f.t.Helper()
+	if o.tenant == "" {
+		o.tenant = "default"
+	}
+	if o.workflow == "" {
+		o.workflow = "diamond"
+	}
+	if o.maxAttempts == 0 {
+		o.maxAttempts = 1
+	}
+	id := uuid.Must(uuid.NewV7())
+	tasks := []store.NewTask{
+		{Step: stepA, Kind: dag.KindCode, Pending: 0, Plain: true, MaxAttempts: o.maxAttempts},
+		{Step: stepB, Kind: dag.KindCode, Pending: 1, Plain: true, MaxAttempts: o.maxAttempts},
+		{Step: stepC, Kind: dag.KindCode, Pending: 1, Plain: false, MaxAttempts: o.maxAttempts},
+		{Step: stepD, Kind: dag.KindCode, Pending: 2, Plain: true, MaxAttempts: o.maxAttempts},
+		{Step: stepH, Kind: dag.KindOnFailure, Pending: 0, MaxAttempts: 1},
+	}
+	res, err := f.s.CreateRun(f.ctx, store.CreateRun{
+		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
+		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), Tasks: tasks, Now: f.now,
+	})
+	if err != nil {
+		f.t.Fatalf("CreateRun: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) claim(limit int, mod ...func(*store.Claim)) []store.ClaimedTask {
+	f.t.Helper()
+	p := store.Claim{Worker: "w1", Limit: limit, Now: f.now}
+	for _, m := range mod {
+		m(&p)
+	}
+	got, err := f.s.ClaimTasks(f.ctx, p)
+	if err != nil {
+		f.t.Fatalf("ClaimTasks: %v", err)
+	}
+	return got
+}
+
+// claimOne claims exactly one task and checks which.
+func (f *fixture) claimOne(run uuid.UUID, step int) store.ClaimedTask {
+	f.t.Helper()
+	got := f.claim(1)
+	if len(got) != 1 || got[0].Key != (store.TaskKey{Run: run, Step: step}) {
+		f.t.Fatalf("claimed %v, want step %d of run %s", keys(got), step, run)
+	}
+	return got[0]
+}
+
+func (f *fixture) finish(r store.Results) store.FinishResult {
+	f.t.Helper()
+	r.Now = f.now
+	res, err := f.s.Finish(f.ctx, r)
+	if err != nil {
+		f.t.Fatalf("Finish: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) complete(c store.ClaimedTask, output string) store.FinishResult {
+	f.t.Helper()
+	return f.finish(store.Results{Completions: []store.Completion{{
+		Attempt: attempt(c), Output: []byte(output), Children: diamondChildren[c.Key.Step],
+	}}})
+}
+
+func (f *fixture) run(id uuid.UUID) store.Run {
+	f.t.Helper()
+	r, err := f.s.GetRun(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("GetRun: %v", err)
+	}
+	return r
+}
+
+func (f *fixture) statuses(id uuid.UUID) []dag.TaskStatus {
+	f.t.Helper()
+	tasks, err := f.s.ListTasks(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListTasks: %v", err)
+	}
+	out := make([]dag.TaskStatus, len(tasks))
+	for i, tk := range tasks {
+		out[i] = tk.Status
+	}
+	return out
+}
+
+// events returns the run's events as "step:TYPE" strings.
+func (f *fixture) events(id uuid.UUID) []string {
+	f.t.Helper()
+	evs, err := f.s.ListEvents(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListEvents: %v", err)
+	}
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = fmt.Sprintf("%s:%s", stepNames[e.Step], e.Type)
+	}
+	return out
+}
+
+// trail returns the event types of one step.
+func (f *fixture) trail(id uuid.UUID, step int) []dag.EventType {
+	f.t.Helper()
+	evs, err := f.s.ListEvents(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListEvents: %v", err)
+	}
+	var out []dag.EventType
+	for _, e := range evs {
+		if e.Step == step {
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+var stepNames = []string{"a", "b", "c", "d", "h"}
+
+func attempt(c store.ClaimedTask) store.Attempt { return store.Attempt{Key: c.Key, Attempt: c.Attempt} }
+
+func keys(cs []store.ClaimedTask) []store.TaskKey {
+	out := make([]store.TaskKey, len(cs))
+	for i, c := range cs {
+		out[i] = c.Key
+	}
+	return out
+}
+
+func steps(cs []store.ClaimedTask) []int {
+	out := make([]int, len(cs))
+	for i, c := range cs {
+		out[i] = c.Key.Step
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,670 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Run runs the whole conformance suite; newStore is called once per test.
+func Run(t *testing.T, newStore Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, f *fixture)
+	}{
+		{"Workflows", testWorkflows},
+		{"CreateRunQueuesRoots", testCreateRunQueuesRoots},
+		{"IdempotencyKey", testIdempotencyKey},
+		{"ClaimMarksRunning", testClaimMarksRunning},
+		{"ClaimNeverTwice", testClaimNeverTwice},
+		{"ClaimFiltersWorkflows", testClaimFiltersWorkflows},
+		{"FairAcrossTenants", testFairAcrossTenants},
+		{"TenantConcurrencyLimit", testTenantLimit},
+		{"CompletionResolvesChildrenAndRun", testCompletionResolves},
+		{"FanInExactUnderConcurrency", testFanInConcurrent},
+		{"SkippedParentsResolve", testSkippedParentsResolve},
+		{"StaleResultsDropped", testStaleResults},
+		{"FailureCancelsAndQueuesHandlerOnce", testFailure},
+		{"RetryWaitsOnDurableTimer", testRetry},
+		{"SleepAndWake", testSleep},
+		{"Heartbeat", testHeartbeat},
+		{"RecoverRequeuesOrFails", testRecover},
+		{"CancelRun", testCancel},
+		{"RetryRunKeepsCompletedOutputs", testRetryRun},
+		{"Leadership", testLeadership},
+		{"ListenDeliversWakeups", testListen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fn(t, newFixture(t, newStore))
+		})
+	}
+}
+
+func testWorkflows(t *testing.T, f *fixture) {
+	w := store.WorkflowVersion{Version: "diamond@v1", Name: "diamond", Spec: []byte(`{"name":"diamond"}`)}
+	for range 2 { // saving twice is a no-op
+		if err := f.s.SaveWorkflow(f.ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.s.LoadWorkflow(f.ctx, "diamond@v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, got); diff != "" {
+		t.Errorf("LoadWorkflow (-want +got):\n%s", diff)
+	}
+	if _, err := f.s.LoadWorkflow(f.ctx, "nope@v1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LoadWorkflow(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testCreateRunQueuesRoots(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{tenant: "acme"})
+	r := f.run(id)
+	if r.Status != dag.RunRunning || r.Tenant != "acme" || r.Workflow != "diamond" || string(r.Input) != `{"n":1}` {
+		t.Errorf("run = %+v", r)
+	}
+	want := []dag.TaskStatus{dag.TaskQueued, dag.TaskPending, dag.TaskPending, dag.TaskPending, dag.TaskPending}
+	if diff := cmp.Diff(want, f.statuses(id)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a:QUEUED"}, f.events(id)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if _, err := f.s.GetRun(f.ctx, uuid.New()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testIdempotencyKey(t *testing.T, f *fixture) {
+	first := f.create(runOpts{key: "order-7"})
+	second := f.create(runOpts{key: "order-7"})
+	if !first.Created || second.Created || second.ID != first.ID {
+		t.Fatalf("first %+v, second %+v: want the second to return the first run", first, second)
+	}
+	other := f.create(runOpts{key: "order-7", tenant: "other"})
+	if !other.Created {
+		t.Error("the same key under another tenant should create a run")
+	}
+	if got := f.claim(10); len(got) != 2 {
+		t.Errorf("claimed %d roots, want 2 (one per created run)", len(got))
+	}
+}
+
+func testClaimMarksRunning(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{tenant: "acme"})
+	c := f.claimOne(id, stepA)
+	if c.Attempt != 1 || !c.Plain || c.Woken || c.Tenant != "acme" || c.Workflow != "diamond" ||
+		c.Version != "diamond@v1" || string(c.Input) != `{"n":1}` {
+		t.Errorf("claimed %+v", c)
+	}
+	if got := f.statuses(id)[stepA]; got != dag.TaskRunning {
+		t.Errorf("status = %s, want RUNNING", got)
+	}
+	if diff := cmp.Diff([]string{"a:QUEUED", "a:STARTED"}, f.events(id)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := f.claim(10); len(got) != 0 {
+		t.Errorf("claimed %v from an empty queue", keys(got))
+	}
+	// A task that is not plain is started by StartTasks.
+	f.complete(c, `{}`)
+	cs := f.claim(10)
+	var cTask store.ClaimedTask
+	for _, x := range cs {
+		if x.Key.Step == stepC {
+			cTask = x
+		}
+	}
+	if cTask.Plain {
+		t.Fatal("step c is not plain but was claimed as plain")
+	}
+	if err := f.s.StartTasks(f.ctx, []store.Attempt{attempt(cTask)}, f.now); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.trail(id, stepC); !cmp.Equal(got, []dag.EventType{dag.EventQueued, dag.EventStarted}) {
+		t.Errorf("trail of c = %v", got)
+	}
+}
+
+func testClaimNeverTwice(t *testing.T, f *fixture) {
+	const runs = 200
+	for range runs {
+		f.createDiamond(runOpts{tenant: []string{"t1", "t2", "t3"}[len(f.now.String())%3]})
+	}
+	var mu sync.Mutex
+	seen := map[store.TaskKey]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				got, err := f.s.ClaimTasks(f.ctx, store.Claim{Worker: string(rune('a' + w)), Limit: 7, Now: f.now})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, c := range got {
+					seen[c.Key]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != runs {
+		t.Errorf("claimed %d distinct tasks, want %d", len(seen), runs)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("task %v claimed %d times", k, n)
+		}
+	}
+}
+
+func testClaimFiltersWorkflows(t *testing.T, f *fixture) {
+	mine := f.createDiamond(runOpts{workflow: "mine"})
+	f.createDiamond(runOpts{workflow: "theirs"})
+	got := f.claim(10, func(c *store.Claim) { c.Workflows = []string{"mine"} })
+	if len(got) != 1 || got[0].Key.Run != mine {
+		t.Fatalf("claimed %v, want only the root of %s", keys(got), mine)
+	}
+	if got := f.claim(10); len(got) != 1 {
+		t.Errorf("an unfiltered claim got %d tasks, want the other workflow's root", len(got))
+	}
+}
+
+func testFairAcrossTenants(t *testing.T, f *fixture) {
+	// Tenant B queues a backlog; A then queues one task. A must be served
+	// within the first couple of claims, not after B's backlog.
+	for range 100 {
+		f.createDiamond(runOpts{tenant: "B"})
+	}
+	a := f.createDiamond(runOpts{tenant: "A"})
+	position := -1
+	for i := range 100 {
+		c := f.claim(1)
+		if len(c) == 1 && c[0].Key.Run == a {
+			position = i
+			break
+		}
+	}
+	if position < 0 || position > 1 {
+		t.Errorf("tenant A's task was claimed at position %d, want 0 or 1", position)
+	}
+
+	// With both tenants backlogged, claims alternate.
+	for range 10 {
+		f.createDiamond(runOpts{tenant: "A"})
+	}
+	got := f.claim(6)
+	tenants := make([]string, len(got))
+	for i, c := range got {
+		tenants[i] = c.Tenant
+	}
+	count := map[string]int{}
+	for _, tn := range tenants {
+		count[tn]++
+	}
+	if count["A"] != 3 || count["B"] != 3 {
+		t.Errorf("six claims went to %v, want three each", tenants)
+	}
+}
+
+func testTenantLimit(t *testing.T, f *fixture) {
+	for range 3 {
+		f.createDiamond(runOpts{tenant: "busy"})
+	}
+	quiet := f.createDiamond(runOpts{tenant: "quiet"})
+	limit := func(c *store.Claim) { c.TenantLimit = 1 }
+	got := f.claim(10, limit)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d tasks with a limit of 1 per tenant, want 2 (one each)", len(got))
+	}
+	if got := f.claim(10, limit); len(got) != 0 {
+		t.Fatalf("claimed %v while both tenants are at their limit", keys(got))
+	}
+	// Finishing busy's task frees its slot.
+	for _, c := range got {
+		if c.Key.Run != quiet {
+			f.complete(c, `{}`)
+		}
+	}
+	next := f.claim(10, limit)
+	if len(next) != 1 || next[0].Tenant != "busy" {
+		t.Errorf("after busy's task finished, claimed %v", keys(next))
+	}
+}
+
+func testCompletionResolves(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	a := f.claimOne(id, stepA)
+	f.complete(a, `{"v":1}`)
+	bc := f.claim(10)
+	if diff := cmp.Diff([]int{stepB, stepC}, steps(bc)); diff != "" {
+		t.Fatalf("after a, claimed (-want +got):\n%s", diff)
+	}
+	f.complete(bc[0], `{}`)
+	if got := f.claim(10); len(got) != 0 {
+		t.Fatalf("d was queued with one parent pending")
+	}
+	f.complete(bc[1], `{}`)
+	d := f.claimOne(id, stepD)
+	res := f.complete(d, `{"done":true}`)
+	if !slices.Contains(res.Finished, id) {
+		t.Errorf("Finished = %v, want the run", res.Finished)
+	}
+	r := f.run(id)
+	if r.Status != dag.RunCompleted || r.FinishedAt.IsZero() {
+		t.Errorf("run = %s finished %v, want COMPLETED", r.Status, r.FinishedAt)
+	}
+	outs, err := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepA}, {Run: id, Step: stepD}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || string(outs[0].Output) != `{"v":1}` || outs[0].Status != dag.TaskCompleted {
+		t.Errorf("LoadOutputs = %+v", outs)
+	}
+	want := []dag.TaskStatus{dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskPending}
+	if diff := cmp.Diff(want, f.statuses(id)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if got := f.trail(id, stepD); !cmp.Equal(got, []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventCompleted}) {
+		t.Errorf("trail of d = %v", got)
+	}
+}
+
+func testFanInConcurrent(t *testing.T, f *fixture) {
+	const runs = 30
+	ids := make([]uuid.UUID, runs)
+	for i := range ids {
+		ids[i] = f.createDiamond(runOpts{})
+	}
+	for _, a := range f.claim(runs) {
+		f.complete(a, `{}`)
+	}
+	bcs := f.claim(2 * runs)
+	if len(bcs) != 2*runs {
+		t.Fatalf("claimed %d of b and c, want %d", len(bcs), 2*runs)
+	}
+	// Complete every b and c at once, each in its own Finish call.
+	var wg sync.WaitGroup
+	for _, c := range bcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.s.Finish(f.ctx, store.Results{Now: f.now, Completions: []store.Completion{{
+				Attempt: attempt(c), Output: []byte(`{}`), Children: diamondChildren[c.Key.Step],
+			}}})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	ds := f.claim(10 * runs)
+	if len(ds) != runs {
+		t.Fatalf("claimed %d d tasks, want exactly %d (one per run)", len(ds), runs)
+	}
+	for _, id := range ids {
+		queued := 0
+		for _, ev := range f.events(id) {
+			if ev == "d:QUEUED" {
+				queued++
+			}
+		}
+		if queued != 1 {
+			t.Errorf("run %s: d queued %d times", id, queued)
+		}
+	}
+}
+
+func testSkippedParentsResolve(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	f.complete(f.claimOne(id, stepA), `{}`)
+	bc := f.claim(10)
+	f.finish(store.Results{Completions: []store.Completion{
+		{Attempt: attempt(bc[0]), Skipped: true, Detail: "skipIf true", Children: diamondChildren[bc[0].Key.Step]},
+		{Attempt: attempt(bc[1]), Skipped: true, Detail: "skipIf true", Children: diamondChildren[bc[1].Key.Step]},
+	}})
+	d := f.claimOne(id, stepD)
+	outs, err := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepB}, {Run: id, Step: stepC}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		if o.Status != dag.TaskSkipped || len(o.Output) != 0 {
+			t.Errorf("parent %d: %s %q, want SKIPPED without output", o.Key.Step, o.Status, o.Output)
+		}
+	}
+	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(d), Skipped: true, Detail: "all parents skipped"}}})
+	if r := f.run(id); r.Status != dag.RunCompleted {
+		t.Errorf("run = %s, want COMPLETED (skipped steps count as resolved)", r.Status)
+	}
+	evs, _ := f.s.ListEvents(f.ctx, id)
+	last := evs[len(evs)-1]
+	if last.Type != dag.EventSkipped || last.Detail != "all parents skipped" {
+		t.Errorf("last event = %+v", last)
+	}
+}
+
+func testStaleResults(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	a := f.claimOne(id, stepA)
+	old := attempt(a)
+	old.Attempt = 99
+	res := f.finish(store.Results{Completions: []store.Completion{{Attempt: old, Output: []byte(`{}`)}}})
+	if len(res.Stale) != 1 {
+		t.Fatalf("Stale = %v, want the wrong attempt", res.Stale)
+	}
+	if got := f.statuses(id)[stepA]; got != dag.TaskRunning {
+		t.Errorf("a = %s after a stale result, want RUNNING", got)
+	}
+}
+
+func testFailure(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	f.complete(f.claimOne(id, stepA), `{}`)
+	bc := f.claim(10)
+	// Both b and c fail at once: the run fails once, the handler is queued once.
+	res := f.finish(store.Results{Failures: []store.Failure{
+		{Attempt: attempt(bc[0]), Error: "boom b"},
+		{Attempt: attempt(bc[1]), Error: "boom c", TimedOut: true},
+	}})
+	if !cmp.Equal(res.Finished, []uuid.UUID{id}) {
+		t.Errorf("Finished = %v, want the run once", res.Finished)
+	}
+	r := f.run(id)
+	if r.Status != dag.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom b" {
+		t.Errorf("run = %s failed step %d %q", r.Status, r.FailedStep, r.Error)
+	}
+	st := f.statuses(id)
+	if st[stepD] != dag.TaskCancelled || st[stepH] != dag.TaskQueued {
+		t.Errorf("d = %s, h = %s; want CANCELLED and QUEUED", st[stepD], st[stepH])
+	}
+	h := f.claim(10)
+	if len(h) != 1 || h[0].Key.Step != stepH || h[0].Kind != dag.KindOnFailure || h[0].FailedStep != bc[0].Key.Step || h[0].Error != "boom b" {
+		t.Fatalf("claimed %+v, want the failure handler with the failure", h)
+	}
+	wantTrail := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventTimedOut, dag.EventFailed}
+	if !bc[1].Plain {
+		// c is not plain: nothing wrote its STARTED event.
+		wantTrail = []dag.EventType{dag.EventQueued, dag.EventTimedOut, dag.EventFailed}
+	}
+	if diff := cmp.Diff(wantTrail, f.trail(id, bc[1].Key.Step)); diff != "" {
+		t.Errorf("trail of the timed-out step (-want +got):\n%s", diff)
+	}
+	// The handler's own result does not touch the failed run.
+	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(h[0])}}})
+	if r := f.run(id); r.Status != dag.RunFailed {
+		t.Errorf("run = %s after the handler completed, want FAILED", r.Status)
+	}
+	if got := f.trail(id, stepD); !cmp.Equal(got, []dag.EventType{dag.EventCancelled}) {
+		t.Errorf("trail of d = %v, want [CANCELLED]", got)
+	}
+}
+
+func testRetry(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{maxAttempts: 3})
+	a := f.claimOne(id, stepA)
+	at := f.now.Add(time.Minute)
+	f.finish(store.Results{Retries: []store.Retry{{Attempt: attempt(a), Error: "flaky", At: at}}})
+	if st := f.statuses(id)[stepA]; st != dag.TaskRetrying {
+		t.Fatalf("a = %s, want RETRYING", st)
+	}
+	next, ok, err := f.s.NextTimer(f.ctx)
+	if err != nil || !ok || !next.Equal(at) {
+		t.Fatalf("NextTimer = %v %v %v, want %v", next, ok, err, at)
+	}
+	if n, _ := f.s.FireTimers(f.ctx, at.Add(-time.Second), 100); n != 0 {
+		t.Fatalf("fired %d timers early", n)
+	}
+	if got := f.claim(10); len(got) != 0 {
+		t.Fatalf("a retrying task was claimable during its backoff")
+	}
+	if n, err := f.s.FireTimers(f.ctx, at, 100); n != 1 || err != nil {
+		t.Fatalf("FireTimers at due time = %d, %v", n, err)
+	}
+	if n, _ := f.s.FireTimers(f.ctx, at, 100); n != 0 {
+		t.Fatal("a timer fired twice")
+	}
+	f.now = at
+	again := f.claimOne(id, stepA)
+	if again.Attempt != 2 {
+		t.Errorf("second attempt numbered %d", again.Attempt)
+	}
+	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted}
+	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
+		t.Errorf("trail (-want +got):\n%s", diff)
+	}
+	if _, ok, _ := f.s.NextTimer(f.ctx); ok {
+		t.Error("a timer is still pending")
+	}
+}
+
+func testSleep(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	a := f.claimOne(id, stepA)
+	until := f.now.Add(24 * time.Hour)
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), Until: until}}})
+	tasks, _ := f.s.ListTasks(f.ctx, id)
+	if tasks[stepA].Status != dag.TaskSleeping || !tasks[stepA].WakeAt.Equal(until) {
+		t.Fatalf("a = %s until %v", tasks[stepA].Status, tasks[stepA].WakeAt)
+	}
+	if n, _ := f.s.FireTimers(f.ctx, until.Add(-time.Nanosecond), 10); n != 0 {
+		t.Fatal("woke early")
+	}
+	if n, _ := f.s.FireTimers(f.ctx, until.Add(time.Hour), 10); n != 1 {
+		t.Fatal("did not wake")
+	}
+	woken := f.claimOne(id, stepA)
+	if !woken.Woken || woken.Attempt != a.Attempt || woken.Plain {
+		t.Errorf("woken claim = %+v", woken)
+	}
+	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(woken), Woken: true, Children: diamondChildren[stepA]}}})
+	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventSleeping, dag.EventWoken, dag.EventCompleted}
+	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
+		t.Errorf("trail (-want +got):\n%s", diff)
+	}
+	if got := f.claim(10); len(got) != 2 {
+		t.Errorf("children queued after waking: %d, want 2", len(got))
+	}
+}
+
+func testHeartbeat(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	a := f.claimOne(id, stepA)
+	ghost := store.Attempt{Key: store.TaskKey{Run: id, Step: stepB}, Attempt: 1}
+	lost, err := f.s.Heartbeat(f.ctx, "w1", []store.Attempt{attempt(a), ghost}, f.tick(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(lost, []store.Attempt{ghost}) {
+		t.Errorf("lost = %v, want only the task w1 does not own", lost)
+	}
+	if lost, _ := f.s.Heartbeat(f.ctx, "w2", []store.Attempt{attempt(a)}, f.now); len(lost) != 1 {
+		t.Errorf("another worker heartbeated w1's task")
+	}
+	// The fresh heartbeat keeps the task from being recovered.
+	res, err := f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.now.Add(-time.Second), Limit: 10, Now: f.now})
+	if err != nil || len(res.Requeued)+len(res.Failed) != 0 {
+		t.Errorf("RecoverTasks = %+v, %v; want nothing", res, err)
+	}
+}
+
+func testRecover(t *testing.T, f *fixture) {
+	retryable := f.createDiamond(runOpts{maxAttempts: 2})
+	a := f.claimOne(retryable, stepA)
+	stale := store.Recover{StaleBefore: f.tick(time.Minute), Limit: 10, Now: f.now}
+	res, err := f.s.RecoverTasks(f.ctx, stale)
+	if err != nil || !cmp.Equal(res.Requeued, []store.Attempt{attempt(a)}) {
+		t.Fatalf("RecoverTasks = %+v, %v; want a requeued", res, err)
+	}
+	again := f.claimOne(retryable, stepA)
+	if again.Attempt != 2 {
+		t.Errorf("recovered attempt numbered %d, want 2", again.Attempt)
+	}
+	// The first worker's late result is dropped.
+	if r := f.complete(a, `{}`); len(r.Stale) != 1 {
+		t.Errorf("late result of the dead worker was applied")
+	}
+	// Out of attempts: the task fails and so does the run.
+	res, err = f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.tick(time.Minute), Limit: 10, Now: f.now})
+	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(again)}) {
+		t.Fatalf("RecoverTasks = %+v, %v; want a failed", res, err)
+	}
+	r := f.run(retryable)
+	if r.Status != dag.RunFailed || r.FailedStep != stepA {
+		t.Errorf("run = %s step %d, want FAILED at a", r.Status, r.FailedStep)
+	}
+	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted, dag.EventFailed}
+	if diff := cmp.Diff(want, f.trail(retryable, stepA)); diff != "" {
+		t.Errorf("trail (-want +got):\n%s", diff)
+	}
+}
+
+func testCancel(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	a := f.claimOne(id, stepA)
+	ok, err := f.s.CancelRun(f.ctx, id, f.now)
+	if err != nil || !ok {
+		t.Fatalf("CancelRun = %v, %v", ok, err)
+	}
+	for i, st := range f.statuses(id) {
+		if st != dag.TaskCancelled {
+			t.Errorf("step %d = %s, want CANCELLED", i, st)
+		}
+	}
+	if r := f.run(id); r.Status != dag.RunCancelled {
+		t.Errorf("run = %s", r.Status)
+	}
+	if r := f.complete(a, `{}`); len(r.Stale) != 1 {
+		t.Error("a cancelled task's result was applied")
+	}
+	if ok, _ := f.s.CancelRun(f.ctx, id, f.now); ok {
+		t.Error("cancelling twice reported a change")
+	}
+	// A queued task of a cancelled run is never claimed.
+	queued := f.createDiamond(runOpts{})
+	if _, err := f.s.CancelRun(f.ctx, queued, f.now); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.claim(10); len(got) != 0 {
+		t.Errorf("claimed %v of a cancelled run", keys(got))
+	}
+	if _, err := f.s.CancelRun(f.ctx, uuid.New(), f.now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CancelRun(unknown) = %v", err)
+	}
+}
+
+func testRetryRun(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{maxAttempts: 1})
+	f.complete(f.claimOne(id, stepA), `{"kept":true}`)
+	bc := f.claim(10)
+	f.complete(bc[0], `{"b":1}`)
+	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
+	if ok, _ := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now}); !ok {
+		t.Fatal("RetryRun refused a failed run")
+	}
+	// The run is running again: retrying it again is refused.
+	if ok, _ := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now}); ok {
+		t.Fatal("RetryRun accepted a running run")
+	}
+	if h := f.claim(10); len(h) != 1 || h[0].Key.Step != stepH {
+		t.Fatalf("claimed %v, want the first run's failure handler", keys(h))
+	}
+
+	id = f.createDiamond(runOpts{maxAttempts: 1})
+	f.complete(f.claimOne(id, stepA), `{"kept":true}`)
+	bc = f.claim(10)
+	failed := bc[1].Key.Step
+	f.complete(bc[0], `{"b":1}`)
+	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
+	ok, err := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now, Reset: []store.ResetTask{
+		{Step: failed, Pending: 0}, {Step: stepD, Pending: 1}, {Step: stepH},
+	}})
+	if err != nil || !ok {
+		t.Fatalf("RetryRun = %v, %v", ok, err)
+	}
+	r := f.run(id)
+	if r.Status != dag.RunRunning || r.FailedStep != -1 || r.Error != "" {
+		t.Errorf("run after retry = %+v", r)
+	}
+	again := f.claimOne(id, failed)
+	if again.Attempt-again.PriorAttempts != 1 {
+		t.Errorf("retried task's attempt in this try = %d, want 1", again.Attempt-again.PriorAttempts)
+	}
+	f.complete(again, `{}`)
+	f.complete(f.claimOne(id, stepD), `{}`)
+	if r := f.run(id); r.Status != dag.RunCompleted {
+		t.Errorf("run = %s, want COMPLETED", r.Status)
+	}
+	outs, _ := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepA}})
+	if string(outs[0].Output) != `{"kept":true}` {
+		t.Errorf("a's output after retry = %s", outs[0].Output)
+	}
+}
+
+func testLeadership(t *testing.T, f *fixture) {
+	one, two := f.s.Leadership("one"), f.s.Leadership("two")
+	if ok, err := one.TryLead(f.ctx); err != nil || !ok {
+		t.Fatalf("one.TryLead = %v, %v", ok, err)
+	}
+	if ok, _ := one.TryLead(f.ctx); !ok {
+		t.Error("the leader lost leadership by asking again")
+	}
+	if ok, _ := two.TryLead(f.ctx); ok {
+		t.Fatal("two leaders")
+	}
+	if err := one.Resign(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := two.TryLead(f.ctx); !ok {
+		t.Error("leadership not taken over after resigning")
+	}
+	_ = two.Resign(f.ctx)
+}
+
+func testListen(t *testing.T, f *fixture) {
+	notes, err := f.s.Listen(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.createDiamond(runOpts{})
+	wait := func(kind store.NotificationKind) store.Notification {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case n := <-notes:
+				if n.Kind == kind {
+					return n
+				}
+			case <-deadline:
+				t.Fatalf("no notification of kind %d", kind)
+			}
+		}
+	}
+	wait(store.TasksReady)
+	if _, err := f.s.CancelRun(f.ctx, id, f.now); err != nil {
+		t.Fatal(err)
+	}
+	if n := wait(store.RunFinished); n.Run != id {
+		t.Errorf("RunFinished for %s, want %s", n.Run, id)
+	}
+}
