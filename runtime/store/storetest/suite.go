@@ -381,33 +381,44 @@ func testFailure(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{})
 	f.complete(f.claimOne(id, stepA), `{}`)
 	bc := f.claim(10)
-	// Both b and c fail at once: the run fails once, the handler is queued once.
+	// Both b and c fail at once: the first failure fails the run and
+	// cancels the other, whose own failure then arrives stale. The run
+	// fails once and the handler is queued once.
 	res := f.finish(store.Results{Failures: []store.Failure{
-		{Attempt: attempt(bc[0]), Error: "boom b"},
-		{Attempt: attempt(bc[1]), Error: "boom c", TimedOut: true},
+		{Attempt: attempt(bc[0]), Error: "boom", TimedOut: true},
+		{Attempt: attempt(bc[1]), Error: "boom too"},
 	}})
 	if !cmp.Equal(res.Finished, []uuid.UUID{id}) {
 		t.Errorf("Finished = %v, want the run once", res.Finished)
 	}
+	if !cmp.Equal(res.Stale, []store.Attempt{attempt(bc[1])}) {
+		t.Errorf("Stale = %v, want the second failure", res.Stale)
+	}
 	r := f.run(id)
-	if r.Status != dag.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom b" {
+	if r.Status != dag.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom" {
 		t.Errorf("run = %s failed step %d %q", r.Status, r.FailedStep, r.Error)
 	}
 	st := f.statuses(id)
-	if st[stepD] != dag.TaskCancelled || st[stepH] != dag.TaskQueued {
-		t.Errorf("d = %s, h = %s; want CANCELLED and QUEUED", st[stepD], st[stepH])
+	if st[bc[1].Key.Step] != dag.TaskCancelled || st[stepD] != dag.TaskCancelled || st[stepH] != dag.TaskQueued {
+		t.Errorf("statuses = %v; want the other parent and d CANCELLED, h QUEUED", st)
+	}
+	for i, c := range bc {
+		want := []dag.EventType{dag.EventQueued}
+		if c.Plain {
+			want = append(want, dag.EventStarted)
+		}
+		if i == 0 {
+			want = append(want, dag.EventTimedOut, dag.EventFailed)
+		} else {
+			want = append(want, dag.EventCancelled)
+		}
+		if diff := cmp.Diff(want, f.trail(id, c.Key.Step)); diff != "" {
+			t.Errorf("trail of %s (-want +got):\n%s", stepNames[c.Key.Step], diff)
+		}
 	}
 	h := f.claim(10)
-	if len(h) != 1 || h[0].Key.Step != stepH || h[0].Kind != dag.KindOnFailure || h[0].FailedStep != bc[0].Key.Step || h[0].Error != "boom b" {
+	if len(h) != 1 || h[0].Key.Step != stepH || h[0].Kind != dag.KindOnFailure || h[0].FailedStep != bc[0].Key.Step || h[0].Error != "boom" {
 		t.Fatalf("claimed %+v, want the failure handler with the failure", h)
-	}
-	wantTrail := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventTimedOut, dag.EventFailed}
-	if !bc[1].Plain {
-		// c is not plain: nothing wrote its STARTED event.
-		wantTrail = []dag.EventType{dag.EventQueued, dag.EventTimedOut, dag.EventFailed}
-	}
-	if diff := cmp.Diff(wantTrail, f.trail(id, bc[1].Key.Step)); diff != "" {
-		t.Errorf("trail of the timed-out step (-want +got):\n%s", diff)
 	}
 	// The handler's own result does not touch the failed run.
 	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(h[0])}}})
