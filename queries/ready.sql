@@ -1,0 +1,85 @@
+-- name: ReadyClaim :many
+-- Takes up to lim tasks of the given workflows from the ready queue in
+-- fair order, marks them RUNNING for the worker under a fresh lease, and
+-- returns them with their run's facts. Plain tasks get their STARTED
+-- event here.
+WITH picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    WHERE cardinality(@workflows::text[]) = 0 OR q.workflow = ANY (@workflows::text[])
+    ORDER BY q.qid
+    LIMIT @lim
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    DELETE FROM trellis_ready q USING picked p
+    WHERE q.run_id = p.run_id AND q.step = p.step
+    RETURNING q.run_id, q.step, q.wake, q.tenant
+), claimed AS (
+    UPDATE trellis_tasks t
+    SET status = 'RUNNING', worker = @worker::text, updated_at = @now,
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
+    FROM taken k
+    WHERE t.run_id = k.run_id AND t.step = k.step
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+), leased AS (
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
+), started AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, 'STARTED', attempt, @now FROM claimed WHERE plain
+)
+SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+FROM claimed c
+JOIN trellis_runs r ON r.id = c.run_id;
+
+-- name: ReadyClaimLimited :many
+-- ReadyClaim under a per-tenant cap on running tasks. The caller holds
+-- the claim lock (ClaimLock), so that concurrent claims cannot together
+-- exceed the cap.
+WITH running AS (
+    SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
+), eligible AS (
+    SELECT q.run_id, q.step, q.qid,
+           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid) + coalesce(r.n, 0) AS nth
+    FROM (
+        SELECT run_id, step, qid, tenant FROM trellis_ready
+        WHERE cardinality(@workflows::text[]) = 0 OR workflow = ANY (@workflows::text[])
+        ORDER BY qid
+        LIMIT @scan::int
+    ) q
+    LEFT JOIN running r ON r.tenant = q.tenant
+), picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
+    WHERE w.nth <= @tenant_limit::bigint
+    ORDER BY w.qid
+    LIMIT @lim
+    FOR UPDATE OF q SKIP LOCKED
+), taken AS (
+    DELETE FROM trellis_ready q USING picked p
+    WHERE q.run_id = p.run_id AND q.step = p.step
+    RETURNING q.run_id, q.step, q.wake, q.tenant
+), claimed AS (
+    UPDATE trellis_tasks t
+    SET status = 'RUNNING', worker = @worker::text, updated_at = @now,
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
+    FROM taken k
+    WHERE t.run_id = k.run_id AND t.step = k.step
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+), leased AS (
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
+), started AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, 'STARTED', attempt, @now FROM claimed WHERE plain
+)
+SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+FROM claimed c
+JOIN trellis_runs r ON r.id = c.run_id;
+
+-- name: ClaimLock :exec
+-- Serialises limited claims until the end of the transaction.
+SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.trellis.claim', 0));

@@ -1,0 +1,251 @@
+-- name: TasksInsert :one
+-- Creates the tasks of a new run and queues those waiting for no parent
+-- (the failure handler excepted). Returns how many were queued.
+WITH inserted AS (
+    INSERT INTO trellis_tasks (run_id, step, kind, status, pending, plain, max_attempts, updated_at)
+    SELECT @run_id, t.step, t.kind,
+           CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
+           t.pending, t.plain, t.max_attempts, @now
+    FROM (SELECT unnest(@steps::smallint[]) AS step, unnest(@kinds::smallint[]) AS kind, unnest(@pendings::smallint[]) AS pending, unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts) AS t
+    RETURNING run_id, step, status
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, 'QUEUED', 0, @now FROM inserted WHERE status = 'QUEUED'
+    RETURNING run_id, step
+)
+SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM events;
+
+-- name: TaskList :many
+SELECT run_id, step, kind, status, attempt, output, error, worker, wake_at, updated_at, finished_at
+FROM trellis_tasks
+WHERE run_id = @run_id
+ORDER BY step;
+
+-- name: TaskOutputs :many
+SELECT t.run_id, t.step, t.status, t.output
+FROM trellis_tasks t
+JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step) AS k
+    ON t.run_id = k.run_id AND t.step = k.step;
+
+-- name: TasksStart :exec
+-- Writes STARTED events for claimed tasks that run their code.
+INSERT INTO trellis_events (run_id, step, type, attempt, at)
+SELECT t.run_id, t.step, 'STARTED', t.attempt, @now
+FROM trellis_tasks t
+JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS k
+    ON t.run_id = k.run_id AND t.step = k.step AND t.attempt = k.attempt
+WHERE t.status = 'RUNNING';
+
+-- name: TasksComplete :many
+-- Completes (or skips) running tasks, resolves their children, queues the
+-- children that became ready and completes runs with nothing unresolved,
+-- in one statement. Returns a row per stale result and per finished run.
+WITH input AS (
+    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@skipped::boolean[]) AS skipped, unnest(@details::text[]) AS detail, unnest(@outputs::json[]) AS output) AS i
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
+        output = i.output, updated_at = @now, finished_at = @now
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), edges AS (
+    SELECT e.run_id, e.child, count(*) AS n
+    FROM (SELECT unnest(@edge_runs::uuid[]) AS run_id, unnest(@edge_parents::smallint[]) AS parent, unnest(@edge_children::smallint[]) AS child) AS e
+    JOIN applied a ON a.run_id = e.run_id AND a.step = e.parent
+    GROUP BY e.run_id, e.child
+), resolved AS (
+    UPDATE trellis_tasks t
+    SET pending = t.pending - e.n,
+        status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
+        updated_at = @now
+    FROM edges e
+    WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
+), runs AS (
+    UPDATE trellis_runs r
+    SET unresolved = r.unresolved - c.n,
+        status = CASE WHEN r.unresolved - c.n = 0 THEN 'COMPLETED' ELSE r.status END,
+        finished_at = CASE WHEN r.unresolved - c.n = 0 THEN @now ELSE r.finished_at END
+    FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> 2 GROUP BY run_id) c
+    WHERE r.id = c.run_id AND r.status = 'RUNNING'
+    RETURNING r.id, r.unresolved = 0 AS finished
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, @now, nullif(detail, '')
+    FROM applied
+    UNION ALL
+    SELECT run_id, step, 'QUEUED', attempt, @now, NULL FROM resolved WHERE ready
+), queued AS (
+    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false)) AS n
+    FROM resolved WHERE ready
+)
+SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
+FROM input i
+WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step = i.step)
+UNION ALL
+SELECT 'finished', r.id, 0::smallint, 0
+FROM runs r
+WHERE r.finished AND pg_notify(trellis_channel(), 'finished ' || r.id::text) IS NOT NULL
+UNION ALL
+SELECT 'queued', '00000000-0000-0000-0000-000000000000'::uuid, 0::smallint, q.n::int FROM queued q;
+
+-- name: TasksRetry :many
+-- Puts failed attempts to wait on a durable timer for their next attempt.
+-- Returns the stale results.
+WITH input AS (
+    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@errors::text[]) AS error, unnest(@timed_out::boolean[]) AS timed_out, unnest(@wake_ats::timestamptz[]) AS wake_at) AS i
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = @now
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), timers AS (
+    INSERT INTO trellis_timers (run_id, step, wake_at)
+    SELECT run_id, step, wake_at FROM applied
+    ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'TIMED_OUT', attempt, @now, error FROM applied WHERE timed_out
+    UNION ALL
+    SELECT run_id, step, 'RETRYING', attempt, @now, error FROM applied
+)
+SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
+FROM input i
+WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step = i.step);
+
+-- name: TasksSleep :many
+-- Puts sleep tasks to sleep on a durable timer. Returns the stale results.
+WITH input AS (
+    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@wake_ats::timestamptz[]) AS wake_at) AS i
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = @now
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    RETURNING t.run_id, t.step, t.attempt, i.wake_at
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), timers AS (
+    INSERT INTO trellis_timers (run_id, step, wake_at)
+    SELECT run_id, step, wake_at FROM applied
+    ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'SLEEPING', attempt, @now,
+           'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+    FROM applied
+)
+SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
+FROM input i
+WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step = i.step);
+
+-- name: TasksFail :many
+-- Fails running tasks for good. Of several failures of one run only the
+-- first counts (the run's other tasks are cancelled by it); failures of a
+-- failure handler always count. Returns every applied failure with its
+-- kind, and the stale results (applied false).
+WITH input AS (
+    SELECT * FROM (SELECT u.*, row_number() OVER () AS ord FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@errors::text[]) AS error, unnest(@timed_out::boolean[]) AS timed_out) u) AS i
+), live AS (
+    SELECT i.*, t.kind, row_number() OVER (PARTITION BY i.run_id, t.kind = 2 ORDER BY i.ord) AS nth
+    FROM input i
+    JOIN trellis_tasks t ON t.run_id = i.run_id AND t.step = i.step
+    WHERE t.status = 'RUNNING' AND t.attempt = i.attempt
+), chosen AS (
+    SELECT * FROM live WHERE kind = 2 OR nth = 1
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = 'FAILED', error = c.error, updated_at = @now, finished_at = @now
+    FROM chosen c
+    WHERE t.run_id = c.run_id AND t.step = c.step AND t.status = 'RUNNING' AND t.attempt = c.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'TIMED_OUT', attempt, @now, error FROM applied WHERE timed_out
+    UNION ALL
+    SELECT run_id, step, 'FAILED', attempt, @now, error FROM applied
+)
+SELECT true AS applied, a.run_id, a.step, a.attempt, a.kind, a.error::text AS error
+FROM applied a
+UNION ALL
+SELECT false, i.run_id, i.step, i.attempt, 0::smallint, ''
+FROM input i
+WHERE NOT EXISTS (SELECT 1 FROM chosen c WHERE c.run_id = i.run_id AND c.step = i.step);
+
+-- name: TasksCancelUnfinished :many
+-- Cancels every unfinished task of the given runs (the failure handler too
+-- when with_handler), removing their queue entries, timers and leases.
+-- Returns the cancelled tasks.
+WITH cancelled AS (
+    UPDATE trellis_tasks t
+    SET status = 'CANCELLED', updated_at = @now, finished_at = @now
+    WHERE t.run_id = ANY (@run_ids::uuid[])
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
+      AND (t.kind <> 2 OR @with_handler::boolean)
+    RETURNING t.run_id, t.step, t.attempt
+), unqueued AS (
+    DELETE FROM trellis_ready q USING cancelled c WHERE q.run_id = c.run_id AND q.step = c.step
+), untimed AS (
+    DELETE FROM trellis_timers m USING cancelled c WHERE m.run_id = c.run_id AND m.step = c.step
+), released AS (
+    DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'CANCELLED', attempt, @now, @detail::text FROM cancelled
+)
+SELECT run_id, step, attempt FROM cancelled;
+
+-- name: TasksQueueHandlers :one
+-- Queues the failure handlers of failed runs. Returns how many.
+WITH handlers AS (
+    UPDATE trellis_tasks t
+    SET status = 'QUEUED', updated_at = @now
+    WHERE t.run_id = ANY (@run_ids::uuid[]) AND t.kind = 2 AND t.status = 'PENDING'
+    RETURNING t.run_id, t.step, t.attempt
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, 'QUEUED', attempt, @now FROM handlers
+)
+SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM handlers;
+
+-- name: TasksDequeue :exec
+-- Removes queue entries and timers of tasks about to be reset.
+WITH unqueued AS (
+    DELETE FROM trellis_ready q
+    WHERE q.run_id = @run_id AND q.step = ANY (@steps::smallint[])
+)
+DELETE FROM trellis_timers m
+WHERE m.run_id = @run_id AND m.step = ANY (@steps::smallint[]);
+
+-- name: TasksReset :one
+-- Gives tasks of a reopened run another go: each returns to PENDING
+-- waiting for its unresolved parents, or is queued when it waits for
+-- none. Running tasks are left alone. Returns how many were queued.
+WITH input AS (
+    SELECT * FROM (SELECT unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending) AS i
+), reset AS (
+    UPDATE trellis_tasks t
+    SET status = CASE WHEN i.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
+        pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
+        worker = NULL, wake_at = NULL, updated_at = @now, finished_at = NULL
+    FROM input i
+    WHERE t.run_id = @run_id AND t.step = i.step AND t.status <> 'RUNNING'
+    RETURNING t.run_id, t.step, t.attempt, t.status
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'QUEUED', attempt, @now, 'run retried' FROM reset WHERE status = 'QUEUED'
+)
+SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint
+FROM reset WHERE status = 'QUEUED';

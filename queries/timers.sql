@@ -1,0 +1,34 @@
+-- name: TimersFire :one
+-- Fires up to lim timers due at now: sleeping tasks wake (queued to be
+-- completed), retrying tasks are queued for their next attempt. Returns
+-- how many fired.
+WITH due AS (
+    SELECT m.run_id, m.step
+    FROM trellis_timers m
+    WHERE m.wake_at <= @now
+    ORDER BY m.wake_at
+    LIMIT @lim
+    FOR UPDATE SKIP LOCKED
+), fired AS (
+    DELETE FROM trellis_timers m USING due d
+    WHERE m.run_id = d.run_id AND m.step = d.step
+    RETURNING m.run_id, m.step
+), woken AS (
+    -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
+    -- is queued for its next attempt.
+    UPDATE trellis_tasks t
+    SET status = 'QUEUED', updated_at = @now
+    FROM fired f
+    JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
+    WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING')
+    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, @now FROM woken
+)
+SELECT count(*) FILTER (WHERE q.n >= 0)::bigint
+FROM woken w
+CROSS JOIN (SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(wake)) AS n FROM woken) q;
+
+-- name: TimerNext :one
+SELECT wake_at FROM trellis_timers ORDER BY wake_at LIMIT 1;

@@ -1,0 +1,180 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
+)
+
+// FireTimers implements store.Timers.
+func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	n, err := s.q.TimersFire(ctx, dbsqlc.TimersFireParams{Now: now, Lim: int32(limit)})
+	return int(n), wrap(err, "firing timers")
+}
+
+// NextTimer implements store.Timers.
+func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
+	at, err := s.q.TimerNext(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, wrap(err, "reading next timer")
+	}
+	return at, true, nil
+}
+
+// Leadership implements store.Coordination with a session advisory lock
+// held on a connection of its own: the pool would hand a pooled connection
+// (and the lock with it) to someone else, while a dedicated connection
+// dies with its process, releasing the lock for another leader.
+func (s *Store) Leadership(worker string) store.Elector {
+	return &elector{s: s, worker: worker}
+}
+
+type elector struct {
+	s      *Store
+	worker string
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	leads  bool
+}
+
+const leaderKey = `hashtextextended(current_schema() || '.trellis.leader', 0)`
+
+func (e *elector) TryLead(ctx context.Context) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.conn != nil && e.conn.Ping(ctx) != nil {
+		// The connection broke, and the lock went with it.
+		e.closeLocked()
+	}
+	if e.leads {
+		return true, nil
+	}
+	if e.conn == nil {
+		conn, err := pgx.ConnectConfig(ctx, e.s.pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return false, wrap(err, "connecting for leadership")
+		}
+		e.conn = conn
+	}
+	if err := e.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+leaderKey+`)`).Scan(&e.leads); err != nil {
+		e.closeLocked()
+		return false, wrap(err, "seeking leadership")
+	}
+	return e.leads, nil
+}
+
+func (e *elector) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.conn == nil {
+		return nil
+	}
+	var err error
+	if e.leads {
+		_, err = e.conn.Exec(ctx, `SELECT pg_advisory_unlock(`+leaderKey+`)`)
+	}
+	e.closeLocked()
+	return wrap(err, "resigning leadership")
+}
+
+func (e *elector) closeLocked() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.conn.Close(ctx)
+	e.conn, e.leads = nil, false
+}
+
+// Listen implements store.Coordination with LISTEN on a connection of its
+// own. When the connection breaks it reconnects, and reports TasksReady
+// once reconnected, since notifications may have been missed meanwhile.
+func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
+	conn, channel, err := s.listenConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Notification, 256)
+	go func() {
+		defer close(out)
+		backoff := 100 * time.Millisecond
+		for {
+			if conn == nil {
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				if conn, channel, err = s.listenConn(ctx); err != nil {
+					conn = nil
+					backoff = min(2*backoff, 5*time.Second)
+					continue
+				}
+				backoff = 100 * time.Millisecond
+				deliver(out, store.Notification{Kind: store.TasksReady})
+			}
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = conn.Close(closeCtx)
+				cancel()
+				conn = nil
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
+			if n.Channel != channel {
+				continue
+			}
+			if id, ok := strings.CutPrefix(n.Payload, "finished "); ok {
+				if run, err := uuid.Parse(id); err == nil {
+					deliver(out, store.Notification{Kind: store.RunFinished, Run: run})
+				}
+				continue
+			}
+			deliver(out, store.Notification{Kind: store.TasksReady})
+		}
+	}()
+	return out, nil
+}
+
+// deliver sends n unless the reader is behind: notifications are hints,
+// and engines poll as well.
+func deliver(out chan<- store.Notification, n store.Notification) {
+	select {
+	case out <- n:
+	default:
+	}
+}
+
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, string, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, "", wrap(err, "connecting to listen")
+	}
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT trellis_channel()`).Scan(&channel); err != nil {
+		_ = conn.Close(ctx)
+		return nil, "", wrap(err, "listening")
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+		_ = conn.Close(ctx)
+		return nil, "", wrap(err, "listening")
+	}
+	return conn, channel, nil
+}

@@ -1,0 +1,96 @@
+// Package pgstore is the PostgreSQL store: several engines in several
+// processes share one database and coordinate through it alone.
+//
+// Tasks are claimed with FOR UPDATE SKIP LOCKED in fair order; results are
+// recorded in batches, one statement per kind of result; a worker's running
+// tasks hold leases it heartbeats; durable timers are rows; one leader,
+// holding an advisory lock on a dedicated connection, fires timers and
+// recovers the tasks of dead workers; LISTEN/NOTIFY wakes idle workers.
+// The schema lives in the schema package and is applied by Migrate.
+//
+// The generated queries (internal/dbsqlc, from queries/ by sqlc) stay
+// private: this package converts their rows into store types and database
+// errors into store errors.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
+)
+
+// Store is the Postgres store.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store on the user's pool. The schema must have been
+// migrated (see Migrate). The pool's connections decide the schema Trellis
+// uses (its search_path), so several Trellis schemas can share a database.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, q: dbsqlc.New(pool)}
+}
+
+// Connect opens a pool for a connection string (a postgres:// URL or
+// key=value pairs), checking that the database answers.
+func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parsing connection string: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connecting: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connecting: %w", err)
+	}
+	return pool, nil
+}
+
+// WithTx creates a run inside the caller's transaction: the run exists if
+// and only if tx commits. Pass it to a generated client's RunNoWait.
+func WithTx(tx pgx.Tx) runtime.RunOption { return runtime.WithTx(tx) }
+
+// inTx runs fn in a transaction on the pool.
+func (s *Store) inTx(ctx context.Context, fn func(q *dbsqlc.Queries) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(s.q.WithTx(tx)) })
+}
+
+// notFound maps "no rows" to store.ErrNotFound.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	return err
+}
+
+// isUndefinedTable reports a missing table: the schema is not migrated.
+func isUndefinedTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
+}
+
+// wrap adds context to a database error, with a hint when the schema is
+// missing.
+func wrap(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	if isUndefinedTable(err) {
+		return fmt.Errorf("pgstore: %s: %w (has the schema been migrated? run `trellis migrate up`)", op, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}

@@ -1,0 +1,103 @@
+// Package pgtest gives tests an isolated, migrated Postgres schema.
+//
+// The database comes from TRELLIS_DATABASE_URL (default: the local server,
+// database test). Each call to Pool creates a schema of its own, migrates
+// it, and drops it when the test ends, so tests (and test packages running
+// in parallel) never see each other's rows. Without a reachable database
+// the test is skipped, unless TRELLIS_REQUIRE_DB=1, which CI sets so that
+// Postgres tests fail instead of silently not running.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+)
+
+// DefaultURL is used when TRELLIS_DATABASE_URL is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// URL is the database tests connect to.
+func URL() string {
+	if u := os.Getenv("TRELLIS_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Required reports whether a missing database fails tests (CI) rather than
+// skipping them.
+func Required() bool { return os.Getenv("TRELLIS_REQUIRE_DB") == "1" }
+
+// Pool returns a pool whose connections use a fresh, migrated schema.
+func Pool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := PoolWithSchema(t)
+	return pool
+}
+
+// PoolWithSchema is Pool, also returning the schema's name (for tests that
+// start other processes on the same schema).
+func PoolWithSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, URL())
+	if err != nil {
+		if Required() {
+			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", URL(), err)
+		}
+		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", URL(), err)
+	}
+	defer admin.Close(ctx)
+	schema := "trellis_test_" + randomHex(6)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("pgtest: creating schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, URL())
+		if err != nil {
+			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+		}
+	})
+	pool, err := Connect(ctx, schema)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrating: %v", err)
+	}
+	return pool, schema
+}
+
+// Connect opens a pool on URL whose connections use the given schema.
+func Connect(ctx context.Context, schema string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(URL())
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

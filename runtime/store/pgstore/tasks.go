@@ -1,0 +1,320 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
+)
+
+// claimScan is how many queued tasks per claimed one a limited claim looks
+// at to find tenants under their limit. Fair queue ids interleave tenants,
+// so a small window suffices.
+const claimScan = 8
+
+// ClaimTasks implements store.Tasks.
+func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedTask, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	workflows := p.Workflows
+	if workflows == nil {
+		workflows = []string{}
+	}
+	var out []store.ClaimedTask
+	if p.TenantLimit <= 0 {
+		rows, err := s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Workflows: workflows, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
+		if err != nil {
+			return nil, wrap(err, "claiming tasks")
+		}
+		for _, r := range rows {
+			out = append(out, claimed(dbsqlc.ReadyClaimLimitedRow(r)))
+		}
+		return out, nil
+	}
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		if err := q.ClaimLock(ctx); err != nil {
+			return err
+		}
+		rows, err := q.ReadyClaimLimited(ctx, dbsqlc.ReadyClaimLimitedParams{
+			Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
+			Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now,
+		})
+		for _, r := range rows {
+			out = append(out, claimed(r))
+		}
+		return err
+	})
+	return out, wrap(err, "claiming tasks")
+}
+
+func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
+	return store.ClaimedTask{
+		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: dag.Kind(r.Kind), Attempt: int(r.Attempt),
+		PriorAttempts: int(r.PriorAttempts), Woken: r.Wake, Plain: r.Plain, Workflow: r.Workflow,
+		Version: r.Version, Tenant: r.Tenant, Input: r.Input, FailedStep: int(r.FailedStep), Error: r.Error,
+	}
+}
+
+// LoadOutputs implements store.Tasks.
+func (s *Store) LoadOutputs(ctx context.Context, keys []store.TaskKey) ([]store.TaskOutput, error) {
+	var p dbsqlc.TaskOutputsParams
+	for _, k := range keys {
+		p.RunIds = append(p.RunIds, k.Run)
+		p.Steps = append(p.Steps, int16(k.Step))
+	}
+	rows, err := s.q.TaskOutputs(ctx, p)
+	if err != nil {
+		return nil, wrap(err, "loading outputs")
+	}
+	out := make([]store.TaskOutput, len(rows))
+	for i, r := range rows {
+		out[i] = store.TaskOutput{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Status: dag.TaskStatus(r.Status), Output: r.Output}
+	}
+	return out, nil
+}
+
+// StartTasks implements store.Tasks.
+func (s *Store) StartTasks(ctx context.Context, tasks []store.Attempt, now time.Time) error {
+	p := dbsqlc.TasksStartParams{Now: now}
+	for _, a := range tasks {
+		p.RunIds = append(p.RunIds, a.Key.Run)
+		p.Steps = append(p.Steps, int16(a.Key.Step))
+		p.Attempts = append(p.Attempts, int32(a.Attempt))
+	}
+	return wrap(s.q.TasksStart(ctx, p), "starting tasks")
+}
+
+// Finish implements store.Tasks: one statement per kind of result, in one
+// transaction when there is more than one.
+func (s *Store) Finish(ctx context.Context, r store.Results) (store.FinishResult, error) {
+	var res store.FinishResult
+	apply := func(q *dbsqlc.Queries) error {
+		res = store.FinishResult{}
+		if err := s.complete(ctx, q, r, &res); err != nil {
+			return err
+		}
+		if err := s.retry(ctx, q, r, &res); err != nil {
+			return err
+		}
+		if err := s.sleep(ctx, q, r, &res); err != nil {
+			return err
+		}
+		return s.fail(ctx, q, r.Failures, r.Now, &res)
+	}
+	kinds := 0
+	for _, n := range []int{len(r.Completions), len(r.Retries), len(r.Sleeps), len(r.Failures)} {
+		if n > 0 {
+			kinds++
+		}
+	}
+	var err error
+	if kinds == 1 && len(r.Failures) == 0 {
+		err = apply(s.q) // a single statement is atomic on its own
+	} else if kinds > 0 {
+		err = s.inTx(ctx, apply)
+	}
+	return res, wrap(err, "recording results")
+}
+
+func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {
+	if len(r.Completions) == 0 {
+		return nil
+	}
+	p := dbsqlc.TasksCompleteParams{Now: r.Now}
+	for _, c := range r.Completions {
+		p.RunIds = append(p.RunIds, c.Key.Run)
+		p.Steps = append(p.Steps, int16(c.Key.Step))
+		p.Attempts = append(p.Attempts, int32(c.Attempt.Attempt))
+		p.Skipped = append(p.Skipped, c.Skipped)
+		p.Details = append(p.Details, c.Detail)
+		out := c.Output
+		if len(out) == 0 {
+			out = nil
+		}
+		p.Outputs = append(p.Outputs, out)
+		for _, child := range c.Children {
+			p.EdgeRuns = append(p.EdgeRuns, c.Key.Run)
+			p.EdgeParents = append(p.EdgeParents, int16(c.Key.Step))
+			p.EdgeChildren = append(p.EdgeChildren, int16(child))
+		}
+	}
+	rows, err := q.TasksComplete(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		switch row.What {
+		case "stale":
+			res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+		case "finished":
+			res.Finished = append(res.Finished, row.RunID)
+		}
+	}
+	return nil
+}
+
+func (s *Store) retry(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {
+	if len(r.Retries) == 0 {
+		return nil
+	}
+	p := dbsqlc.TasksRetryParams{Now: r.Now}
+	for _, rt := range r.Retries {
+		p.RunIds = append(p.RunIds, rt.Key.Run)
+		p.Steps = append(p.Steps, int16(rt.Key.Step))
+		p.Attempts = append(p.Attempts, int32(rt.Attempt.Attempt))
+		p.Errors = append(p.Errors, rt.Error)
+		p.TimedOut = append(p.TimedOut, rt.TimedOut)
+		p.WakeAts = append(p.WakeAts, rt.At)
+	}
+	rows, err := q.TasksRetry(ctx, p)
+	for _, row := range rows {
+		res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+	}
+	return err
+}
+
+func (s *Store) sleep(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {
+	if len(r.Sleeps) == 0 {
+		return nil
+	}
+	p := dbsqlc.TasksSleepParams{Now: r.Now}
+	for _, sl := range r.Sleeps {
+		p.RunIds = append(p.RunIds, sl.Key.Run)
+		p.Steps = append(p.Steps, int16(sl.Key.Step))
+		p.Attempts = append(p.Attempts, int32(sl.Attempt.Attempt))
+		p.WakeAts = append(p.WakeAts, sl.Until)
+	}
+	rows, err := q.TasksSleep(ctx, p)
+	for _, row := range rows {
+		res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+	}
+	return err
+}
+
+// fail records permanent failures: the tasks fail, their runs fail (once
+// each), every unfinished task of those runs is cancelled and their
+// failure handlers are queued.
+func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Failure, now time.Time, res *store.FinishResult) error {
+	if len(failures) == 0 {
+		return nil
+	}
+	p := dbsqlc.TasksFailParams{Now: now}
+	for _, f := range failures {
+		p.RunIds = append(p.RunIds, f.Key.Run)
+		p.Steps = append(p.Steps, int16(f.Key.Step))
+		p.Attempts = append(p.Attempts, int32(f.Attempt.Attempt))
+		p.Errors = append(p.Errors, f.Error)
+		p.TimedOut = append(p.TimedOut, f.TimedOut)
+	}
+	rows, err := q.TasksFail(ctx, p)
+	if err != nil {
+		return err
+	}
+	runs := dbsqlc.RunsFailParams{Now: now}
+	for _, row := range rows {
+		if !row.Applied {
+			res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+			continue
+		}
+		if dag.Kind(row.Kind) == dag.KindOnFailure {
+			continue
+		}
+		runs.RunIds = append(runs.RunIds, row.RunID)
+		runs.Steps = append(runs.Steps, int32(row.Step))
+		runs.Errors = append(runs.Errors, row.Error)
+	}
+	if len(runs.RunIds) == 0 {
+		return nil
+	}
+	failed, err := q.RunsFail(ctx, runs)
+	if err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(failed))
+	for i, f := range failed {
+		ids[i] = f.ID
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	res.Finished = append(res.Finished, ids...)
+	if _, err := q.TasksCancelUnfinished(ctx, dbsqlc.TasksCancelUnfinishedParams{Now: now, RunIds: ids, Detail: "run failed"}); err != nil {
+		return err
+	}
+	_, err = q.TasksQueueHandlers(ctx, dbsqlc.TasksQueueHandlersParams{Now: now, RunIds: ids})
+	return err
+}
+
+// Heartbeat implements store.Tasks.
+func (s *Store) Heartbeat(ctx context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
+	p := dbsqlc.LeasesHeartbeatParams{Now: now, Worker: worker}
+	for _, a := range tasks {
+		p.RunIds = append(p.RunIds, a.Key.Run)
+		p.Steps = append(p.Steps, int16(a.Key.Step))
+		p.Attempts = append(p.Attempts, int32(a.Attempt))
+	}
+	rows, err := s.q.LeasesHeartbeat(ctx, p)
+	if err != nil {
+		return nil, wrap(err, "heartbeating")
+	}
+	held := make(map[store.Attempt]bool, len(rows))
+	for _, r := range rows {
+		held[store.Attempt{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Attempt: int(r.Attempt)}] = true
+	}
+	var lost []store.Attempt
+	for _, a := range tasks {
+		if !held[a] {
+			lost = append(lost, a)
+		}
+	}
+	return lost, nil
+}
+
+// RecoverTasks implements store.Tasks.
+func (s *Store) RecoverTasks(ctx context.Context, p store.Recover) (store.RecoverResult, error) {
+	var res store.RecoverResult
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		res = store.RecoverResult{}
+		limit := p.Limit
+		if limit <= 0 {
+			limit = 1000
+		}
+		stale, err := q.LeasesStale(ctx, dbsqlc.LeasesStaleParams{StaleBefore: p.StaleBefore, Lim: int32(limit)})
+		if err != nil || len(stale) == 0 {
+			return err
+		}
+		requeue := dbsqlc.LeasesRequeueParams{Now: p.Now}
+		var failures []store.Failure
+		for _, l := range stale {
+			a := store.Attempt{Key: store.TaskKey{Run: l.RunID, Step: int(l.Step)}, Attempt: int(l.Attempt)}
+			detail := "worker " + l.Worker + " stopped heartbeating"
+			// A sleep step runs no code, so losing its worker costs no
+			// attempt; once woken (it has a wake time) it goes back to be
+			// completed.
+			if dag.Kind(l.Kind) == dag.KindSleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
+				requeue.RunIds = append(requeue.RunIds, l.RunID)
+				requeue.Steps = append(requeue.Steps, l.Step)
+				requeue.Attempts = append(requeue.Attempts, l.Attempt)
+				requeue.Wakes = append(requeue.Wakes, dag.Kind(l.Kind) == dag.KindSleep && l.WakeAt != nil)
+				requeue.Details = append(requeue.Details, detail)
+				res.Requeued = append(res.Requeued, a)
+				continue
+			}
+			failures = append(failures, store.Failure{Attempt: a, Error: detail})
+			res.Failed = append(res.Failed, a)
+		}
+		if len(requeue.RunIds) > 0 {
+			if _, err := q.LeasesRequeue(ctx, requeue); err != nil {
+				return err
+			}
+		}
+		var fr store.FinishResult
+		return s.fail(ctx, q, failures, p.Now, &fr)
+	})
+	return res, wrap(err, "recovering tasks")
+}
