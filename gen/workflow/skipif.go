@@ -1,0 +1,148 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/effectivelabs/trellis/runtime/condition"
+)
+
+// checkConditions type-checks every skipIf condition against the input
+// schema and the output schemas of the step's declared parents, with the
+// runtime's own condition package, so that a condition that lints clean
+// is one the runtime compiles. Conditions of steps whose schemas have
+// problems are not checked: those problems are reported already, and
+// checking against a broken schema would only add noise.
+func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
+	if w.Input == nil || !w.Input.OK {
+		return
+	}
+	for _, s := range w.Steps {
+		if len(s.SkipIf) == 0 {
+			continue
+		}
+		parents, ok := parentSchemas(w, s)
+		if !ok {
+			continue
+		}
+		env, err := condition.NewEnv(json.RawMessage(w.Input.JSON), parents)
+		if err != nil {
+			probs.Add(s.SkipIf[0].Pos, "", "cannot type-check the skipIf conditions of step %q: %v", s.Name, err)
+			continue
+		}
+		for _, e := range s.SkipIf {
+			_, issues := env.Compile(e.Source)
+			for _, iss := range issues {
+				probs.Add(exprPos(lines, e, iss.Line, iss.Column), "", "invalid skipIf condition: %s%s", iss.Message, dashHint(iss.Message, s))
+			}
+		}
+	}
+}
+
+// dashHint explains the likely cause when a condition names part of a
+// parent whose name holds a '-': CEL reads parents.fraud-window as
+// parents.fraud minus window.
+func dashHint(msg string, s *Step) string {
+	for _, p := range s.Parents {
+		head, _, ok := strings.Cut(p.Name, "-")
+		if ok && strings.Contains(msg, fmt.Sprintf("%q is not a parent", head)) {
+			return fmt.Sprintf("; CEL reads parents.%s as a subtraction, so conditions cannot refer to parents whose names contain '-' (rename %s)", p.Name, p.Name)
+		}
+	}
+	return ""
+}
+
+// parentSchemas returns the output schemas of the declared parents of s
+// that exist (nil for parents without output), and false when one of them
+// did not compile.
+func parentSchemas(w *Workflow, s *Step) (map[string]json.RawMessage, bool) {
+	out := make(map[string]json.RawMessage, len(s.Parents))
+	for _, ref := range s.Parents {
+		p, ok := w.Step(ref.Name)
+		if !ok || p == s {
+			continue
+		}
+		switch {
+		case p.Output == nil || p.IsSleep():
+			out[ref.Name] = nil
+		case !p.Output.OK:
+			return nil, false
+		default:
+			out[ref.Name] = json.RawMessage(p.Output.JSON)
+		}
+	}
+	return out, true
+}
+
+// exprPos converts a position within a condition (line and column, from
+// 1, counting characters of the decoded text) into a position in the
+// file, following how the scalar was written: quotes and escapes on a
+// single line are walked exactly; block scalars start on the line after
+// their indicator, at their indentation.
+func exprPos(lines [][]byte, e Expr, line, col int) Pos {
+	start := e.Pos
+	if start.Line < 1 || start.Line > len(lines) {
+		return start
+	}
+	if e.style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		l := start.Line + line
+		if l > len(lines) {
+			return start
+		}
+		// The block's indentation is that of its first line; deeper lines
+		// keep the extra indentation in their text, and so in col.
+		return Pos{Line: l, Column: indentation(lines[start.Line]) + col}
+	}
+	if line > 1 {
+		return Pos{Line: start.Line + line - 1, Column: col}
+	}
+	text := []rune(string(lines[start.Line-1]))
+	i := start.Column - 1
+	switch {
+	case e.style&yaml.DoubleQuotedStyle != 0:
+		i++
+		for n := 1; n < col && i < len(text); n++ {
+			i += escapeLen(text, i)
+		}
+	case e.style&yaml.SingleQuotedStyle != 0:
+		i++
+		for n := 1; n < col && i < len(text); n++ {
+			if text[i] == '\'' && i+1 < len(text) && text[i+1] == '\'' {
+				i += 2
+				continue
+			}
+			i++
+		}
+	default:
+		i += col - 1
+	}
+	return Pos{Line: start.Line, Column: i + 1}
+}
+
+// escapeLen is the length in the source of the character at text[i] of
+// a double-quoted YAML scalar: 1, or the length of its escape sequence.
+func escapeLen(text []rune, i int) int {
+	if text[i] != '\\' || i+1 >= len(text) {
+		return 1
+	}
+	switch text[i+1] {
+	case 'x':
+		return 4
+	case 'u':
+		return 6
+	case 'U':
+		return 10
+	}
+	return 2
+}
+
+func indentation(line []byte) int {
+	n := 0
+	for n < len(line) && line[n] == ' ' {
+		n++
+	}
+	return n
+}

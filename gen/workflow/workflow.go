@@ -1,0 +1,149 @@
+// Package workflow reads Trellis workflow files: it decodes the YAML
+// strictly, validates it against the format's JSON Schema
+// (schema/workflow.schema.json), and checks what a schema cannot say:
+// that parents exist and form no cycle, that skipIf conditions type-check
+// against the input and parent output schemas, that retry policies and
+// durations make sense, and that every embedded JSON Schema compiles.
+//
+// Every problem is collected, with its line and column, in one pass: a
+// user fixing a file should see everything wrong with it at once. The
+// result is a Workflow model with effective settings (defaults merged)
+// that the code generator (package golang) turns into Go.
+package workflow
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/effectivelabs/trellis/runtime"
+)
+
+// Workflow is a parsed workflow file. When Parse reports problems the
+// model is partial: fields whose values were wrong are zero, and schemas
+// that did not compile have OK false.
+type Workflow struct {
+	// File is the path the file was read from, as given.
+	File string
+	// Name is the workflow's name and NamePos where it is written.
+	Name        string
+	NamePos     Pos
+	Description string
+	// Input is the JSON Schema of the run input.
+	Input *Schema
+	// Steps are the steps in file order.
+	Steps []*Step
+	// OnFailure is the failure handler, or nil.
+	OnFailure *OnFailure
+}
+
+// Step is one step with its effective settings.
+type Step struct {
+	Name string
+	// Pos is where the step's name is written (or the step itself, when
+	// the name is missing).
+	Pos     Pos
+	Parents []Ref
+	SkipIf  []Expr
+	// Sleep is positive for a durable sleep step, which has no code.
+	Sleep time.Duration
+	// Retry is the effective policy: the step's retry over defaults.retry
+	// over runtime.DefaultRetryPolicy, field by field. Zero for sleep steps.
+	Retry runtime.RetryPolicy
+	// Timeout is the effective timeout; zero means none.
+	Timeout time.Duration
+	// Output is the JSON Schema of the step's output, or nil.
+	Output *Schema
+	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
+	// has parents and every one of them may be skipped. A child sees a
+	// parent that may be skipped as optional.
+	MaySkip bool
+	// label names the step in messages: step "charge", or steps[2] when
+	// its name is missing or invalid.
+	label string
+}
+
+// IsSleep reports whether the step is a durable sleep step.
+func (s *Step) IsSleep() bool { return s.Sleep > 0 }
+
+// Ref is a reference to a step by name, as written in parents.
+type Ref struct {
+	Name string
+	Pos  Pos
+}
+
+// Expr is a skipIf condition: its CEL source and where it is written.
+type Expr struct {
+	Source string
+	Pos    Pos
+	// style is how the scalar was written, which locating a position
+	// within the expression depends on.
+	style yaml.Style
+}
+
+// OnFailure is the failure handler with its effective settings.
+type OnFailure struct {
+	Name    string
+	Pos     Pos
+	Retry   runtime.RetryPolicy
+	Timeout time.Duration
+}
+
+// Schema is a JSON Schema embedded in a workflow file.
+type Schema struct {
+	// Value is the schema as written, with positions.
+	Value *Value
+	// JSON is its canonical text: compact, keys sorted.
+	JSON string
+	// OK is true when the schema compiled without problems, so that it can
+	// be mapped to Go types and used to type-check conditions.
+	OK bool
+}
+
+// Step returns the step with the given name.
+func (w *Workflow) Step(name string) (*Step, bool) {
+	for _, s := range w.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Parser parses and checks workflow files. It holds the compiled format
+// schema, so reuse one Parser for many files. It is safe for concurrent
+// use.
+type Parser struct {
+	format *formatSchema
+}
+
+// NewParser returns a Parser.
+func NewParser() (*Parser, error) {
+	f, err := newFormatSchema()
+	if err != nil {
+		return nil, err
+	}
+	return &Parser{format: f}, nil
+}
+
+// Parse reads a workflow file. file names it in problems; src is its
+// content. It returns the model (nil only when src is not YAML at all)
+// and every problem found, sorted by position.
+func (p *Parser) Parse(file string, src []byte) (*Workflow, []Problem) {
+	probs := NewProblems(file)
+	root := load(src, probs)
+	if root == nil {
+		return nil, probs.List()
+	}
+	if root.Kind != KindMap {
+		probs.Add(root.Pos, "type", "a workflow file must be a mapping with name, input and steps, not %s", root.Kind)
+		return nil, probs.List()
+	}
+	p.format.validate(root, probs)
+	d := &decoder{probs: probs, src: src}
+	w := d.workflow(root)
+	w.File = file
+	checkGraph(w, probs)
+	checkConditions(w, d.lines(), probs)
+	return w, probs.List()
+}
