@@ -1,0 +1,153 @@
+package golang
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+func (e *emitter) resultType() string { return e.w + "Result" }
+func (e *emitter) clientType() string { return e.w + "Client" }
+func (e *emitter) resultFunc() string { return unexported(e.w) + "Result" }
+
+// withOutput are the steps that declare an output.
+func (e *emitter) withOutput() []*stepPlan {
+	var out []*stepPlan
+	for _, s := range e.p.steps {
+		if s.output != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// result renders <W>Result, a run's outcome with typed outputs, and the
+// function that decodes it from a runtime.RunResult.
+func (e *emitter) result() {
+	name, w := e.resultType(), e.p.w.Name
+	fields := []jen.Code{
+		doc("ID identifies the run.").Id("ID").Qual(runtimePkg, "RunID"),
+		doc("Status is how the run ended (or that it is still running).").Id("Status").Qual(runtimePkg, "RunStatus"),
+	}
+	for _, s := range e.withOutput() {
+		text := fmt.Sprintf("%s is the output of step %s; nil unless it completed.", s.goName, s.step.Name)
+		fields = append(fields, doc(text).Id(s.goName).Op("*").Id(s.output.name))
+	}
+	fields = append(fields, doc("Failure is set when the run failed.").Id("Failure").Op("*").Qual(runtimePkg, "Failure"))
+	e.f.Add(doc(fmt.Sprintf("%s is the outcome of %s %s run.", name, article(w), w)).Type().Id(name).Struct(fields...))
+
+	body := []jen.Code{
+		jen.If(jen.Id("res").Op("==").Nil()).Block(jen.Return(jen.Id(name).Values(), jen.Id("runErr"))),
+		jen.Id("out").Op(":=").Id(name).Values(
+			kv("ID", jen.Id("res").Dot("ID")),
+			kv("Status", jen.Id("res").Dot("Status")),
+			kv("Failure", jen.Id("res").Dot("Failure")),
+		),
+	}
+	outputs := e.withOutput()
+	if len(outputs) == 0 {
+		body = append(body, jen.Return(jen.Id("out"), jen.Id("runErr")))
+	} else {
+		body = append(body, jen.Var().Id("errs").Index().Error())
+		for _, s := range outputs {
+			field := jen.Id("out").Dot(s.goName)
+			body = append(body, jen.If(jen.List(jen.Id("raw"), jen.Id("ok")).Op(":=").Id("res").Dot("Outputs").Index(jen.Lit(s.step.Name)), jen.Id("ok")).Block(
+				field.Clone().Op("=").New(jen.Id(s.output.name)),
+				jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("raw"), field.Clone()), jen.Err().Op("!=").Nil()).Block(
+					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("decoding output of %s: %%w", s.step.Name)), jen.Err())),
+				),
+			))
+		}
+		body = append(body,
+			jen.If(jen.Len(jen.Id("errs")).Op(">").Lit(0)).Block(
+				jen.Return(jen.Id("out"), jen.Qual("errors", "Join").Call(jen.Append(jen.Index().Error().Values(jen.Id("runErr")), jen.Id("errs").Op("...")).Op("..."))),
+			),
+			jen.Return(jen.Id("out"), jen.Id("runErr")),
+		)
+	}
+	text := fmt.Sprintf("%s converts a runtime result into a %s. It returns runErr as is unless an output does not decode, which is joined to it.", e.resultFunc(), name)
+	e.f.Add(doc(text).
+		Func().Id(e.resultFunc()).Params(
+		jen.Id("res").Op("*").Qual(runtimePkg, "RunResult"), jen.Id("runErr").Error(),
+	).Params(jen.Id(name), jen.Error()).Block(body...))
+}
+
+// client renders <W>Client and the functions that make one.
+func (e *emitter) client() {
+	w, name, client := e.p.w.Name, e.w, e.clientType()
+	spec := jen.Id(name + "Spec").Call()
+	ret := func(call jen.Code) []jen.Code {
+		return []jen.Code{
+			jen.List(jen.Id("w"), jen.Err()).Op(":=").Add(call),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(jen.Op("&").Id(client).Values(kv("workflow", jen.Id("w"))), jen.Nil()),
+		}
+	}
+	e.f.Add(doc(fmt.Sprintf("%s triggers %s runs and waits for their results.", client, w)).Type().Id(client).Struct(
+		jen.Id("workflow").Op("*").Qual(runtimePkg, "Workflow"),
+	))
+	e.f.Add(doc(fmt.Sprintf("New%s returns a client that triggers %s runs on e, for processes that do not execute its steps.", client, w)).
+		Func().Id("New"+client).Params(jen.Id("e").Op("*").Qual(runtimePkg, "Engine")).Params(jen.Op("*").Id(client), jen.Error()).
+		Block(ret(jen.Id("e").Dot("Workflow").Call(spec.Clone()))...))
+
+	handlers := []jen.Code{}
+	steps := []jen.Code{}
+	for _, s := range e.codeSteps() {
+		steps = append(steps, jen.Lit(s.step.Name).Op(":").Add(e.adapter(s)))
+	}
+	handlers = append(handlers, kv("Steps", jen.Map(jen.String()).Qual(runtimePkg, "StepFunc").Add(multi(steps...))))
+	if e.p.w.OnFailure != nil {
+		handlers = append(handlers, kv("OnFailure", jen.Func().Params(
+			jen.Id("ctx").Qual("context", "Context"),
+			jen.Id("req").Op("*").Qual(runtimePkg, "FailureRequest"),
+		).Error().Block(
+			e.decodeInput(),
+			jen.Return(jen.Id("steps").Dot(e.p.onFailure).Call(jen.Id("ctx"), jen.Id("in"), jen.Id("req").Dot("Failure"))),
+		)))
+	}
+	register := "Register" + name
+	body := append([]jen.Code{
+		jen.If(jen.Id("steps").Op("==").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(jen.Lit(register+": steps is nil"))),
+		),
+	}, ret(jen.Id("e").Dot("Register").Call(spec.Clone(), jen.Qual(runtimePkg, "Handlers").Add(multi(handlers...))))...)
+	e.f.Add(doc(fmt.Sprintf("%s registers steps as the code of the %s workflow on e, so that e executes its runs, and returns a client for it.", register, w)).
+		Func().Id(register).Params(
+		jen.Id("e").Op("*").Qual(runtimePkg, "Engine"), jen.Id("steps").Id(name+"Steps"),
+	).Params(jen.Op("*").Id(client), jen.Error()).Block(body...))
+
+	recv := jen.Id("c").Op("*").Id(client)
+	e.f.Add(doc("Workflow is the runtime handle of the workflow, for what the typed client does not cover.").
+		Func().Params(recv.Clone()).Id("Workflow").Params().Op("*").Qual(runtimePkg, "Workflow").Block(
+		jen.Return(jen.Id("c").Dot("workflow")),
+	))
+
+	input := e.p.input.name
+	params := []jen.Code{
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("in").Id(input),
+		jen.Id("opts").Op("...").Qual(runtimePkg, "RunOption"),
+	}
+	encode := func(zero jen.Code) jen.Code {
+		return jen.Null().List(jen.Id("raw"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("in")).Line().
+			If(jen.Err().Op("!=").Nil()).Block(jen.Return(zero, jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("encoding %s input: %%w", w)), jen.Err())))
+	}
+	e.f.Add(doc(fmt.Sprintf("Run triggers %s %s run and waits until it ends. When the run ends otherwise than completed, the result comes with the error (a *runtime.RunFailedError, or runtime.ErrRunCancelled).", article(w), w)).
+		Func().Params(recv.Clone()).Id("Run").Params(params...).Params(jen.Id(e.resultType()), jen.Error()).Block(
+		encode(jen.Id(e.resultType()).Values()),
+		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Run").Call(jen.Id("ctx"), jen.Id("raw"), jen.Id("opts").Op("...")),
+		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
+	))
+	e.f.Add(doc(fmt.Sprintf("RunNoWait triggers %s %s run and returns as soon as it is stored; use Wait for its result.", article(w), w)).
+		Func().Params(recv.Clone()).Id("RunNoWait").Params(params...).Params(jen.Qual(runtimePkg, "RunRef"), jen.Error()).Block(
+		encode(jen.Qual(runtimePkg, "RunRef").Values()),
+		jen.Return(jen.Id("c").Dot("workflow").Dot("Trigger").Call(jen.Id("ctx"), jen.Id("raw"), jen.Id("opts").Op("..."))),
+	))
+	e.f.Add(doc(fmt.Sprintf("Wait waits until %s %s run ends and returns its result; see Run.", article(w), w)).
+		Func().Params(recv.Clone()).Id("Wait").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("id").Qual(runtimePkg, "RunID"),
+	).Params(jen.Id(e.resultType()), jen.Error()).Block(
+		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Wait").Call(jen.Id("ctx"), jen.Id("id")),
+		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
+	))
+}

@@ -1,0 +1,126 @@
+package golang
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/effectivelabs/trellis/runtime"
+)
+
+// spec renders <W>Spec, the workflow's declaration as a literal: what the
+// runtime compiles, stores and versions. Settings are the effective ones
+// (defaults merged), so the runtime needs no knowledge of the file.
+func (e *emitter) spec() {
+	w := e.p.w
+	fields := []jen.Code{kv("Name", jen.Lit(w.Name))}
+	if w.Description != "" {
+		fields = append(fields, kv("Description", jen.Lit(w.Description)))
+	}
+	fields = append(fields,
+		kv("Source", jen.Lit(filepath.Base(w.File))),
+		kv("InputSchema", rawString(w.Input.JSON)),
+	)
+	steps := make([]jen.Code, 0, len(e.p.steps))
+	for _, s := range e.p.steps {
+		steps = append(steps, stepSpec(s))
+	}
+	fields = append(fields, kv("Steps", jen.Index().Qual(runtimePkg, "StepSpec").Add(multi(steps...))))
+	if h := w.OnFailure; h != nil {
+		handler := []jen.Code{kv("Name", jen.Lit(h.Name)), kv("Retry", retryCode(h.Retry))}
+		if h.Timeout > 0 {
+			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
+		}
+		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
+	}
+	name := e.w + "Spec"
+	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, filepath.Base(w.File))
+	e.f.Add(doc(text).Func().Id(name).Params().Op("*").Qual(runtimePkg, "WorkflowSpec").Block(
+		jen.Return(jen.Op("&").Qual(runtimePkg, "WorkflowSpec").Add(multi(fields...))),
+	))
+}
+
+func stepSpec(sp *stepPlan) jen.Code {
+	s := sp.step
+	fields := []jen.Code{kv("Name", jen.Lit(s.Name))}
+	if len(s.Parents) > 0 {
+		names := make([]jen.Code, len(s.Parents))
+		for i, p := range s.Parents {
+			names[i] = jen.Lit(p.Name)
+		}
+		fields = append(fields, kv("Parents", jen.Index().String().Values(names...)))
+	}
+	if len(s.SkipIf) > 0 {
+		conds := make([]jen.Code, len(s.SkipIf))
+		for i, c := range s.SkipIf {
+			conds[i] = jen.Lit(c.Source)
+		}
+		fields = append(fields, kv("SkipIf", jen.Index().String().Values(conds...)))
+	}
+	if s.IsSleep() {
+		fields = append(fields, kv("Sleep", durationCode(s.Sleep)))
+		return multi(fields...)
+	}
+	fields = append(fields, kv("Retry", retryCode(s.Retry)))
+	if s.Timeout > 0 {
+		fields = append(fields, kv("Timeout", durationCode(s.Timeout)))
+	}
+	if s.Output != nil {
+		fields = append(fields, kv("OutputSchema", rawString(s.Output.JSON)))
+	}
+	return multi(fields...)
+}
+
+func retryCode(r runtime.RetryPolicy) jen.Code {
+	return jen.Qual(runtimePkg, "RetryPolicy").Values(
+		kv("MaxRetries", jen.Lit(r.MaxRetries)),
+		kv("InitialDelay", durationCode(r.InitialDelay)),
+		kv("BackoffFactor", jen.Op(strconv.FormatFloat(r.BackoffFactor, 'g', -1, 64))),
+		kv("MaxDelay", durationCode(r.MaxDelay)),
+	)
+}
+
+// durationCode renders a duration the way people write it: 24 * time.Hour
+// rather than 86400000000000.
+func durationCode(d time.Duration) jen.Code {
+	units := []struct {
+		unit time.Duration
+		name string
+	}{
+		{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"},
+		{time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"},
+	}
+	for _, u := range units {
+		if d%u.unit != 0 {
+			continue
+		}
+		if n := d / u.unit; n != 1 {
+			return jen.Op(strconv.FormatInt(int64(n), 10)).Op("*").Qual("time", u.name)
+		}
+		return jen.Qual("time", u.name)
+	}
+	return jen.Qual("time", "Duration").Call(jen.Op(strconv.FormatInt(int64(d), 10)))
+}
+
+// refs renders <W>Refs: typed references to every step, for reading
+// outputs with runtime.Output without naming types twice.
+func (e *emitter) refs() {
+	typ := unexported(e.w) + "Refs"
+	name := e.w + "Refs"
+	e.f.Add(doc(fmt.Sprintf("%s holds typed references to the steps of %s, for use with runtime.Output.", name, e.p.w.Name)).
+		Var().Id(name).Id(typ))
+	e.f.Add(doc(fmt.Sprintf("%s is the type of %s; it has one method per step.", typ, name)).Type().Id(typ).Struct())
+	for _, s := range e.p.steps {
+		out := jen.Qual(runtimePkg, "NoOutput")
+		if s.output != nil {
+			out = jen.Id(s.output.name)
+		}
+		e.f.Add(doc(fmt.Sprintf("%s refers to step %s.", s.goName, s.step.Name)).
+			Func().Params(jen.Id(typ)).Id(s.goName).Params().Qual(runtimePkg, "StepRef").Types(out).Block(
+			jen.Return(jen.Qual(runtimePkg, "NewStepRef").Types(out.Clone()).Call(jen.Lit(e.p.w.Name), jen.Lit(s.step.Name))),
+		))
+	}
+}

@@ -1,0 +1,237 @@
+// Package golang generates the Go code of a workflow: the input and
+// output types its JSON Schemas map to, the Steps interface users
+// implement, typed parent access, step references, the embedded
+// runtime.WorkflowSpec and a typed client. Plan maps and names
+// everything, reporting what cannot be mapped or would collide; Generate
+// renders a plan with jennifer and returns gofmt'ed source.
+package golang
+
+import (
+	"fmt"
+
+	"github.com/effectivelabs/trellis/gen/workflow"
+)
+
+// Plan is everything the generator decided about one workflow: the Go
+// name of every type, step, field and constant.
+type Plan struct {
+	w *workflow.Workflow
+	// goName prefixes every identifier (order-processing -> OrderProcessing).
+	goName string
+	input  *namedType
+	types  []*namedType
+	steps  []*stepPlan
+	// onFailure is the Go name of the failure handler's method, if any.
+	onFailure string
+	idents    []Ident
+	// badName is true when the workflow's name is invalid; goName is then
+	// a stand-in, so that the rest can still be checked.
+	badName bool
+}
+
+// Ident is a package-level identifier the generated file declares, with
+// the place in the workflow file it comes from.
+type Ident struct {
+	Name string
+	Pos  workflow.Pos
+	// What says what the identifier is for, in messages.
+	What string
+}
+
+type stepPlan struct {
+	step    *workflow.Step
+	goName  string
+	output  *namedType // nil for steps without output
+	parents []parentPlan
+}
+
+type parentPlan struct {
+	name   string
+	goName string
+	// output is the parent's output type, nil when it has none.
+	output *namedType
+	// optional is true when the parent may be skipped.
+	optional bool
+}
+
+// GoName is the workflow's name as a Go identifier, the prefix of every
+// identifier the generated file declares; "" when the name is invalid.
+func (p *Plan) GoName() string {
+	if p.badName {
+		return ""
+	}
+	return p.goName
+}
+
+// Identifiers returns the package-level identifiers the generated file
+// declares, so that callers can check that workflows sharing a package do
+// not collide.
+func (p *Plan) Identifiers() []Ident { return p.idents }
+
+// Check maps the workflow's schemas to Go types and names everything,
+// reporting schemas that cannot be mapped and Go names that collide. It
+// works on partial workflows too (Parse found problems), so that lint
+// reports everything at once; the plan is only fit to generate from when
+// neither Parse nor Check reported a problem.
+func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
+	probs := workflow.NewProblems(w.File)
+	p := &Plan{w: w, goName: goName(w.Name)}
+	if p.goName == "" {
+		p.goName, p.badName = "Workflow", true
+	}
+	ids := newIdents(probs)
+	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "Client"} {
+		ids.claim(p.goName+suffix, w.NamePos, "the workflow")
+	}
+	ids.claim("New"+p.goName+"Client", w.NamePos, "the workflow")
+	ids.claim("Register"+p.goName, w.NamePos, "the workflow")
+	ids.claim(unexported(p.goName)+"Refs", w.NamePos, "the workflow")
+	ids.claim(unexported(p.goName)+"Result", w.NamePos, "the workflow")
+
+	m := &mapper{probs: probs}
+	if w.Input != nil && w.Input.OK {
+		doc := fmt.Sprintf("%sInput is the input of %s %s run.", p.goName, article(w.Name), w.Name)
+		p.input = m.document(w.Input, p.goName+"Input", doc, "input", p.goName, "the input")
+	}
+	p.planSteps(m, ids)
+	p.types = m.types
+	for _, t := range m.types {
+		ids.claim(t.name, t.pos, "a type")
+		for _, v := range t.values {
+			ids.claim(v.name, v.pos, fmt.Sprintf("enum value %q", v.value))
+		}
+	}
+	checkRecursion(m.types, probs)
+	p.idents = ids.list
+	return p, probs.List()
+}
+
+func (p *Plan) planSteps(m *mapper, ids *idents) {
+	methods := map[string]string{} // Go method name -> step name
+	byName := map[string]*stepPlan{}
+	for _, s := range p.w.Steps {
+		if s.Name == "" {
+			continue
+		}
+		sp := &stepPlan{step: s, goName: goName(s.Name)}
+		if other, dup := methods[sp.goName]; dup {
+			if other != s.Name {
+				m.probs.Add(s.Pos, "", "steps %q and %q both become Go name %s; rename one of them", other, s.Name, sp.goName)
+			}
+			continue
+		}
+		methods[sp.goName] = s.Name
+		byName[s.Name] = sp
+		p.steps = append(p.steps, sp)
+		if s.Output != nil && s.Output.OK && !s.IsSleep() {
+			name := p.goName + sp.goName + "Output"
+			doc := fmt.Sprintf("%s is the output of step %s.", name, s.Name)
+			sp.output = m.document(s.Output, name, doc, s.Name+".output", p.goName+sp.goName, "the output of step "+s.Name)
+		}
+		if len(s.Parents) > 0 && !s.IsSleep() {
+			ids.claim(p.goName+sp.goName+"Parents", s.Pos, fmt.Sprintf("the parents of step %s", s.Name))
+		}
+		if sp.output != nil {
+			switch sp.goName {
+			case "ID", "Status", "Failure":
+				m.probs.Add(s.Pos, "", "step %q has an output, which %sResult would hold in field %s, but that field holds the run's %s; rename the step", s.Name, p.goName, sp.goName, sp.goName)
+			}
+		}
+	}
+	if h := p.w.OnFailure; h != nil && h.Name != "" {
+		p.onFailure = goName(h.Name)
+		if other, dup := methods[p.onFailure]; dup && other != h.Name {
+			m.probs.Add(h.Pos, "", "onFailure %q and step %q both become Go method %s of %sSteps; rename one of them", h.Name, other, p.onFailure, p.goName)
+		}
+	}
+	for _, sp := range p.steps {
+		for _, ref := range sp.step.Parents {
+			parent := byName[ref.Name]
+			if parent == nil {
+				continue
+			}
+			sp.parents = append(sp.parents, parentPlan{
+				name: ref.Name, goName: parent.goName, output: parent.output, optional: parent.step.MaySkip,
+			})
+		}
+	}
+}
+
+// idents tracks the package-level names a file declares.
+type idents struct {
+	probs *workflow.Problems
+	seen  map[string]Ident
+	list  []Ident
+}
+
+func newIdents(probs *workflow.Problems) *idents {
+	return &idents{probs: probs, seen: map[string]Ident{}}
+}
+
+func (ids *idents) claim(name string, pos workflow.Pos, what string) {
+	if first, dup := ids.seen[name]; dup {
+		ids.probs.Add(pos, "", "the Go name %s for %s is already used for %s (line %d); rename one of them", name, what, first.What, first.Pos.Line)
+		return
+	}
+	id := Ident{Name: name, Pos: pos, What: what}
+	ids.seen[name] = id
+	ids.list = append(ids.list, id)
+}
+
+// checkRecursion reports schemas no finite value satisfies and Go cannot
+// declare: a struct that requires (and so holds by value) itself. ($defs
+// that only refer to each other never get here: package workflow rejects
+// them.)
+func checkRecursion(types []*namedType, probs *workflow.Problems) {
+	for _, t := range types {
+		if t.kind != namedStruct {
+			continue
+		}
+		for _, f := range t.fields {
+			if !f.required {
+				continue
+			}
+			if target := structOf(f.typ); target != nil && holds(target, t, map[*namedType]bool{}) {
+				probs.Add(f.pos, "", "property %q is required and holds %s again, so no finite value satisfies the schema (and Go cannot declare the type); make it optional or put it in a list", f.json, t.name)
+			}
+		}
+	}
+}
+
+// structOf returns the struct a type holds by value, if any.
+func structOf(t *goType) *namedType {
+	seen := map[*namedType]bool{}
+	for t != nil && t.kind == kindNamed && !seen[t.named] {
+		n := t.named
+		seen[n] = true
+		if n.kind == namedStruct {
+			return n
+		}
+		if n.kind != namedOther {
+			return nil
+		}
+		t = n.under
+	}
+	return nil
+}
+
+// holds reports whether struct s holds target by value, directly or
+// through required fields.
+func holds(s, target *namedType, seen map[*namedType]bool) bool {
+	if s == target {
+		return true
+	}
+	if seen[s] {
+		return false
+	}
+	seen[s] = true
+	for _, f := range s.fields {
+		if !f.required {
+			continue
+		}
+		if inner := structOf(f.typ); inner != nil && holds(inner, target, seen) {
+			return true
+		}
+	}
+	return false
+}
