@@ -11,25 +11,56 @@ import (
 	"github.com/effectivelabs/trellis/runtime"
 )
 
-// spec renders <W>Spec, the workflow's declaration as a literal: what the
-// runtime compiles, stores and versions. Settings are the effective ones
-// (defaults merged), so the runtime needs no knowledge of the file.
+// Spec returns the runtime.WorkflowSpec the generated <W>Spec function
+// returns: the workflow's declaration with effective settings (defaults
+// merged), so the runtime needs no knowledge of the file. The generated
+// literal is rendered from this value, so a test can hand the very same
+// spec to runtime.Compile.
+func (p *Plan) Spec() *runtime.WorkflowSpec {
+	w := p.w
+	spec := &runtime.WorkflowSpec{Name: w.Name, Description: w.Description, Source: filepath.Base(w.File)}
+	if w.Input != nil {
+		spec.InputSchema = w.Input.JSON
+	}
+	for _, s := range w.Steps {
+		step := runtime.StepSpec{Name: s.Name, Sleep: s.Sleep}
+		for _, ref := range s.Parents {
+			step.Parents = append(step.Parents, ref.Name)
+		}
+		for _, c := range s.SkipIf {
+			step.SkipIf = append(step.SkipIf, c.Source)
+		}
+		if !s.IsSleep() {
+			step.Retry, step.Timeout = s.Retry, s.Timeout
+			if s.Output != nil {
+				step.OutputSchema = s.Output.JSON
+			}
+		}
+		spec.Steps = append(spec.Steps, step)
+	}
+	if h := w.OnFailure; h != nil {
+		spec.OnFailure = &runtime.OnFailureSpec{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
+	}
+	return spec
+}
+
+// spec renders <W>Spec, which returns Plan.Spec as a literal.
 func (e *emitter) spec() {
-	w := e.p.w
-	fields := []jen.Code{kv("Name", jen.Lit(w.Name))}
-	if w.Description != "" {
-		fields = append(fields, kv("Description", jen.Lit(w.Description)))
+	spec := e.p.Spec()
+	fields := []jen.Code{kv("Name", jen.Lit(spec.Name))}
+	if spec.Description != "" {
+		fields = append(fields, kv("Description", jen.Lit(spec.Description)))
 	}
 	fields = append(fields,
-		kv("Source", jen.Lit(filepath.Base(w.File))),
-		kv("InputSchema", rawString(w.Input.JSON)),
+		kv("Source", jen.Lit(spec.Source)),
+		kv("InputSchema", rawString(spec.InputSchema)),
 	)
-	steps := make([]jen.Code, 0, len(e.p.steps))
-	for _, s := range e.p.steps {
+	steps := make([]jen.Code, 0, len(spec.Steps))
+	for _, s := range spec.Steps {
 		steps = append(steps, stepSpec(s))
 	}
 	fields = append(fields, kv("Steps", jen.Index().Qual(runtimePkg, "StepSpec").Add(multi(steps...))))
-	if h := w.OnFailure; h != nil {
+	if h := spec.OnFailure; h != nil {
 		handler := []jen.Code{kv("Name", jen.Lit(h.Name)), kv("Retry", retryCode(h.Retry))}
 		if h.Timeout > 0 {
 			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
@@ -37,26 +68,25 @@ func (e *emitter) spec() {
 		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
 	}
 	name := e.w + "Spec"
-	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, filepath.Base(w.File))
+	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, spec.Name, spec.Source)
 	e.f.Add(doc(text).Func().Id(name).Params().Op("*").Qual(runtimePkg, "WorkflowSpec").Block(
 		jen.Return(jen.Op("&").Qual(runtimePkg, "WorkflowSpec").Add(multi(fields...))),
 	))
 }
 
-func stepSpec(sp *stepPlan) jen.Code {
-	s := sp.step
+func stepSpec(s runtime.StepSpec) jen.Code {
 	fields := []jen.Code{kv("Name", jen.Lit(s.Name))}
 	if len(s.Parents) > 0 {
 		names := make([]jen.Code, len(s.Parents))
 		for i, p := range s.Parents {
-			names[i] = jen.Lit(p.Name)
+			names[i] = jen.Lit(p)
 		}
 		fields = append(fields, kv("Parents", jen.Index().String().Values(names...)))
 	}
 	if len(s.SkipIf) > 0 {
 		conds := make([]jen.Code, len(s.SkipIf))
 		for i, c := range s.SkipIf {
-			conds[i] = jen.Lit(c.Source)
+			conds[i] = jen.Lit(c)
 		}
 		fields = append(fields, kv("SkipIf", jen.Index().String().Values(conds...)))
 	}
@@ -68,8 +98,8 @@ func stepSpec(sp *stepPlan) jen.Code {
 	if s.Timeout > 0 {
 		fields = append(fields, kv("Timeout", durationCode(s.Timeout)))
 	}
-	if s.Output != nil {
-		fields = append(fields, kv("OutputSchema", rawString(s.Output.JSON)))
+	if s.OutputSchema != "" {
+		fields = append(fields, kv("OutputSchema", rawString(s.OutputSchema)))
 	}
 	return multi(fields...)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -179,14 +178,4 @@ func describePointer(ptr string) string {
 		b.WriteString(tok)
 	}
 	return b.String()
-}
-
-// sortedKeys returns the keys of a set in order, for stable messages.
-func sortedKeys(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -14,14 +14,6 @@ type Pos struct {
 
 func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
 
-// Before reports whether p comes before q in the file.
-func (p Pos) Before(q Pos) bool {
-	if p.Line != q.Line {
-		return p.Line < q.Line
-	}
-	return p.Column < q.Column
-}
-
 // Problem is one thing wrong with a workflow file, located at the value it
 // is about.
 type Problem struct {

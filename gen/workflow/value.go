@@ -151,13 +151,3 @@ func (v *Value) CanonicalJSON() (string, error) {
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
-
-// pointer joins JSON pointer tokens, escaping them.
-func pointer(tokens ...string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}

@@ -1,0 +1,161 @@
+// Package gen is the front end of Trellis: it finds workflow files, lints
+// them, and generates their Go code. It ties together package workflow
+// (parsing and checking the YAML format) and package golang (mapping to
+// Go and rendering), and adds the checks that span files: workflows that
+// share a Go package must not share a name or a generated identifier.
+//
+// The trellis command's lint and generate subcommands are thin wrappers
+// around Generator.
+package gen
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/effectivelabs/trellis/gen/golang"
+	"github.com/effectivelabs/trellis/gen/workflow"
+	"github.com/effectivelabs/trellis/runtime"
+)
+
+// Problem is one thing wrong with a workflow file; its String is
+// file:line:col: message.
+type Problem = workflow.Problem
+
+// Generator lints workflow files and generates their code. Create one with
+// New and reuse it; it is safe for concurrent use.
+type Generator struct {
+	parser *workflow.Parser
+}
+
+// New returns a Generator.
+func New() (*Generator, error) {
+	p, err := workflow.NewParser()
+	if err != nil {
+		return nil, fmt.Errorf("preparing the workflow parser: %w", err)
+	}
+	return &Generator{parser: p}, nil
+}
+
+// File is a checked workflow file.
+type File struct {
+	// Path is where the file was read from.
+	Path string
+	// Problems are everything wrong with the file on its own, sorted.
+	Problems []Problem
+	workflow *workflow.Workflow
+	plan     *golang.Plan
+}
+
+// Spec is the runtime.WorkflowSpec the generated code embeds, or nil when
+// the file has problems.
+func (f *File) Spec() *runtime.WorkflowSpec {
+	if len(f.Problems) > 0 || f.plan == nil {
+		return nil
+	}
+	return f.plan.Spec()
+}
+
+// Check lints one file's content: the YAML format, the graph, conditions,
+// schemas, and the Go names the code would use.
+func (g *Generator) Check(path string, src []byte) *File {
+	f := &File{Path: path}
+	w, problems := g.parser.Parse(path, src)
+	f.workflow = w
+	if w != nil {
+		plan, more := golang.Check(w)
+		f.plan = plan
+		problems = append(problems, more...)
+	}
+	f.Problems = workflow.Sorted(problems)
+	return f
+}
+
+// Lint checks the files at paths (as returned by Find), including the
+// checks across files of one package. It returns every problem, sorted by
+// file and position; the error is for files that cannot be read.
+func (g *Generator) Lint(paths []string) ([]Problem, error) {
+	files, err := g.checkAll(paths)
+	if err != nil {
+		return nil, err
+	}
+	var all []Problem
+	for _, f := range files {
+		all = append(all, f.Problems...)
+	}
+	return workflow.Sorted(all), nil
+}
+
+func (g *Generator) checkAll(paths []string) ([]*File, error) {
+	files := make([]*File, 0, len(paths))
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading workflow: %w", err)
+		}
+		files = append(files, g.Check(path, src))
+	}
+	checkPackages(files)
+	return files, nil
+}
+
+// checkPackages adds the problems between files that generate into the
+// same directory, and so the same Go package: two workflows with one
+// name, two files with one output file, or one generated identifier
+// declared twice.
+func checkPackages(files []*File) {
+	byDir := map[string][]*File{}
+	var dirs []string
+	for _, f := range files {
+		dir := filepath.Dir(f.Path)
+		if _, ok := byDir[dir]; !ok {
+			dirs = append(dirs, dir)
+		}
+		byDir[dir] = append(byDir[dir], f)
+	}
+	for _, dir := range dirs {
+		outputs := map[string]*File{}
+		names := map[string]*File{}
+		idents := map[string]*File{}
+		for _, f := range byDir[dir] {
+			probs := workflow.NewProblems(f.Path)
+			out := OutputPath(f.Path)
+			if other, dup := outputs[out]; dup {
+				probs.Add(workflow.Pos{Line: 1, Column: 1}, "", "this file and %s would both generate %s; rename one of them", filepath.Base(other.Path), filepath.Base(out))
+			}
+			outputs[out] = f
+			if f.plan == nil || f.plan.GoName() == "" {
+				f.Problems = workflow.Sorted(append(f.Problems, probs.List()...))
+				continue
+			}
+			// Workflows with one Go name would collide on every identifier:
+			// say so once.
+			if other, dup := names[f.plan.GoName()]; dup {
+				if other.workflow.Name == f.workflow.Name {
+					probs.Add(f.workflow.NamePos, "", "workflow name %q is also used by %s; workflows in one Go package need different names", f.workflow.Name, filepath.Base(other.Path))
+				} else {
+					probs.Add(f.workflow.NamePos, "", "workflow names %q and %q (in %s) both become Go name %s; workflows in one Go package need different names", f.workflow.Name, other.workflow.Name, filepath.Base(other.Path), f.plan.GoName())
+				}
+				f.Problems = workflow.Sorted(append(f.Problems, probs.List()...))
+				continue
+			}
+			names[f.plan.GoName()] = f
+			for _, id := range f.plan.Identifiers() {
+				if other, dup := idents[id.Name]; dup && other != f {
+					probs.Add(id.Pos, "", "the Go name %s for %s is also declared by %s, in the same package; rename one of them", id.Name, id.What, filepath.Base(other.Path))
+					continue
+				}
+				idents[id.Name] = f
+			}
+			f.Problems = workflow.Sorted(append(f.Problems, probs.List()...))
+		}
+	}
+}
+
+// OutputPath is where the code generated from a workflow file goes: beside
+// it, named after it (orders.yaml -> orders.gen.go).
+func OutputPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".gen.go"
+}
