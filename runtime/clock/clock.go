@@ -47,18 +47,37 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
 
-// WithTimeout is context.WithTimeout on clock c: the context is cancelled
-// with cause context.DeadlineExceeded once d has passed on c.
+// WithTimeout is context.WithTimeout on clock c: once d has passed on c,
+// the context ends with context.DeadlineExceeded, and its Deadline is
+// reported in c's time.
 func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := c.(realClock); ok {
 		return context.WithTimeout(ctx, d)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	inner, cancel := context.WithCancelCause(ctx)
+	dctx := &deadlineCtx{Context: inner, deadline: c.Now().Add(d)}
 	t := c.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	return ctx, func() {
+	return dctx, func() {
 		t.Stop()
 		cancel(context.Canceled)
 	}
+}
+
+// deadlineCtx is a context ended by a timer of a non-real clock, which
+// reports its end as a deadline the way context.WithTimeout does.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == context.DeadlineExceeded {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // Sleep waits for d on clock c, or until ctx ends.

@@ -54,8 +54,11 @@ func TestWithTimeoutOnVirtualClock(t *testing.T) {
 		t.Fatal("context ended before its deadline")
 	}
 	v.Advance(time.Second)
-	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		t.Fatalf("cause = %v, want deadline exceeded", context.Cause(ctx))
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) || ctx.Err() != context.DeadlineExceeded {
+		t.Fatalf("cause = %v, err = %v; want deadline exceeded", context.Cause(ctx), ctx.Err())
+	}
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(start.Add(30*time.Second)) {
+		t.Errorf("Deadline = %v, %v; want the virtual deadline", d, ok)
 	}
 }
 

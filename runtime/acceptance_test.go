@@ -1,0 +1,916 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
+	wf "github.com/effectivelabs/trellis/testdata/acceptance"
+)
+
+// The acceptance suite runs workflows end to end through their generated
+// clients, on a virtual clock, against each store.
+
+func TestAcceptanceMemory(t *testing.T) {
+	runAcceptance(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+}
+
+func TestAcceptancePostgres(t *testing.T) {
+	runAcceptance(t, func(t *testing.T) *trellistest.Harness {
+		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
+	})
+}
+
+type newHarness func(t *testing.T) *trellistest.Harness
+
+func runAcceptance(t *testing.T, newH newHarness) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, newHarness)
+	}{
+		{"LinearChain", testChain},
+		{"Diamond", testDiamond},
+		{"FanOutFanInAndTwoRoots", testFanOut},
+		{"BranchOpenSleepsThenMerges", testBranchOpen},
+		{"BranchClosedCascadesThreeLevels", testBranchClosed},
+		{"SkipIfConditionsAreOred", testSkipIfOr},
+		{"Sleep24Hours", testSleepDay},
+		{"TwoConcurrentSleeps", testConcurrentSleeps},
+		{"RetrySucceedsOnThirdAttempt", testRetryThird},
+		{"PermanentFailure", testPermanentFailure},
+		{"NonRetryableError", testNonRetryable},
+		{"PanicIsAFailedAttempt", testPanic},
+		{"StepTimeout", testTimeout},
+		{"IdempotencyKey", testIdempotency},
+		{"CancelSleepingRun", testCancelSleeping},
+		{"CancelStopsRunningStep", testCancelRunning},
+		{"RetryFromFailedKeepsOutputs", testRetryRun},
+		{"InvalidInputRefused", testInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })
+	}
+}
+
+// calls records which steps ran, safely from concurrent steps.
+type calls struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (c *calls) add(step string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.steps = append(c.steps, step)
+}
+
+func (c *calls) count(step string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.steps {
+		if s == step {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *calls) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.steps)
+}
+
+func trail(types ...dag.EventType) []dag.EventType { return types }
+
+const (
+	queued    = dag.EventQueued
+	started   = dag.EventStarted
+	completed = dag.EventCompleted
+	skipped   = dag.EventSkipped
+	failed    = dag.EventFailed
+	retrying  = dag.EventRetrying
+	sleeping  = dag.EventSleeping
+	woken     = dag.EventWoken
+	cancelled = dag.EventCancelled
+	timedOut  = dag.EventTimedOut
+)
+
+func checkTrail(t *testing.T, h *trellistest.Harness, id runtime.RunID, step string, want []dag.EventType) {
+	t.Helper()
+	if diff := cmp.Diff(want, h.Trail(id, step)); diff != "" {
+		t.Errorf("event trail of %s (-want +got):\n%s", step, diff)
+	}
+}
+
+func checkSteps(t *testing.T, h *trellistest.Harness, id runtime.RunID, want map[string]runtime.TaskStatus) {
+	t.Helper()
+	if diff := cmp.Diff(want, h.Steps(id)); diff != "" {
+		t.Errorf("step statuses (-want +got):\n%s", diff)
+	}
+}
+
+// --- chain, diamond, fan-out ----------------------------------------------
+
+type chainSteps struct{ calls calls }
+
+func (s *chainSteps) First(_ context.Context, in wf.ChainInput) (wf.ChainFirstOutput, error) {
+	s.calls.add("first")
+	return wf.ChainFirstOutput{Value: in.Start + 1}, nil
+}
+
+func (s *chainSteps) Second(_ context.Context, _ wf.ChainInput, p wf.ChainSecondParents) (wf.ChainSecondOutput, error) {
+	s.calls.add("second")
+	return wf.ChainSecondOutput{Value: p.First.Value + 1}, nil
+}
+
+func (s *chainSteps) Third(_ context.Context, _ wf.ChainInput, p wf.ChainThirdParents) (wf.ChainThirdOutput, error) {
+	s.calls.add("third")
+	return wf.ChainThirdOutput{Value: p.Second.Value + 1}, nil
+}
+
+func testChain(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &chainSteps{}
+	client, err := wf.RegisterChain(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.Run(t.Context(), wf.ChainInput{Start: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != runtime.RunCompleted || res.Third == nil || res.Third.Value != 13 {
+		t.Fatalf("result = %+v, want COMPLETED with third = 13", res)
+	}
+	if diff := cmp.Diff([]string{"first", "second", "third"}, steps.calls.list()); diff != "" {
+		t.Errorf("steps ran (-want +got):\n%s", diff)
+	}
+	for _, step := range []string{"first", "second", "third"} {
+		checkTrail(t, h, res.ID, step, trail(queued, started, completed))
+	}
+	if out, ok := trellistest.Output(h, res.ID, wf.ChainRefs.Second()); !ok || out.Value != 12 {
+		t.Errorf("Output(second) = %+v, %v", out, ok)
+	}
+}
+
+type diamondSteps struct{ calls calls }
+
+func (s *diamondSteps) Top(_ context.Context, in wf.DiamondInput) (wf.DiamondTopOutput, error) {
+	s.calls.add("top")
+	seed := int64(1)
+	if in.Seed != nil {
+		seed = *in.Seed
+	}
+	return wf.DiamondTopOutput{Value: seed}, nil
+}
+
+func (s *diamondSteps) Left(_ context.Context, _ wf.DiamondInput, p wf.DiamondLeftParents) (wf.DiamondLeftOutput, error) {
+	s.calls.add("left")
+	return wf.DiamondLeftOutput{Value: p.Top.Value * 10}, nil
+}
+
+func (s *diamondSteps) Right(_ context.Context, _ wf.DiamondInput, p wf.DiamondRightParents) (wf.DiamondRightOutput, error) {
+	s.calls.add("right")
+	return wf.DiamondRightOutput{Value: p.Top.Value * 100}, nil
+}
+
+func (s *diamondSteps) Bottom(_ context.Context, _ wf.DiamondInput, p wf.DiamondBottomParents) (wf.DiamondBottomOutput, error) {
+	s.calls.add("bottom")
+	return wf.DiamondBottomOutput{Sum: p.Left.Value + p.Right.Value}, nil
+}
+
+func testDiamond(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &diamondSteps{}
+	client, err := wf.RegisterDiamond(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(2)
+	res, err := client.Run(t.Context(), wf.DiamondInput{Seed: &seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bottom == nil || res.Bottom.Sum != 220 {
+		t.Fatalf("bottom = %+v, want sum 220 (it received both parents)", res.Bottom)
+	}
+	if n := steps.calls.count("bottom"); n != 1 {
+		t.Errorf("bottom ran %d times", n)
+	}
+	checkTrail(t, h, res.ID, "bottom", trail(queued, started, completed))
+}
+
+type fanoutSteps struct{ calls calls }
+
+func (s *fanoutSteps) Split(context.Context, wf.FanoutInput) error {
+	s.calls.add("split")
+	return nil
+}
+
+func (s *fanoutSteps) OtherRoot(context.Context, wf.FanoutInput) error {
+	s.calls.add("other-root")
+	return nil
+}
+
+func (s *fanoutSteps) Worker1(context.Context, wf.FanoutInput, wf.FanoutWorker1Parents) (wf.FanoutWorker1Output, error) {
+	s.calls.add("worker-1")
+	return wf.FanoutWorker1Output{Done: "w1"}, nil
+}
+
+func (s *fanoutSteps) Worker2(context.Context, wf.FanoutInput, wf.FanoutWorker2Parents) (wf.FanoutWorker2Output, error) {
+	s.calls.add("worker-2")
+	return wf.FanoutWorker2Output{Done: "w2"}, nil
+}
+
+func (s *fanoutSteps) Worker3(context.Context, wf.FanoutInput, wf.FanoutWorker3Parents) (wf.FanoutWorker3Output, error) {
+	s.calls.add("worker-3")
+	return wf.FanoutWorker3Output{Done: "w3"}, nil
+}
+
+func (s *fanoutSteps) Worker4(context.Context, wf.FanoutInput, wf.FanoutWorker4Parents) (wf.FanoutWorker4Output, error) {
+	s.calls.add("worker-4")
+	return wf.FanoutWorker4Output{Done: "w4"}, nil
+}
+
+func (s *fanoutSteps) Join(_ context.Context, _ wf.FanoutInput, p wf.FanoutJoinParents) (wf.FanoutJoinOutput, error) {
+	s.calls.add("join")
+	return wf.FanoutJoinOutput{All: []string{p.Worker1.Done, p.Worker2.Done, p.Worker3.Done, p.Worker4.Done}}, nil
+}
+
+func testFanOut(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &fanoutSteps{}
+	client, err := wf.RegisterFanout(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), wf.FanoutInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both roots are queued the moment the run is created.
+	for _, root := range []string{"split", "other-root"} {
+		checkTrail(t, h, ref.ID, root, trail(queued))
+	}
+	h.RunUntilIdle()
+	res, err := client.Wait(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Join == nil || !cmp.Equal(res.Join.All, []string{"w1", "w2", "w3", "w4"}) {
+		t.Fatalf("join = %+v", res.Join)
+	}
+	for _, s := range []string{"split", "other-root", "worker-1", "worker-2", "worker-3", "worker-4", "join"} {
+		if n := steps.calls.count(s); n != 1 {
+			t.Errorf("%s ran %d times, want once", s, n)
+		}
+	}
+	checkTrail(t, h, ref.ID, "join", trail(queued, started, completed))
+}
+
+// --- branches, cascade, skipIf -------------------------------------------
+
+type branchSteps struct{ calls calls }
+
+func (s *branchSteps) Gate(_ context.Context, in wf.BranchesInput) (wf.BranchesGateOutput, error) {
+	s.calls.add("gate")
+	return wf.BranchesGateOutput{Open: in.Open}, nil
+}
+
+func (s *branchSteps) Yes1(context.Context, wf.BranchesInput, wf.BranchesYes1Parents) error {
+	s.calls.add("yes-1")
+	return nil
+}
+
+func (s *branchSteps) Yes2(context.Context, wf.BranchesInput, wf.BranchesYes2Parents) error {
+	s.calls.add("yes-2")
+	return nil
+}
+
+func (s *branchSteps) No1(context.Context, wf.BranchesInput, wf.BranchesNo1Parents) error {
+	s.calls.add("no-1")
+	return nil
+}
+
+func (s *branchSteps) No2(context.Context, wf.BranchesInput, wf.BranchesNo2Parents) error {
+	s.calls.add("no-2")
+	return nil
+}
+
+func (s *branchSteps) No3(context.Context, wf.BranchesInput, wf.BranchesNo3Parents) error {
+	s.calls.add("no-3")
+	return nil
+}
+
+func (s *branchSteps) Merge(_ context.Context, _ wf.BranchesInput, p wf.BranchesMergeParents) error {
+	s.calls.add(fmt.Sprintf("merge yes=%v no=%v", p.Yes2, p.No3))
+	return nil
+}
+
+func (s *branchSteps) Announce(context.Context, wf.BranchesInput, wf.BranchesAnnounceParents) error {
+	s.calls.add("announce")
+	return nil
+}
+
+func testBranchOpen(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &branchSteps{}
+	client, err := wf.RegisterBranches(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.Run(t.Context(), wf.BranchesInput{Open: true})
+	if !errors.Is(err, runtime.ErrStillRunning) || res.Status != runtime.RunRunning {
+		t.Fatalf("Run = %v, %v; want the run sleeping in the open branch", res.Status, err)
+	}
+	if got := h.Steps(res.ID)["yes-nap"]; got != dag.TaskSleeping {
+		t.Fatalf("yes-nap = %s, want SLEEPING", got)
+	}
+	h.Advance(2 * time.Hour)
+	res, err = client.Wait(t.Context(), res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gate", "yes-1", "yes-2", "merge yes=true no=false", "announce"}
+	if diff := cmp.Diff(want, steps.calls.list()); diff != "" {
+		t.Errorf("steps ran (-want +got):\n%s", diff)
+	}
+	checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
+		"gate": dag.TaskCompleted, "yes-1": dag.TaskCompleted, "yes-nap": dag.TaskCompleted, "yes-2": dag.TaskCompleted,
+		"no-1": dag.TaskSkipped, "no-2": dag.TaskSkipped, "no-3": dag.TaskSkipped,
+		"merge": dag.TaskCompleted, "announce": dag.TaskCompleted,
+	})
+	checkTrail(t, h, res.ID, "yes-nap", trail(queued, sleeping, woken, completed))
+	checkTrail(t, h, res.ID, "no-1", trail(queued, skipped))
+	checkTrail(t, h, res.ID, "no-3", trail(queued, skipped))
+	checkTrail(t, h, res.ID, "merge", trail(queued, started, completed))
+	if got := h.Times(res.ID, "yes-2", started); !cmp.Equal(got, []time.Duration{2 * time.Hour}) {
+		t.Errorf("yes-2 started at %v, want after the 2h sleep", got)
+	}
+}
+
+func testBranchClosed(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &branchSteps{}
+	client, err := wf.RegisterBranches(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.Run(t.Context(), wf.BranchesInput{Open: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gate", "no-1", "no-2", "no-3", "merge yes=false no=true", "announce"}
+	if diff := cmp.Diff(want, steps.calls.list()); diff != "" {
+		t.Errorf("steps ran (-want +got):\n%s", diff)
+	}
+	checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
+		"gate": dag.TaskCompleted, "yes-1": dag.TaskSkipped, "yes-nap": dag.TaskSkipped, "yes-2": dag.TaskSkipped,
+		"no-1": dag.TaskCompleted, "no-2": dag.TaskCompleted, "no-3": dag.TaskCompleted,
+		"merge": dag.TaskCompleted, "announce": dag.TaskCompleted,
+	})
+	// The skipped branch cascades three levels, the sleep among them, and
+	// says why.
+	for _, step := range []string{"yes-1", "yes-nap", "yes-2"} {
+		checkTrail(t, h, res.ID, step, trail(queued, skipped))
+	}
+	var details []string
+	for _, ev := range h.Events(res.ID) {
+		if ev.Type == skipped {
+			details = append(details, ev.Step+": "+ev.Detail)
+		}
+	}
+	wantDetails := []string{
+		`yes-1: skipIf "!parents.gate.open" is true`,
+		"yes-nap: all parents were skipped",
+		"yes-2: all parents were skipped",
+	}
+	if diff := cmp.Diff(wantDetails, details); diff != "" {
+		t.Errorf("skip reasons (-want +got):\n%s", diff)
+	}
+	if h.Now() != h.Start {
+		t.Errorf("the clock moved by %v; a skipped sleep must not wait", h.Now().Sub(h.Start))
+	}
+}
+
+func testSkipIfOr(t *testing.T, newH newHarness) {
+	yes := true
+	tests := []struct {
+		name    string
+		in      wf.BranchesInput
+		skipped bool
+	}{
+		{"neither", wf.BranchesInput{}, false},
+		{"first", wf.BranchesInput{Quiet: &yes}, true},
+		{"second", wf.BranchesInput{Muted: &yes}, true},
+		{"both", wf.BranchesInput{Quiet: &yes, Muted: &yes}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newH(t)
+			client, err := wf.RegisterBranches(h.Engine, &branchSteps{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := client.Run(t.Context(), tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := dag.TaskCompleted
+			if tt.skipped {
+				want = dag.TaskSkipped
+			}
+			if got := h.Steps(res.ID)["announce"]; got != want {
+				t.Errorf("announce = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// --- sleeps ---------------------------------------------------------------
+
+type sleepSteps struct{ calls calls }
+
+func (s *sleepSteps) Start(context.Context, wf.SleepsInput) error {
+	s.calls.add("start")
+	return nil
+}
+
+func (s *sleepSteps) AfterBoth(_ context.Context, _ wf.SleepsInput, p wf.SleepsAfterBothParents) error {
+	s.calls.add(fmt.Sprintf("after-both short=%v long=%v", p.Short, p.Long))
+	return nil
+}
+
+func (s *sleepSteps) AfterDay(context.Context, wf.SleepsInput, wf.SleepsAfterDayParents) error {
+	s.calls.add("after-day")
+	return nil
+}
+
+func testSleepDay(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &sleepSteps{}
+	client, err := wf.RegisterSleeps(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), wf.SleepsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(24*time.Hour - time.Second)
+	if n := steps.calls.count("after-day"); n != 0 {
+		t.Fatal("after-day ran before the day passed")
+	}
+	if got := h.Steps(ref.ID)["day"]; got != dag.TaskSleeping {
+		t.Fatalf("day = %s, want SLEEPING", got)
+	}
+	h.Advance(time.Second)
+	res, err := client.Wait(t.Context(), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("after 24h: %v, %v", res.Status, err)
+	}
+	checkTrail(t, h, ref.ID, "day", trail(queued, sleeping, woken, completed))
+	if got := h.Times(ref.ID, "day", woken); !cmp.Equal(got, []time.Duration{24 * time.Hour}) {
+		t.Errorf("day woke at %v, want 24h", got)
+	}
+	if got := h.Times(ref.ID, "after-day", started); !cmp.Equal(got, []time.Duration{24 * time.Hour}) {
+		t.Errorf("after-day started at %v, want 24h", got)
+	}
+}
+
+func testConcurrentSleeps(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &sleepSteps{}
+	client, err := wf.RegisterSleeps(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), wf.SleepsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(90 * time.Minute)
+	st := h.Steps(ref.ID)
+	if st["short"] != dag.TaskCompleted || st["long"] != dag.TaskSleeping || st["after-both"] != dag.TaskPending {
+		t.Fatalf("at 1h30: short %s, long %s, after-both %s", st["short"], st["long"], st["after-both"])
+	}
+	h.Advance(90 * time.Minute)
+	if got := h.Times(ref.ID, "short", woken); !cmp.Equal(got, []time.Duration{time.Hour}) {
+		t.Errorf("short woke at %v", got)
+	}
+	if got := h.Times(ref.ID, "long", woken); !cmp.Equal(got, []time.Duration{3 * time.Hour}) {
+		t.Errorf("long woke at %v", got)
+	}
+	if got := h.Times(ref.ID, "after-both", started); !cmp.Equal(got, []time.Duration{3 * time.Hour}) {
+		t.Errorf("after-both started at %v, want 3h", got)
+	}
+	if n := steps.calls.count("after-both short=true long=true"); n != 1 {
+		t.Errorf("after-both ran %d times with both parents", n)
+	}
+}
+
+// --- failures ---------------------------------------------------------------
+
+// opsSteps behaves as the run input's mode says. failUntil makes work fail
+// on attempts before it (0: on every attempt).
+type opsSteps struct {
+	calls     calls
+	mu        sync.Mutex
+	failUntil int
+	failures  []runtime.Failure
+	started   chan struct{} // receives when work starts, if set
+	sawCancel chan error    // receives the cause when work sees its context end, if set
+}
+
+func (s *opsSteps) Prepare(context.Context, wf.OpsInput) (wf.OpsPrepareOutput, error) {
+	s.calls.add("prepare")
+	return wf.OpsPrepareOutput{Token: "tok"}, nil
+}
+
+func (s *opsSteps) Work(ctx context.Context, in wf.OpsInput, p wf.OpsWorkParents) (wf.OpsWorkOutput, error) {
+	s.calls.add("work")
+	info, _ := runtime.InfoFromContext(ctx)
+	if p.Prepare.Token != "tok" {
+		return wf.OpsWorkOutput{}, fmt.Errorf("bad token %q", p.Prepare.Token)
+	}
+	if s.started != nil {
+		s.started <- struct{}{}
+	}
+	s.mu.Lock()
+	failing := s.failUntil == 0 || info.Attempt < s.failUntil
+	s.mu.Unlock()
+	switch in.Mode {
+	case wf.OpsInputModeFail, wf.OpsInputModeFlaky:
+		if failing {
+			return wf.OpsWorkOutput{}, fmt.Errorf("attempt %d failed", info.Attempt)
+		}
+	case wf.OpsInputModeFatal:
+		return wf.OpsWorkOutput{}, runtime.NonRetryable(errors.New("card declined"))
+	case wf.OpsInputModePanic:
+		if failing {
+			panic("boom")
+		}
+	case wf.OpsInputModeTimeout:
+		if failing {
+			<-ctx.Done()
+			if s.sawCancel != nil {
+				s.sawCancel <- context.Cause(ctx)
+			}
+			return wf.OpsWorkOutput{}, ctx.Err()
+		}
+	}
+	return wf.OpsWorkOutput{Attempt: int64(info.Attempt)}, nil
+}
+
+func (s *opsSteps) Sidecar(context.Context, wf.OpsInput, wf.OpsSidecarParents) error {
+	s.calls.add("sidecar")
+	return nil
+}
+
+func (s *opsSteps) Report(context.Context, wf.OpsInput, wf.OpsReportParents) error {
+	s.calls.add("report")
+	return nil
+}
+
+func (s *opsSteps) Audit(context.Context, wf.OpsInput, wf.OpsAuditParents) error {
+	s.calls.add("audit")
+	return nil
+}
+
+func (s *opsSteps) Alert(_ context.Context, _ wf.OpsInput, f runtime.Failure) error {
+	s.calls.add("alert")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, f)
+	return nil
+}
+
+func registerOps(t *testing.T, h *trellistest.Harness, s *opsSteps) *wf.OpsClient {
+	t.Helper()
+	client, err := wf.RegisterOps(h.Engine, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func testRetryThird(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{failUntil: 3}
+	client := registerOps(t, h, steps)
+	res, err := client.Run(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeFlaky})
+	if !errors.Is(err, runtime.ErrStillRunning) {
+		t.Fatalf("Run = %v; want the run waiting for its first backoff", err)
+	}
+	h.Settle()
+	res, err = client.Wait(t.Context(), res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Work == nil || res.Work.Attempt != 3 {
+		t.Fatalf("work = %+v, want success on attempt 3", res.Work)
+	}
+	// initialDelay 30s, backoffFactor 3: retries after 30s, then 90s more.
+	want := []time.Duration{0, 30 * time.Second, 120 * time.Second}
+	if got := h.Times(res.ID, "work", started); !cmp.Equal(got, want) {
+		t.Errorf("work started at %v, want %v", got, want)
+	}
+	checkTrail(t, h, res.ID, "work", trail(queued, started, retrying, queued, started, retrying, queued, started, completed))
+	var details []string
+	for _, ev := range h.Events(res.ID) {
+		if ev.Step == "work" && ev.Type == retrying {
+			details = append(details, ev.Detail)
+		}
+	}
+	if !cmp.Equal(details, []string{"attempt 1 failed", "attempt 2 failed"}) {
+		t.Errorf("retry reasons = %q", details)
+	}
+}
+
+func testPermanentFailure(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{}
+	client := registerOps(t, h, steps)
+	ref, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeFail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Settle()
+	res, err := client.Wait(t.Context(), ref.ID)
+	var rf *runtime.RunFailedError
+	if !errors.As(err, &rf) || rf.Step != "work" || rf.Message != "attempt 3 failed" {
+		t.Fatalf("Wait error = %v, want work's last failure", err)
+	}
+	if res.Status != runtime.RunFailed || res.Failure == nil || res.Failure.Step != "work" {
+		t.Errorf("result = %+v", res)
+	}
+	checkSteps(t, h, ref.ID, map[string]runtime.TaskStatus{
+		"prepare": dag.TaskCompleted, "work": dag.TaskFailed, "sidecar": dag.TaskCompleted,
+		"report": dag.TaskCancelled, "audit": dag.TaskCancelled, "alert": dag.TaskCompleted,
+	})
+	if n := steps.calls.count("work"); n != 3 {
+		t.Errorf("work ran %d times, want 3 (maxRetries 2)", n)
+	}
+	if n := steps.calls.count("alert"); n != 1 {
+		t.Errorf("onFailure ran %d times, want exactly once", n)
+	}
+	if diff := cmp.Diff([]runtime.Failure{{Step: "work", Error: "attempt 3 failed"}}, steps.failures); diff != "" {
+		t.Errorf("onFailure got (-want +got):\n%s", diff)
+	}
+	checkTrail(t, h, ref.ID, "work", trail(queued, started, retrying, queued, started, retrying, queued, started, failed))
+	checkTrail(t, h, ref.ID, "report", trail(cancelled))
+	checkTrail(t, h, ref.ID, "audit", trail(cancelled))
+	checkTrail(t, h, ref.ID, "alert", trail(queued, started, completed))
+	// Nothing else happens, however long we wait.
+	h.Advance(48 * time.Hour)
+	if n := steps.calls.count("alert"); n != 1 {
+		t.Errorf("onFailure ran again")
+	}
+}
+
+func testNonRetryable(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{}
+	client := registerOps(t, h, steps)
+	res, err := client.Run(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeFatal})
+	if !errors.Is(err, runtime.ErrRunFailed) {
+		t.Fatalf("Run error = %v, want a run failure without waiting for retries", err)
+	}
+	if n := steps.calls.count("work"); n != 1 {
+		t.Errorf("work ran %d times, want once", n)
+	}
+	checkTrail(t, h, res.ID, "work", trail(queued, started, failed))
+	if res.Failure == nil || res.Failure.Error != "card declined" {
+		t.Errorf("failure = %+v", res.Failure)
+	}
+}
+
+func testPanic(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{failUntil: 2}
+	client := registerOps(t, h, steps)
+	ref, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: wf.OpsInputModePanic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Settle()
+	res, err := client.Wait(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Work == nil || res.Work.Attempt != 2 {
+		t.Fatalf("work = %+v, want success after the panic", res.Work)
+	}
+	for _, ev := range h.Events(ref.ID) {
+		if ev.Step == "work" && ev.Type == retrying && ev.Detail != "step panicked: boom" {
+			t.Errorf("retry reason = %q", ev.Detail)
+		}
+	}
+	checkTrail(t, h, ref.ID, "work", trail(queued, started, retrying, queued, started, completed))
+}
+
+func testTimeout(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{failUntil: 2, started: make(chan struct{}, 4)}
+	client := registerOps(t, h, steps)
+	ref, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first attempt blocks until its 30s deadline; move the clock
+	// while it runs.
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		h.RunUntilIdle()
+	}()
+	<-steps.started
+	h.Clock.Advance(29 * time.Second)
+	select {
+	case <-idle:
+		t.Fatal("the step ended before its timeout")
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.Clock.Advance(time.Second)
+	<-idle
+	h.Settle()
+	res, err := client.Wait(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTrail(t, h, ref.ID, "work", trail(queued, started, timedOut, retrying, queued, started, completed))
+	for _, ev := range h.Events(ref.ID) {
+		if ev.Step == "work" && ev.Type == timedOut && ev.Detail != "timed out after 30s: context deadline exceeded" {
+			t.Errorf("timeout detail = %q", ev.Detail)
+		}
+	}
+	if res.Work == nil || res.Work.Attempt != 2 {
+		t.Errorf("work = %+v", res.Work)
+	}
+}
+
+func testIdempotency(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{}
+	client := registerOps(t, h, steps)
+	in := wf.OpsInput{Mode: wf.OpsInputModeOk}
+	first, err := client.RunNoWait(t.Context(), in, runtime.WithIdempotencyKey("order-42"), runtime.WithTenant("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := client.RunNoWait(t.Context(), in, runtime.WithIdempotencyKey("order-42"), runtime.WithTenant("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ID != second.ID || first.Existing || !second.Existing {
+		t.Fatalf("first %+v, second %+v: want the same run, the second marked Existing", first, second)
+	}
+	other, err := client.RunNoWait(t.Context(), in, runtime.WithIdempotencyKey("order-43"), runtime.WithTenant("acme"))
+	if err != nil || other.ID == first.ID {
+		t.Fatalf("another key gave %+v, %v", other, err)
+	}
+	h.Settle()
+	if n := steps.calls.count("prepare"); n != 2 {
+		t.Errorf("prepare ran %d times, want 2 (one per distinct key)", n)
+	}
+	if res := h.Result(first.ID); res.Tenant != "acme" || res.Status != runtime.RunCompleted {
+		t.Errorf("run = %s for tenant %q", res.Status, res.Tenant)
+	}
+}
+
+func testCancelSleeping(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &sleepSteps{}
+	client, err := wf.RegisterSleeps(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), wf.SleepsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(2 * time.Hour) // short has woken; day and long sleep on
+	ok, err := h.Engine.CancelRun(t.Context(), ref.ID)
+	if err != nil || !ok {
+		t.Fatalf("CancelRun = %v, %v", ok, err)
+	}
+	h.Settle()
+	if _, err := client.Wait(t.Context(), ref.ID); !errors.Is(err, runtime.ErrRunCancelled) {
+		t.Errorf("Wait error = %v, want ErrRunCancelled", err)
+	}
+	checkSteps(t, h, ref.ID, map[string]runtime.TaskStatus{
+		"start": dag.TaskCompleted, "short": dag.TaskCompleted, "day": dag.TaskCancelled, "long": dag.TaskCancelled,
+		"after-both": dag.TaskCancelled, "after-day": dag.TaskCancelled,
+	})
+	checkTrail(t, h, ref.ID, "day", trail(queued, sleeping, cancelled))
+	if n := len(steps.calls.list()); n != 1 {
+		t.Errorf("steps ran after cancel: %v", steps.calls.list())
+	}
+	if ok, _ := h.Engine.CancelRun(t.Context(), ref.ID); ok {
+		t.Error("cancelling a cancelled run reported a change")
+	}
+}
+
+func testCancelRunning(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{started: make(chan struct{}, 1), sawCancel: make(chan error, 1)}
+	client := registerOps(t, h, steps)
+	ref, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		h.RunUntilIdle()
+	}()
+	<-steps.started
+	if _, err := h.Engine.CancelRun(t.Context(), ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	cause := <-steps.sawCancel
+	<-idle
+	if cause == nil || errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("the running step's context ended with %v, want a cancellation", cause)
+	}
+	checkTrail(t, h, ref.ID, "work", trail(queued, started, cancelled))
+	if n := steps.calls.count("alert"); n != 0 {
+		t.Error("onFailure ran for a cancelled run")
+	}
+}
+
+func testRetryRun(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{}
+	client := registerOps(t, h, steps)
+	ref, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeFail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Settle()
+	if res := h.Result(ref.ID); res.Status != runtime.RunFailed {
+		t.Fatalf("run = %s, want FAILED", res.Status)
+	}
+	if err := h.Engine.RetryRun(t.Context(), ref.ID); err == nil {
+		// fine: it failed, so it can be retried
+	} else {
+		t.Fatal(err)
+	}
+	// This time work succeeds on the first attempt of the new try.
+	steps.mu.Lock()
+	steps.failUntil = 1
+	steps.mu.Unlock()
+	h.Settle()
+	res, err := client.Wait(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Work == nil || res.Work.Attempt != 1 {
+		t.Errorf("work = %+v, want attempt 1 of the retried run", res.Work)
+	}
+	for step, want := range map[string]int{"prepare": 1, "sidecar": 1, "work": 4, "report": 1, "audit": 1, "alert": 1} {
+		if n := steps.calls.count(step); n != want {
+			t.Errorf("%s ran %d times, want %d", step, n, want)
+		}
+	}
+	if res.Prepare == nil || res.Prepare.Token != "tok" {
+		t.Errorf("prepare's output was not kept: %+v", res.Prepare)
+	}
+	if err := h.Engine.RetryRun(t.Context(), ref.ID); !errors.Is(err, runtime.ErrNotRetryable) {
+		t.Errorf("retrying a completed run = %v, want ErrNotRetryable", err)
+	}
+}
+
+func testInvalidInput(t *testing.T, newH newHarness) {
+	h := newH(t)
+	client := registerOps(t, h, &opsSteps{})
+	empty := ""
+	_, err := client.RunNoWait(t.Context(), wf.OpsInput{Mode: "sideways", Label: &empty})
+	var ie *runtime.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, runtime.ErrInvalidInput) {
+		t.Fatalf("error = %v, want an *InputError", err)
+	}
+	var fields []string
+	for _, p := range ie.Problems {
+		fields = append(fields, p.Field)
+	}
+	if diff := cmp.Diff([]string{"input.label", "input.mode"}, fields); diff != "" {
+		t.Errorf("problem fields (-want +got):\n%s", diff)
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Errorf("%d tasks ran after a refused trigger; nothing should have been stored", n)
+	}
+}
