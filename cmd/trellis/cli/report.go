@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/effectivelabs/trellis/gen"
+)
+
+// formats are the ways lint can print problems, by -format name.
+var formats = map[string]func(io.Writer, []gen.Problem) error{
+	"text":   writeText,
+	"json":   writeJSON,
+	"github": writeGitHub,
+}
+
+// writeText prints one problem per line as file:line:col: message, the
+// form editors and compilers use.
+func writeText(w io.Writer, problems []gen.Problem) error {
+	var b strings.Builder
+	for _, p := range problems {
+		b.WriteString(p.String())
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// jsonProblem is the JSON form of a problem.
+type jsonProblem struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// writeJSON prints the problems as a JSON array ([] when there are none).
+func writeJSON(w io.Writer, problems []gen.Problem) error {
+	out := make([]jsonProblem, len(problems))
+	for i, p := range problems {
+		out[i] = jsonProblem{File: p.File, Line: p.Line, Column: p.Column, Message: p.Message}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+// writeGitHub prints GitHub Actions workflow commands, which GitHub shows
+// as annotations on the offending lines of a pull request.
+func writeGitHub(w io.Writer, problems []gen.Problem) error {
+	var b strings.Builder
+	for _, p := range problems {
+		fmt.Fprintf(&b, "::error file=%s,line=%d,col=%d::%s\n",
+			escapeProperty(p.File), p.Line, p.Column, escapeData(p.Message))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// escapeData escapes the message of a workflow command the way the
+// GitHub Actions toolkit does.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// escapeProperty escapes a property value of a workflow command, which
+// must also not contain the ':' and ',' that delimit properties.
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+

@@ -1,0 +1,22 @@
+// Command trellis is the Trellis command-line tool: it lints workflow
+// files and generates their Go code. Run trellis help for the commands.
+//
+// Use it from go generate:
+//
+//	//go:generate go run github.com/effectivelabs/trellis/cmd/trellis generate orders.yaml
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/effectivelabs/trellis/cmd/trellis/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
