@@ -86,6 +86,9 @@ func (e *emitter) stepsInterface() {
 		text += ", and one for the failure handler"
 	}
 	text += fmt.Sprintf(". Pass an implementation to Register%s.", e.w)
+	if d := e.p.w.Description; d != "" {
+		text += "\n\n" + d
+	}
 	e.f.Add(doc(text).Type().Id(name).Interface(methods...))
 }
 

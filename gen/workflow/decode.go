@@ -9,16 +9,6 @@ import (
 	"github.com/effectivelabs/trellis/runtime"
 )
 
-// Keys each mapping of the format allows, in the order messages list them.
-var (
-	workflowKeys  = []string{"name", "description", "input", "defaults", "steps", "onFailure"}
-	defaultsKeys  = []string{"retry", "timeout"}
-	retryKeys     = []string{"maxRetries", "initialDelay", "backoffFactor", "maxDelay"}
-	stepKeys      = []string{"name", "parents", "skipIf", "sleep", "retry", "timeout", "output"}
-	codeOnlyKeys  = []string{"retry", "timeout", "output"}
-	onFailureKeys = []string{"name", "retry", "timeout"}
-)
-
 // decoder turns the Value tree into a Workflow, reporting every value that
 // has the wrong shape. Each check uses the position and rule the format
 // schema uses for the same finding (see Problem).
@@ -33,12 +23,12 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", workflowKeys)
+	d.keys(root, "the workflow", "name", "description", "input", "defaults", "steps", "onFailure")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
 	if f := root.Get("description"); f != nil {
-		w.Description = d.str(f.Value, "description")
+		w.Description = strings.TrimRight(d.str(f.Value, "description"), "\n")
 	}
 	if f := d.required(root, "input", "missing input: declare the JSON Schema of the run input, such as input: {type: object, properties: {...}}"); f != nil {
 		w.Input = d.schema(f.Value, "input")
@@ -59,7 +49,7 @@ func (d *decoder) decodeDefaults(v *Value) {
 	if !d.isMap(v, "defaults", "a mapping with retry and timeout") {
 		return
 	}
-	d.keys(v, "defaults", defaultsKeys)
+	d.keys(v, "defaults", "retry", "timeout")
 	if f := v.Get("retry"); f != nil {
 		d.defaults = d.retry(f.Value, "defaults.retry", "")
 		d.checkDelays(d.defaults, retryOverride{})
@@ -100,7 +90,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, stepKeys)
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -109,7 +99,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range codeOnlyKeys {
+		for _, key := range []string{"retry", "timeout", "output"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -191,7 +181,7 @@ func (d *decoder) onFailure(v *Value) *OnFailure {
 	if !d.isMap(v, "onFailure", "a mapping such as {name: notify-admin}") {
 		return nil
 	}
-	d.keys(v, "onFailure", onFailureKeys)
+	d.keys(v, "onFailure", "name", "retry", "timeout")
 	h := &OnFailure{Pos: v.Pos}
 	if f := d.required(v, "name", "onFailure has no name: add name: <handler-name>"); f != nil {
 		h.Name, h.Pos = d.name(f.Value, "onFailure name"), f.Value.Pos
@@ -219,8 +209,9 @@ func (d *decoder) isMap(v *Value, what, example string) bool {
 	return false
 }
 
-// keys reports every key of m not in allowed.
-func (d *decoder) keys(m *Value, what string, allowed []string) {
+// keys reports every key of m not in allowed (listed in the order
+// messages show them).
+func (d *decoder) keys(m *Value, what string, allowed ...string) {
 	for _, f := range m.Fields {
 		if contains(allowed, f.Key) {
 			continue

@@ -70,7 +70,7 @@ func (d *decoder) retry(v *Value, prefix, owner string) retryOverride {
 	if !d.isMap(v, prefix+ownerSuffix(owner), "a mapping such as {maxRetries: 3, initialDelay: 1s, backoffFactor: 2, maxDelay: 1m}") {
 		return o
 	}
-	d.keys(v, prefix+ownerSuffix(owner), retryKeys)
+	d.keys(v, prefix+ownerSuffix(owner), "maxRetries", "initialDelay", "backoffFactor", "maxDelay")
 	if f := v.Get("maxRetries"); f != nil {
 		if n, ok := d.count(f.Value, label("maxRetries")); ok {
 			o.maxRetries = &n

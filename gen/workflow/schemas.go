@@ -9,9 +9,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// jsonTypes are the values of the type keyword.
-var jsonTypes = []string{"object", "array", "string", "integer", "number", "boolean", "null"}
-
 // schemaURL is the made-up location embedded schemas are compiled at.
 const schemaURL = "trellis:///embedded.json"
 
@@ -207,6 +204,7 @@ func (d *decoder) compile(s *Schema, what string, badRefs bool) {
 		}
 		msg := leaf.Message
 		if strings.HasSuffix(leaf.InstanceLocation, "/type") && at.Kind == KindString {
+			jsonTypes := []string{"object", "array", "string", "integer", "number", "boolean", "null"}
 			msg = fmt.Sprintf("%q is not a JSON Schema type; use one of %s", at.Str, strings.Join(jsonTypes, ", "))
 			if guess := closest(at.Str, jsonTypes); guess != "" {
 				msg = fmt.Sprintf("%q is not a JSON Schema type; did you mean %q?", at.Str, guess)

@@ -20,7 +20,7 @@ type LintOptions struct {
 
 // Validate reports options lint cannot run with.
 func (o LintOptions) Validate() error {
-	if _, ok := formats[o.Format]; !ok {
+	if _, ok := formatter(o.Format); !ok {
 		return fmt.Errorf("unknown format %q: use text, json or github", o.Format)
 	}
 	return nil
@@ -79,7 +79,8 @@ func Lint(ctx context.Context, opts LintOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "trellis lint: %v\n", err)
 		return ExitProblems
 	}
-	if err := formats[opts.Format](stdout, problems); err != nil {
+	write, _ := formatter(opts.Format)
+	if err := write(stdout, problems); err != nil {
 		fmt.Fprintf(stderr, "trellis lint: writing the report: %v\n", err)
 		return ExitProblems
 	}

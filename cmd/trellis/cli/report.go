@@ -9,11 +9,17 @@ import (
 	"github.com/effectivelabs/trellis/gen"
 )
 
-// formats are the ways lint can print problems, by -format name.
-var formats = map[string]func(io.Writer, []gen.Problem) error{
-	"text":   writeText,
-	"json":   writeJSON,
-	"github": writeGitHub,
+// formatter returns the way lint prints problems for a -format name.
+func formatter(name string) (func(io.Writer, []gen.Problem) error, bool) {
+	switch name {
+	case "text":
+		return writeText, true
+	case "json":
+		return writeJSON, true
+	case "github":
+		return writeGitHub, true
+	}
+	return nil, false
 }
 
 // writeText prints one problem per line as file:line:col: message, the

@@ -27,6 +27,8 @@ type AuditReportParents struct {
 
 // AuditSteps is the code of the audit workflow: one method per step that runs
 // code. Pass an implementation to RegisterAudit.
+//
+// Count what changed, per table.
 type AuditSteps interface {
 	// Count runs step count.
 	Count(ctx context.Context, in AuditInput) (AuditCountOutput, error)

@@ -74,6 +74,8 @@ type OrderProcessingFinalizeParents struct {
 // OrderProcessingSteps is the code of the order-processing workflow: one
 // method per step that runs code, and one for the failure handler. Pass an
 // implementation to RegisterOrderProcessing.
+//
+// Charge, wait out the fraud window, ship.
 type OrderProcessingSteps interface {
 	// Validate runs step validate.
 	Validate(ctx context.Context, in OrderProcessingInput) (OrderProcessingValidateOutput, error)

@@ -162,6 +162,8 @@ type ShipOrderNotifyCustomerParents struct {
 // ShipOrderSteps is the code of the ship-order workflow: one method per step
 // that runs code, and one for the failure handler. Pass an implementation to
 // RegisterShipOrder.
+//
+// Plan the parcels of an order, book a carrier, and notify the customer.
 type ShipOrderSteps interface {
 	// Plan runs step plan.
 	Plan(ctx context.Context, in ShipOrderInput) (ShipOrderPlanOutput, error)
@@ -182,7 +184,7 @@ type ShipOrderSteps interface {
 func ShipOrderSpec() *runtime.WorkflowSpec {
 	return &runtime.WorkflowSpec{
 		Name:        "ship-order",
-		Description: "Plan the parcels of an order, book a carrier, and notify the customer.\n",
+		Description: "Plan the parcels of an order, book a carrier, and notify the customer.",
 		Source:      "shipping.yaml",
 		InputSchema: `{"$defs":{"address":{"description":"A postal address.","properties":{"city":{"type":"string"},"countryCode":{"pattern":"^[A-Z]{2}$","type":"string"},"postalCode":{"type":"string"},"street":{"type":"string"}},"required":["street","city","countryCode"],"type":"object"},"category":{"description":"A node of the shop's category tree.","properties":{"children":{"items":{"$ref":"#/$defs/category"},"type":"array"},"id":{"type":"string"},"name":{"type":"string"},"parent":{"$ref":"#/$defs/category"}},"required":["id","name"],"type":"object"}},"description":"An order ready to ship.","properties":{"attributes":{"additionalProperties":{"type":"string"},"description":"Free-form labels for the warehouse.","type":"object"},"category":{"$ref":"#/$defs/category"},"customer":{"properties":{"address":{"$ref":"#/$defs/address"},"billingAddress":{"$ref":"#/$defs/address"},"email":{"format":"email","type":"string"},"name":{"type":"string"}},"required":["name","address"],"type":"object"},"deliverBy":{"format":"date-time","type":"string"},"dimensionsById":{"additionalProperties":{"properties":{"lengthCm":{"type":"number"},"weightGrams":{"type":"integer"}},"required":["weightGrams"],"type":"object"},"type":"object"},"httpCallbackURL":{"format":"uri","type":"string"},"isGift":{"type":"boolean"},"items":{"items":{"properties":{"options":{"items":{"enum":["gift-wrap","fragile","signature"],"type":"string"},"type":"array"},"quantity":{"minimum":1,"type":"integer"},"sku":{"type":"string"},"tags":{"items":{"type":"string"},"type":"array"},"unitPrice":{"type":"number"}},"required":["sku","quantity"],"type":"object"},"minItems":1,"type":"array"},"orderId":{"description":"The shop's order number.","type":"string"},"placedAt":{"format":"date-time","type":"string"},"priority":{"enum":["standard","express","same-day"],"type":"string"}},"required":["orderId","placedAt","customer","items","priority"],"type":"object"}`,
 		Steps: []runtime.StepSpec{
