@@ -68,6 +68,16 @@ func (g *Generator) Check(path string, src []byte) *File {
 		f.plan = plan
 		problems = append(problems, more...)
 	}
+	if len(problems) == 0 && w != nil {
+		// Lint repeats every check the runtime makes; if the runtime still
+		// refuses the spec, say so rather than generate code that fails
+		// at Register.
+		if _, err := runtime.Compile(f.plan.Spec()); err != nil {
+			probs := workflow.NewProblems(path)
+			probs.Add(w.NamePos, "", "the runtime refuses this workflow, although lint found nothing wrong (please report this): %v", err)
+			problems = probs.List()
+		}
+	}
 	f.Problems = workflow.Sorted(problems)
 	return f
 }
