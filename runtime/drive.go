@@ -24,10 +24,14 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 	if e.isStarted() {
 		return 0, errStarted
 	}
+	names := e.workflowNames()
+	if len(names) == 0 {
+		return 0, nil
+	}
 	total := 0
 	for {
 		claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-			Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: e.cfg.ClaimBatch,
+			Worker: e.cfg.WorkerID, Workflows: names, Limit: e.cfg.ClaimBatch,
 			TenantLimit: e.cfg.TenantConcurrency, Now: e.clock.Now(),
 		})
 		if err != nil {
@@ -37,8 +41,10 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 			return total, nil
 		}
 		total += len(claimed)
+		e.claims.own(claimed)
 		jobs, batch, err := e.plan(ctx, claimed)
 		if err != nil {
+			e.claims.releaseClaimed(claimed)
 			return total, err
 		}
 		results := make([]store.Results, len(jobs))
@@ -52,9 +58,11 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 			}()
 		}
 		wg.Wait()
-		for i := range jobs {
+		for i, j := range jobs {
 			if kept[i] {
 				merge(&batch, results[i])
+			} else {
+				e.claims.release(attemptOf(j.claim))
 			}
 		}
 		if batch.Len() == 0 {

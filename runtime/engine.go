@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -113,11 +114,12 @@ type Engine struct {
 	names       []string                 // registered workflow names, sorted
 	saved       map[string]bool          // versions known to be in the store
 	waiters     map[RunID]chan struct{}  // closed when the run may have finished
-	inflight    map[store.TaskKey]*inflight
+	claims      claims
 	started     bool
 	stopping    bool
 	lifecycle   *lifecycle
 	localWakeup chan struct{}
+	leader      atomic.Bool
 }
 
 type registration struct {
@@ -137,7 +139,7 @@ func New(cfg Config) (*Engine, error) {
 		registered:  map[string]*registration{},
 		saved:       map[string]bool{},
 		waiters:     map[RunID]chan struct{}{},
-		inflight:    map[store.TaskKey]*inflight{},
+		claims:      claims{byKey: map[store.TaskKey]*claim{}},
 		localWakeup: make(chan struct{}, 1),
 	}, nil
 }
@@ -147,6 +149,10 @@ func (e *Engine) Store() store.Store { return e.store }
 
 // Clock is the engine's clock.
 func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// IsLeader reports whether this engine currently holds leadership: it
+// fires durable timers and recovers the tasks of dead workers.
+func (e *Engine) IsLeader() bool { return e.leader.Load() }
 
 // WorkerID is the name this engine claims tasks under.
 func (e *Engine) WorkerID() string { return e.cfg.WorkerID }

@@ -28,16 +28,6 @@ type job struct {
 	parents map[string]json.RawMessage // outputs of completed parents
 }
 
-// inflight is a job being executed, so that it can be cancelled.
-type inflight struct {
-	attempt int
-	run     RunID
-	cancel  context.CancelCauseFunc
-	// handler is true for the failure handler, which runs after its run
-	// ended and must not be stopped by that.
-	handler bool
-}
-
 // plan looks at claimed tasks and sorts them into jobs whose code must run
 // and results known at once (skips, sleeps, woken sleeps, tasks that cannot
 // run). It writes the STARTED events of jobs the claim did not start.
@@ -191,8 +181,8 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	c := j.claim
 	stepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	e.track(c, j.step.Kind == dag.KindOnFailure, cancel)
-	defer e.untrack(c)
+	e.claims.started(c, j.step.Kind == dag.KindOnFailure, cancel)
+	defer e.claims.ended(c)
 
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name, Attempt: c.Attempt - c.PriorAttempts}
 	runCtx := withInfo(stepCtx, info)
@@ -258,54 +248,6 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo, log *slog.Logg
 		return nil, NonRetryable(fmt.Errorf("no code registered for step %s of %s", j.step.Name, j.claim.Workflow))
 	}
 	return fn(ctx, &StepRequest{Info: info, Input: j.claim.Input, Parents: j.parents})
-}
-
-// track records a running job so that it can be cancelled.
-func (e *Engine) track(c store.ClaimedTask, handler bool, cancel context.CancelCauseFunc) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.inflight[c.Key] = &inflight{attempt: c.Attempt, run: c.Key.Run, cancel: cancel, handler: handler}
-}
-
-func (e *Engine) untrack(c store.ClaimedTask) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if f, ok := e.inflight[c.Key]; ok && f.attempt == c.Attempt {
-		delete(e.inflight, c.Key)
-	}
-}
-
-// stopRunTasks cancels this engine's running steps of a run.
-func (e *Engine) stopRunTasks(run RunID, cause error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, f := range e.inflight {
-		if f.run == run && !f.handler {
-			f.cancel(cause)
-		}
-	}
-}
-
-// stopTasks cancels the given running attempts.
-func (e *Engine) stopTasks(attempts []store.Attempt, cause error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, a := range attempts {
-		if f, ok := e.inflight[a.Key]; ok && f.attempt == a.Attempt {
-			f.cancel(cause)
-		}
-	}
-}
-
-// running lists this engine's running attempts, for heartbeats.
-func (e *Engine) running() []store.Attempt {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]store.Attempt, 0, len(e.inflight))
-	for k, f := range e.inflight {
-		out = append(out, store.Attempt{Key: k, Attempt: f.attempt})
-	}
-	return out
 }
 
 // merge appends the results of b to a.

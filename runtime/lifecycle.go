@@ -20,6 +20,7 @@ type lifecycle struct {
 	stopClaiming chan struct{}           // closed by Stop
 	claimDone    chan struct{}           // closed when the claim loop returns
 	flushStop    chan struct{}           // closed by Stop once steps drained
+	flushed      chan struct{}           // closed when the flusher returns
 	abandon      chan struct{}           // closed when Stop stops waiting for steps
 	results      chan store.Results      // from steps and the planner to the flusher
 	slots        chan struct{}           // one token per running step
@@ -52,7 +53,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	lc := &lifecycle{
 		cancel: cancel, stepCancel: stepCancel, stepCtx: stepCtx,
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
-		flushStop: make(chan struct{}), abandon: make(chan struct{}),
+		flushStop: make(chan struct{}), flushed: make(chan struct{}), abandon: make(chan struct{}),
 		results:     make(chan store.Results, 2*e.cfg.Concurrency),
 		slots:       make(chan struct{}, e.cfg.Concurrency),
 		timerWakeup: make(chan struct{}, 1),
@@ -60,7 +61,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.lifecycle, e.started = lc, true
 	lc.loops.Add(5)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
-	go func() { defer lc.loops.Done(); e.flushLoop(loopCtx, lc) }()
+	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx) }()
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
@@ -95,7 +96,16 @@ func (e *Engine) Stop(ctx context.Context) error {
 		close(lc.abandon)
 		lc.stepCancel(ErrStopped)
 	}
+	// Record what the drained steps returned before stopping the loops
+	// (heartbeats included: the tasks are still ours until recorded).
 	close(lc.flushStop)
+	select {
+	case <-lc.flushed:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("engine: stopped before results were recorded: %w", ctx.Err())
+		}
+	}
 	lc.cancel()
 	lc.loops.Wait()
 	lc.stepCancel(ErrStopped)
@@ -151,18 +161,27 @@ func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int,
 			<-lc.slots
 		}
 	}
+	names := e.workflowNames()
+	if len(names) == 0 {
+		// Without code for any workflow there is nothing to claim: this
+		// engine only triggers runs.
+		release(free)
+		return 0, nil
+	}
 	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-		Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: free,
+		Worker: e.cfg.WorkerID, Workflows: names, Limit: free,
 		TenantLimit: e.cfg.TenantConcurrency, Now: e.clock.Now(),
 	})
 	if err != nil {
 		release(free)
 		return 0, err
 	}
+	e.claims.own(claimed)
 	jobs, immediate, err := e.plan(ctx, claimed)
 	if err != nil {
 		// The claimed tasks stay RUNNING under this worker; without
 		// heartbeats they are recovered once stale.
+		e.claims.releaseClaimed(claimed)
 		release(free)
 		return len(claimed), err
 	}
@@ -177,6 +196,7 @@ func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int,
 			res, ok := e.execute(lc.stepCtx, j)
 			<-lc.slots
 			if !ok {
+				e.claims.release(attemptOf(j.claim))
 				return
 			}
 			select {
@@ -257,8 +277,9 @@ func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results)
 
 // afterFinish wakes whoever waits on what a Finish changed.
 func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
+	e.claims.release(attempts(batch)...)
 	for _, id := range res.Finished {
-		e.stopRunTasks(id, errRunEnded)
+		e.claims.stopRun(id, errRunEnded)
 		e.runFinished(id)
 	}
 	if len(batch.Completions) > 0 || len(res.Finished) > 0 {
@@ -273,7 +294,7 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 		if clockSleep(ctx, e, e.cfg.HeartbeatInterval) != nil {
 			return
 		}
-		running := e.running()
+		running := e.claims.owned()
 		if len(running) == 0 {
 			continue
 		}
@@ -286,7 +307,7 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 		}
 		if len(lost) > 0 {
 			e.log.Info("tasks no longer ours; stopping them", "count", len(lost))
-			e.stopTasks(lost, errTaskLost)
+			e.claims.stop(lost, errTaskLost)
 		}
 	}
 }
@@ -298,6 +319,7 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
+		e.leader.Store(false)
 		if err := elector.Resign(rctx); err != nil {
 			e.log.Error("resigning leadership", "error", err)
 		}
@@ -313,6 +335,7 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 		if lead != leading {
 			e.log.Info("leadership changed", "leader", lead)
 			leading = lead
+			e.leader.Store(lead)
 		}
 		if lead {
 			now := e.clock.Now()
@@ -348,7 +371,7 @@ func (e *Engine) listenLoop(notes <-chan store.Notification) {
 		case store.TasksReady:
 			e.wake()
 		case store.RunFinished:
-			e.stopRunTasks(n.Run, errRunEnded)
+			e.claims.stopRun(n.Run, errRunEnded)
 			e.runFinished(n.Run)
 		}
 	}

@@ -193,7 +193,7 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID) (bool, error) {
 		return false, storeErr(err, id)
 	}
 	if ok {
-		e.stopRunTasks(id, errRunEnded)
+		e.claims.stopRun(id, errRunEnded)
 		e.runFinished(id)
 	}
 	return ok, nil

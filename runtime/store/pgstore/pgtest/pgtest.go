@@ -93,6 +93,8 @@ func Connect(ctx context.Context, schema string) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	// Tests run several engines on one pool; give them room.
+	cfg.MaxConns = 16
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 

@@ -1,0 +1,393 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// These tests run started engines on real time, with short intervals, on
+// each store.
+
+func TestEngineMemory(t *testing.T) {
+	runEngineTests(t, func(*testing.T) store.Store { return memstore.New() })
+}
+
+func TestEnginePostgres(t *testing.T) {
+	runEngineTests(t, func(t *testing.T) store.Store { return pgstore.New(pgtest.Pool(t)) })
+}
+
+func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"RunsInBackground", testBackground},
+		{"EnginesShareAStore", testSharedStore},
+		{"StopDrainsRunningSteps", testStopDrains},
+		{"AbandonedTaskIsRecoveredElsewhere", testRecovery},
+		{"TimersFireAfterLeaderLeaves", testLeaderHandover},
+		{"TriggerOnlyEngineClaimsNothing", testTriggerOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
+	}
+}
+
+// fanSpec is a -> (b1..b4) -> c, with an optional sleep before c.
+func fanSpec(name string, nap time.Duration) *runtime.WorkflowSpec {
+	spec := &runtime.WorkflowSpec{
+		Name:        name,
+		InputSchema: `{"type":"object"}`,
+		Steps:       []runtime.StepSpec{{Name: "a"}},
+	}
+	var last []string
+	for i := 1; i <= 4; i++ {
+		b := fmt.Sprintf("b%d", i)
+		spec.Steps = append(spec.Steps, runtime.StepSpec{Name: b, Parents: []string{"a"}})
+		last = append(last, b)
+	}
+	if nap > 0 {
+		spec.Steps = append(spec.Steps, runtime.StepSpec{Name: "nap", Parents: last, Sleep: nap})
+		last = []string{"nap"}
+	}
+	spec.Steps = append(spec.Steps, runtime.StepSpec{Name: "c", Parents: last})
+	return spec
+}
+
+// counter counts executions per run and step.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) handlers(spec *runtime.WorkflowSpec, wrap func(step string, next runtime.StepFunc) runtime.StepFunc) runtime.Handlers {
+	h := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
+	for _, s := range spec.Steps {
+		if s.IsSleep() {
+			continue
+		}
+		step := s.Name
+		var fn runtime.StepFunc = func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			c.mu.Lock()
+			if c.n == nil {
+				c.n = map[string]int{}
+			}
+			c.n[req.Info.RunID.String()+"/"+step]++
+			c.mu.Unlock()
+			return nil, nil
+		}
+		if wrap != nil {
+			fn = wrap(step, fn)
+		}
+		h.Steps[step] = fn
+	}
+	return h
+}
+
+func (c *counter) exactlyOnce(t *testing.T, runs []runtime.RunID, steps []string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range runs {
+		for _, s := range steps {
+			if n := c.n[id.String()+"/"+s]; n != 1 {
+				t.Errorf("run %s step %s ran %d times, want once", id, s, n)
+			}
+		}
+	}
+}
+
+func newEngine(t *testing.T, s store.Store, worker string, adjust ...func(*runtime.Config)) *runtime.Engine {
+	t.Helper()
+	cfg := runtime.Config{
+		Store: s, WorkerID: worker, Concurrency: 8, PollInterval: 50 * time.Millisecond,
+		TimerInterval: 50 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, StaleAfter: time.Second,
+	}
+	for _, a := range adjust {
+		a(&cfg)
+	}
+	e, err := runtime.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func start(t *testing.T, e *runtime.Engine) {
+	t.Helper()
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func testBackground(t *testing.T, s store.Store) {
+	e := newEngine(t, s, "solo")
+	spec := fanSpec("bg", 0)
+	var c counter
+	w, err := e.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), json.RawMessage(`{}`))
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	c.exactlyOnce(t, []runtime.RunID{res.ID}, []string{"a", "b1", "b2", "b3", "b4", "c"})
+}
+
+func testSharedStore(t *testing.T, s store.Store) {
+	spec := fanSpec("shared", 0)
+	var c counter
+	var engines []*runtime.Engine
+	var client *runtime.Workflow
+	for i := range 3 {
+		e := newEngine(t, s, fmt.Sprintf("w%d", i))
+		w, err := e.Register(spec, c.handlers(spec, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client = w
+		engines = append(engines, e)
+	}
+	for _, e := range engines {
+		start(t, e)
+	}
+	const runs = 60
+	ids := make([]runtime.RunID, runs)
+	for i := range ids {
+		ref, err := client.Trigger(t.Context(), json.RawMessage(`{}`), runtime.WithTenant(fmt.Sprintf("t%d", i%3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = ref.ID
+	}
+	for _, id := range ids {
+		if res, err := client.Wait(waitCtx(t), id); err != nil || res.Status != runtime.RunCompleted {
+			t.Fatalf("run %s: %v, %v", id, res, err)
+		}
+	}
+	c.exactlyOnce(t, ids, []string{"a", "b1", "b2", "b3", "b4", "c"})
+}
+
+func testStopDrains(t *testing.T, s store.Store) {
+	e := newEngine(t, s, "drainer")
+	spec := &runtime.WorkflowSpec{Name: "slow", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}}}
+	entered, release := make(chan struct{}), make(chan struct{})
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, _ *runtime.StepRequest) (json.RawMessage, error) {
+			close(entered)
+			<-release
+			return json.RawMessage(`{"drained":true}`), ctx.Err()
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	stopped := make(chan error)
+	go func() { stopped <- e.Stop(waitCtx(t)) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a step was running", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+	res, err := e.Result(t.Context(), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted || string(res.Outputs["s"]) != `{"drained":true}` {
+		t.Fatalf("after draining: %+v, %v", res, err)
+	}
+}
+
+func testRecovery(t *testing.T, s store.Store) {
+	spec := &runtime.WorkflowSpec{
+		Name: "stuck", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{{Name: "s", Retry: runtime.RetryPolicy{MaxRetries: 1, InitialDelay: time.Millisecond, BackoffFactor: 1, MaxDelay: time.Millisecond}}},
+	}
+	var attempts atomic.Int32
+	entered := make(chan struct{}, 2)
+	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			attempts.Add(1)
+			entered <- struct{}{}
+			if req.Info.Attempt == 1 {
+				<-ctx.Done() // the first worker is shut down mid-step
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(`{"by":"second"}`), nil
+		},
+	}}
+	first := newEngine(t, s, "first")
+	w, err := first.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	// Stop gives up on the running step at once: the task stays claimed by
+	// "first", whose heartbeats stop.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := first.Stop(ctx); err == nil {
+		t.Fatal("Stop with an expired context reported a clean drain")
+	}
+	second := newEngine(t, s, "second")
+	w2, err := second.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, second)
+	res, err := w2.Wait(waitCtx(t), ref.ID)
+	if err != nil || string(res.Outputs["s"]) != `{"by":"second"}` {
+		t.Fatalf("after recovery: %+v, %v", res, err)
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+	events, _ := second.Events(t.Context(), ref.ID)
+	var types []dag.EventType
+	for _, ev := range events {
+		types = append(types, ev.Type)
+	}
+	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted, dag.EventCompleted}
+	if fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Errorf("events = %v, want %v", types, want)
+	}
+}
+
+func testLeaderHandover(t *testing.T, s store.Store) {
+	// The nap outlasts the time it takes to stop the leader, so that the
+	// follower has to fire its timer.
+	spec := fanSpec("nap", 2*time.Second)
+	var c counter
+	leader := newEngine(t, s, "leader")
+	w, err := leader.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Let the first engine take leadership, then start a second one.
+	eventually(t, "the first engine leads", leader.IsLeader)
+	follower := newEngine(t, s, "follower")
+	if _, err := follower.Register(spec, c.handlers(spec, nil)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, follower)
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the run sleeps, then stop the leader: the follower must
+	// take over and fire the timer.
+	eventually(t, "the run sleeps", func() bool {
+		res, err := follower.Result(t.Context(), ref.ID)
+		return err == nil && res.Steps["nap"] == dag.TaskSleeping
+	})
+	if follower.IsLeader() {
+		t.Fatal("two leaders")
+	}
+	if err := leader.Stop(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := follower.Wait(waitCtx(t), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("after the leader left: %+v, %v", res, err)
+	}
+	c.exactlyOnce(t, []runtime.RunID{ref.ID}, []string{"a", "c"})
+	if !follower.IsLeader() {
+		t.Error("the run completed, but the follower does not lead")
+	}
+}
+
+// eventually polls cond until it holds, failing the test after 10s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func testTriggerOnly(t *testing.T, s store.Store) {
+	spec := fanSpec("elsewhere", 0)
+	trigger := newEngine(t, s, "trigger-only")
+	w, err := trigger.Workflow(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, trigger)
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	res, err := trigger.Result(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps["a"] != dag.TaskQueued {
+		t.Fatalf("a = %s: an engine without the workflow's code claimed its task", res.Steps["a"])
+	}
+	// An engine with the code picks it up.
+	var c counter
+	worker := newEngine(t, s, "worker")
+	if _, err := worker.Register(spec, c.handlers(spec, nil)); err != nil {
+		t.Fatal(err)
+	}
+	start(t, worker)
+	if res, err := w.Wait(waitCtx(t), ref.ID); err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+}
