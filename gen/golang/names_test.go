@@ -2,6 +2,7 @@ package golang
 
 import (
 	"flag"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +85,26 @@ func TestWrap(t *testing.T) {
 	}
 	if got := wrap("  preformatted line that is long enough to need wrapping at forty", 40); len(got) != 1 {
 		t.Errorf("an indented line was wrapped: %q", got)
+	}
+}
+
+func TestFormatFailureQuotesTheLine(t *testing.T) {
+	src := []byte("package p\n\nfunc f() {\n\treturn 1 +\n}\n")
+	_, err := formatSource("x.yaml", src)
+	if err == nil {
+		t.Fatal("formatSource accepted broken code")
+	}
+	for _, want := range []string{"x.yaml", "a bug in trellis", "| }"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestGroupImports(t *testing.T) {
+	src := "package p\n\nimport (\n\t\"context\"\n\t\"github.com/x/y\"\n\t\"time\"\n)\n"
+	want := "package p\n\nimport (\n\t\"context\"\n\t\"time\"\n\n\t\"github.com/x/y\"\n)\n"
+	if got := string(groupImports([]byte(src))); got != want {
+		t.Errorf("groupImports =\n%s\nwant\n%s", got, want)
 	}
 }
