@@ -69,11 +69,11 @@ func TestEndToEndInAUserModule(t *testing.T) {
 	}
 }
 
-const userDoc = `// Package shipping ships orders.
-package shipping
-
-//go:generate go run github.com/effectivelabs/trellis/cmd/trellis generate shipping.yaml
-`
+// userDoc is the user's package doc with its go:generate directive. The
+// directive is assembled so that no line of this file starts with it:
+// go generate scans source text, strings included.
+const userDoc = "// Package shipping ships orders.\npackage shipping\n\n" +
+	"//go:" + "generate go run github.com/effectivelabs/trellis/cmd/trellis generate shipping.yaml\n"
 
 // userSteps implements the generated interface the way a user would, using
 // the generated types, enums, optional fields and parents.
