@@ -71,6 +71,10 @@ type BranchesAnnounceParents struct {
 
 // BranchesSteps is the code of the branches workflow: one method per step that
 // runs code. Pass an implementation to RegisterBranches.
+//
+// A gate opens one of two branches. The closed branch is skipped three levels
+// deep (cascade); the merge step runs either way. A sleep sits in the open
+// branch, and a step is skipped by either of two conditions.
 type BranchesSteps interface {
 	// Gate runs step gate.
 	Gate(ctx context.Context, in BranchesInput) (BranchesGateOutput, error)
@@ -96,7 +100,7 @@ type BranchesSteps interface {
 func BranchesSpec() *runtime.WorkflowSpec {
 	return &runtime.WorkflowSpec{
 		Name:        "branches",
-		Description: "A gate opens one of two branches. The closed branch is skipped three levels deep (cascade); the merge step runs either way. A sleep sits in the open branch, and a step is skipped by either of two conditions.\n",
+		Description: "A gate opens one of two branches. The closed branch is skipped three levels deep (cascade); the merge step runs either way. A sleep sits in the open branch, and a step is skipped by either of two conditions.",
 		Source:      "branches.yaml",
 		InputSchema: `{"properties":{"muted":{"type":"boolean"},"open":{"type":"boolean"},"quiet":{"type":"boolean"}},"required":["open"],"type":"object"}`,
 		Steps: []runtime.StepSpec{

@@ -47,6 +47,8 @@ type ChainThirdParents struct {
 
 // ChainSteps is the code of the chain workflow: one method per step that runs
 // code. Pass an implementation to RegisterChain.
+//
+// A linear chain; each step adds one to its parent's value.
 type ChainSteps interface {
 	// First runs step first.
 	First(ctx context.Context, in ChainInput) (ChainFirstOutput, error)

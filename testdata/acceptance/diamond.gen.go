@@ -60,6 +60,8 @@ type DiamondBottomParents struct {
 
 // DiamondSteps is the code of the diamond workflow: one method per step that
 // runs code. Pass an implementation to RegisterDiamond.
+//
+// One step fans out to two, which fan in to one.
 type DiamondSteps interface {
 	// Top runs step top.
 	Top(ctx context.Context, in DiamondInput) (DiamondTopOutput, error)

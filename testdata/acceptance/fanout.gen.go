@@ -88,6 +88,8 @@ type FanoutJoinParents struct {
 
 // FanoutSteps is the code of the fanout workflow: one method per step that
 // runs code. Pass an implementation to RegisterFanout.
+//
+// Wide fan-out to four workers, then fan-in; plus two independent roots.
 type FanoutSteps interface {
 	// Split runs step split.
 	Split(ctx context.Context, in FanoutInput) error

@@ -73,6 +73,9 @@ type OpsAuditParents struct {
 // OpsSteps is the code of the ops workflow: one method per step that runs
 // code, and one for the failure handler. Pass an implementation to
 // RegisterOps.
+//
+// A step whose behaviour the input chooses, for failures: retried errors,
+// non-retryable errors, panics, timeouts and flaky successes.
 type OpsSteps interface {
 	// Prepare runs step prepare.
 	Prepare(ctx context.Context, in OpsInput) (OpsPrepareOutput, error)
@@ -94,7 +97,7 @@ type OpsSteps interface {
 func OpsSpec() *runtime.WorkflowSpec {
 	return &runtime.WorkflowSpec{
 		Name:        "ops",
-		Description: "A step whose behaviour the input chooses, for failures: retried errors, non-retryable errors, panics, timeouts and flaky successes.\n",
+		Description: "A step whose behaviour the input chooses, for failures: retried errors, non-retryable errors, panics, timeouts and flaky successes.",
 		Source:      "ops.yaml",
 		InputSchema: `{"properties":{"label":{"minLength":1,"type":"string"},"mode":{"enum":["ok","fail","fatal","panic","timeout","flaky"],"type":"string"}},"required":["mode"],"type":"object"}`,
 		Steps: []runtime.StepSpec{

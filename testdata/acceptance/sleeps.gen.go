@@ -34,6 +34,8 @@ type SleepsAfterDayParents struct {
 
 // SleepsSteps is the code of the sleeps workflow: one method per step that
 // runs code. Pass an implementation to RegisterSleeps.
+//
+// A 24-hour sleep, and two sleeps side by side.
 type SleepsSteps interface {
 	// Start runs step start.
 	Start(ctx context.Context, in SleepsInput) error

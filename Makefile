@@ -1,0 +1,53 @@
+# Trellis developer tasks. `make test` is the test command CI runs (see
+# .ci/run, which also provides Postgres).
+
+GO      ?= go
+SQLC    ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.30.0
+TRELLIS ?= $(GO) run ./cmd/trellis
+
+.PHONY: all test test-short generate check-generated lint lint-examples example bench ci
+
+all: lint lint-examples test
+
+## test: every test, with the race detector. Postgres tests use
+## TRELLIS_DATABASE_URL (default: local server, database test); they skip
+## without a database unless TRELLIS_REQUIRE_DB=1.
+test:
+	$(GO) test -race -count=1 ./...
+
+## test-short: the tests without the race detector, for a quick loop.
+test-short:
+	$(GO) test -count=1 ./...
+
+## generate: regenerate all checked-in generated code: workflow code
+## (go generate) and the Postgres queries (sqlc, pinned version).
+generate:
+	$(GO) generate ./... ./testdata/acceptance/...
+	$(SQLC) generate
+
+## check-generated: fail when generated code in the tree is stale.
+check-generated: generate
+	@git diff --exit-code -- . || (echo "generated code is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc)" || \
+		(echo "generate created untracked files:" >&2; git status --porcelain -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc >&2; exit 1)
+
+## lint: formatting and vet.
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
+	$(GO) vet ./... ./testdata/acceptance/...
+
+## lint-examples: trellis lint over every workflow file in the repository
+## that is meant to be valid.
+lint-examples:
+	$(TRELLIS) lint examples testdata/acceptance
+
+## example: run the order-processing example (memory store, virtual clock).
+example:
+	$(GO) run ./examples/orders
+
+## bench: the benchmark harness (see README, Performance).
+bench:
+	$(TRELLIS) bench
+
+## ci: what .ci/run runs once Postgres is up.
+ci: lint lint-examples check-generated test
