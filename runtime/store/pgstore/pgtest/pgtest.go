@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,28 @@ func URL() string {
 // skipping them.
 func Required() bool { return os.Getenv("TRELLIS_REQUIRE_DB") == "1" }
 
+// EmptySchema creates a schema that is not migrated, dropped when the test
+// ends, and returns a connection string whose connections use it: for
+// testing migrations and commands that take a connection string.
+func EmptySchema(t testing.TB) string {
+	t.Helper()
+	schema := newSchema(t)
+	return WithSearchPath(URL(), schema)
+}
+
+// WithSearchPath adds a search_path to a connection string (URL or
+// key=value form).
+func WithSearchPath(conn, schema string) string {
+	if strings.Contains(conn, "://") {
+		sep := "?"
+		if strings.Contains(conn, "?") {
+			sep = "&"
+		}
+		return conn + sep + "search_path=" + schema
+	}
+	return conn + " search_path=" + schema
+}
+
 // Pool returns a pool whose connections use a fresh, migrated schema.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -47,6 +70,24 @@ func Pool(t testing.TB) *pgxpool.Pool {
 // PoolWithSchema is Pool, also returning the schema's name (for tests that
 // start other processes on the same schema).
 func PoolWithSchema(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	schema := newSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := Connect(ctx, schema)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrating: %v", err)
+	}
+	return pool, schema
+}
+
+// newSchema creates an empty schema, dropped when the test ends; it skips
+// or fails the test when there is no database (see Required).
+func newSchema(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -75,15 +116,7 @@ func PoolWithSchema(t testing.TB) (*pgxpool.Pool, string) {
 			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
 		}
 	})
-	pool, err := Connect(ctx, schema)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := pgstore.Migrate(ctx, pool); err != nil {
-		t.Fatalf("pgtest: migrating: %v", err)
-	}
-	return pool, schema
+	return schema
 }
 
 // Connect opens a pool on URL whose connections use the given schema.
