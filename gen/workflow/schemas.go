@@ -13,9 +13,9 @@ import (
 const schemaURL = "trellis:///embedded.json"
 
 // schema checks an input or output schema: it must be a mapping with
-// type: object, its $refs must point into its own $defs, and it must
-// compile as a draft 2020-12 JSON Schema. Problems are reported at the
-// offending keyword.
+// type: object, use only JSON Schema keywords, point its $refs into its
+// own $defs, and compile as a draft 2020-12 JSON Schema. Problems are
+// reported at the offending keyword.
 func (d *decoder) schema(v *Value, what string) *Schema {
 	if v.Kind != KindMap {
 		d.probs.Add(v.Pos, "type", "%s must be a JSON Schema mapping such as {type: object, properties: {...}}, not %s", what, v.Kind)
@@ -28,6 +28,9 @@ func (d *decoder) schema(v *Value, what string) *Schema {
 		return s
 	}
 	s.JSON = text
+	// Unknown keywords are reported, but the schema still means what its
+	// known keywords say, so later checks go on using it.
+	d.keywords(v, what)
 	before := d.probs.Len()
 	switch t := v.Get("type"); {
 	case t == nil:
@@ -41,6 +44,47 @@ func (d *decoder) schema(v *Value, what string) *Schema {
 	d.compile(s, what, d.probs.Len() > shape)
 	s.OK = d.probs.Len() == before
 	return s
+}
+
+// keywords reports keys of the schema v (and its subschemas) that are not
+// JSON Schema keywords. JSON Schema ignores unknown keywords, so a typo
+// such as requried would silently make every property optional. Keys
+// starting with x- are extensions and left alone.
+func (d *decoder) keywords(v *Value, what string) {
+	if v.Kind != KindMap {
+		return
+	}
+	known := schemaKeywords()
+	for _, f := range v.Fields {
+		if !contains(known, f.Key) && !strings.HasPrefix(f.Key, "x-") {
+			msg := fmt.Sprintf("unknown JSON Schema keyword %q in %s; JSON Schema would ignore it", f.Key, what)
+			if guess := closest(f.Key, known); guess != "" {
+				msg = fmt.Sprintf("unknown JSON Schema keyword %q in %s; did you mean %q? (JSON Schema would ignore it)", f.Key, what, guess)
+			}
+			d.probs.Add(f.KeyPos, "", "%s", msg)
+			continue
+		}
+		for _, sub := range Subschemas(f) {
+			d.keywords(sub, what)
+		}
+	}
+}
+
+// schemaKeywords are the keywords of JSON Schema draft 2020-12, and the
+// draft-07 ones it still understands.
+func schemaKeywords() []string {
+	return []string{
+		"$schema", "$id", "$ref", "$defs", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$comment",
+		"definitions", "dependencies", "$recursiveRef", "$recursiveAnchor",
+		"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+		"maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
+		"maxProperties", "minProperties", "required", "dependentRequired",
+		"properties", "patternProperties", "additionalProperties", "propertyNames",
+		"items", "prefixItems", "additionalItems", "contains", "unevaluatedItems", "unevaluatedProperties",
+		"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+		"format", "contentEncoding", "contentMediaType", "contentSchema",
+		"title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples",
+	}
 }
 
 // refs checks every $ref in the schema v (within the document root): it
