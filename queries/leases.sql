@@ -1,21 +1,40 @@
--- name: LeasesHeartbeat :many
--- Refreshes the worker's leases; returns those it still holds.
-UPDATE trellis_leases l
-SET heartbeat_at = @now
-FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS k
-WHERE l.run_id = k.run_id AND l.step = k.step AND l.attempt = k.attempt AND l.worker = @worker
-RETURNING l.run_id, l.step, l.attempt;
+-- name: WorkerHeartbeat :exec
+-- Records that a worker is alive.
+INSERT INTO trellis_workers (worker, heartbeat_at) VALUES (@worker, @now)
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at);
+
+-- name: LeasesOf :many
+-- The leases a worker holds.
+SELECT run_id, step, attempt FROM trellis_leases WHERE worker = @worker;
+
+-- name: LeasesStaleRuns :many
+-- The runs of stale leases: claimed before stale_before by a worker that
+-- has not heartbeated since.
+SELECT DISTINCT l.run_id
+FROM trellis_leases l
+LEFT JOIN trellis_workers w ON w.worker = l.worker
+WHERE l.claimed_at < @stale_before AND coalesce(w.heartbeat_at, '-infinity') < @stale_before
+LIMIT @lim;
 
 -- name: LeasesStale :many
--- Locks up to lim leases whose heartbeat is older than stale_before, with
--- what recovering their tasks needs.
+-- Locks the stale leases of the given (already locked) runs, with what
+-- recovering their tasks needs.
 SELECT l.run_id, l.step, l.attempt, l.worker, t.kind, t.max_attempts, t.prior_attempts, t.wake_at
 FROM trellis_leases l
 JOIN trellis_tasks t ON t.run_id = l.run_id AND t.step = l.step
-WHERE l.heartbeat_at < @stale_before AND t.status = 'RUNNING' AND t.attempt = l.attempt
-ORDER BY l.heartbeat_at, l.run_id, l.step
-LIMIT @lim
-FOR UPDATE OF l SKIP LOCKED;
+LEFT JOIN trellis_workers w ON w.worker = l.worker
+WHERE l.run_id = ANY (@run_ids::uuid[])
+  AND l.claimed_at < @stale_before AND coalesce(w.heartbeat_at, '-infinity') < @stale_before
+  AND t.status = 'RUNNING' AND t.attempt = l.attempt
+ORDER BY l.claimed_at, l.run_id, l.step
+FOR UPDATE OF l;
+
+-- name: WorkersForget :exec
+-- Forgets workers that hold no lease and have not heartbeated since
+-- stale_before.
+DELETE FROM trellis_workers w
+WHERE w.heartbeat_at < @stale_before
+  AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.worker = w.worker);
 
 -- name: LeasesRequeue :one
 -- Queues recovered tasks again (woken sleep tasks to be completed) and

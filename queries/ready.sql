@@ -2,7 +2,8 @@
 -- Takes up to lim tasks of the given workflows from the ready queue in
 -- fair order, marks them RUNNING for the worker under a fresh lease, and
 -- returns them with their run's facts. Plain tasks get their STARTED
--- event here.
+-- event here. A queue entry whose task is no longer QUEUED (its run was
+-- cancelled meanwhile) is dropped.
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
@@ -19,10 +20,10 @@ WITH picked AS (
     SET status = 'RUNNING', worker = @worker::text, updated_at = @now,
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step
+    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
 ), leased AS (
-    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
@@ -66,10 +67,10 @@ WITH running AS (
     SET status = 'RUNNING', worker = @worker::text, updated_at = @now,
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step
+    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
 ), leased AS (
-    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)

@@ -10,6 +10,11 @@ RETURNING id;
 SELECT id FROM trellis_runs
 WHERE workflow = @workflow AND tenant = @tenant AND idempotency_key = @idempotency_key;
 
+-- name: RunsLock :exec
+-- Locks runs' rows in id order: the first step of every transaction that
+-- changes tasks of existing runs (see the lock order in the schema).
+SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY UPDATE;
+
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
 FROM trellis_runs

@@ -184,10 +184,25 @@ SELECT false, i.run_id, i.step, i.attempt, 0::smallint, ''
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM chosen c WHERE c.run_id = i.run_id AND c.step = i.step);
 
+-- name: TasksUnqueueUnfinished :exec
+-- Removes the queue entries and timers of the unfinished tasks of the
+-- given runs (the failure handler's too when with_handler): the first half
+-- of cancelling them, done before touching the tasks (see the lock order).
+WITH unqueued AS (
+    DELETE FROM trellis_ready q
+    USING trellis_tasks t
+    WHERE q.run_id = ANY (@run_ids::uuid[]) AND t.run_id = q.run_id AND t.step = q.step
+      AND (t.kind <> 2 OR @with_handler::boolean)
+)
+DELETE FROM trellis_timers m
+USING trellis_tasks t
+WHERE m.run_id = ANY (@run_ids::uuid[]) AND t.run_id = m.run_id AND t.step = m.step
+  AND (t.kind <> 2 OR @with_handler::boolean);
+
 -- name: TasksCancelUnfinished :many
 -- Cancels every unfinished task of the given runs (the failure handler too
--- when with_handler), removing their queue entries, timers and leases.
--- Returns the cancelled tasks.
+-- when with_handler) and drops their leases. Call TasksUnqueueUnfinished
+-- first. Returns the cancelled tasks.
 WITH cancelled AS (
     UPDATE trellis_tasks t
     SET status = 'CANCELLED', updated_at = @now, finished_at = @now
@@ -195,10 +210,6 @@ WITH cancelled AS (
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
       AND (t.kind <> 2 OR @with_handler::boolean)
     RETURNING t.run_id, t.step, t.attempt
-), unqueued AS (
-    DELETE FROM trellis_ready q USING cancelled c WHERE q.run_id = c.run_id AND q.step = c.step
-), untimed AS (
-    DELETE FROM trellis_timers m USING cancelled c WHERE m.run_id = c.run_id AND m.step = c.step
 ), released AS (
     DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
 ), events AS (

@@ -86,15 +86,19 @@ func (c *claims) stopRun(run RunID, cause error) {
 	}
 }
 
-// stop cancels the given running attempts.
-func (c *claims) stop(attempts []store.Attempt, cause error) {
+// stop cancels those of the given attempts whose code is running, and
+// returns how many it cancelled.
+func (c *claims) stop(attempts []store.Attempt, cause error) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	n := 0
 	for _, a := range attempts {
 		if cl, ok := c.byKey[a.Key]; ok && cl.attempt == a.Attempt && cl.cancel != nil {
 			cl.cancel(cause)
+			n++
 		}
 	}
+	return n
 }
 
 // owned lists the owned attempts, for heartbeats.

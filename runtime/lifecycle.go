@@ -43,6 +43,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.Manual {
 		return errors.New("engine: a Manual engine is driven by hand and cannot be started")
 	}
+	// Say we are alive before claiming anything.
+	if _, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, nil, e.clock.Now()); err != nil {
+		return fmt.Errorf("engine: registering worker: %w", err)
+	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	notes, err := e.store.Listen(loopCtx)
 	if err != nil {
@@ -287,27 +291,25 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 	}
 }
 
-// heartbeatLoop keeps this engine's running tasks alive and stops the ones
-// it no longer owns.
+// heartbeatLoop tells the store this worker is alive (which keeps its
+// tasks from being recovered) and stops the code of tasks it no longer
+// holds.
 func (e *Engine) heartbeatLoop(ctx context.Context) {
 	for {
 		if clockSleep(ctx, e, e.cfg.HeartbeatInterval) != nil {
 			return
 		}
-		running := e.claims.owned()
-		if len(running) == 0 {
-			continue
-		}
-		lost, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, running, e.clock.Now())
+		lost, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.claims.owned(), e.clock.Now())
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Error("heartbeating", "error", err)
 			}
 			continue
 		}
-		if len(lost) > 0 {
-			e.log.Info("tasks no longer ours; stopping them", "count", len(lost))
-			e.claims.stop(lost, errTaskLost)
+		// Most "lost" tasks just had their results recorded; only code that
+		// is still running for a task we no longer hold is news.
+		if n := e.claims.stop(lost, errTaskLost); n > 0 {
+			e.log.Warn("stopped steps of tasks this worker no longer holds (cancelled or recovered elsewhere)", "count", n)
 		}
 	}
 }

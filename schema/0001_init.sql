@@ -7,6 +7,12 @@
 -- durable timers hold live work and are emptied as work moves on, while
 -- trellis_tasks keeps the history and has no index but its primary key,
 -- so that status changes are HOT updates.
+--
+-- Lock order, which every writer follows so that concurrent batches never
+-- deadlock: a transaction that changes tasks of existing runs first locks
+-- those runs' rows in id order; then queue entries and timers; then tasks;
+-- then leases. Claims and timer firing take queue entries or timers first
+-- and never wait for a run lock.
 
 -- Workflow definitions by version, so that any process can interpret any
 -- run, including runs created by other versions of the code.
@@ -87,18 +93,27 @@ CREATE TABLE trellis_ready (
 CREATE INDEX trellis_ready_order ON trellis_ready (qid);
 CREATE INDEX trellis_ready_tenant ON trellis_ready (tenant, qid);
 
--- Running tasks and the heartbeats of the workers running them.
+-- Workers and when each last said it was alive. One row per worker, so a
+-- heartbeat costs one write however many tasks the worker holds, and never
+-- waits on task rows.
+CREATE TABLE trellis_workers (
+    worker       text PRIMARY KEY,
+    heartbeat_at timestamptz NOT NULL
+);
+
+-- Running tasks and the workers holding them. A lease is stale when it was
+-- claimed before the stale limit and its worker has not heartbeated since.
 CREATE TABLE trellis_leases (
-    run_id       uuid NOT NULL,
-    step         smallint NOT NULL,
-    attempt      integer NOT NULL,
-    worker       text NOT NULL,
-    tenant       text NOT NULL,
-    heartbeat_at timestamptz NOT NULL,
+    run_id     uuid NOT NULL,
+    step       smallint NOT NULL,
+    attempt    integer NOT NULL,
+    worker     text NOT NULL,
+    tenant     text NOT NULL,
+    claimed_at timestamptz NOT NULL,
     PRIMARY KEY (run_id, step)
 );
 
-CREATE INDEX trellis_leases_heartbeat ON trellis_leases (heartbeat_at);
+CREATE INDEX trellis_leases_worker ON trellis_leases (worker);
 
 -- Durable timers: a sleeping task's wake-up, or a retrying task's next
 -- attempt (the task's kind tells which).

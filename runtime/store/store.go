@@ -99,8 +99,8 @@ type Runs interface {
 // are dropped and reported as stale.
 type Tasks interface {
 	// ClaimTasks atomically takes up to Limit tasks from the ready queue in
-	// fair order (round robin over tenants), marks them RUNNING for the
-	// worker with a fresh heartbeat, and counts a new attempt (not for a
+	// fair order (round robin over tenants), marks them RUNNING under a
+	// lease for the worker, and counts a new attempt (not for a
 	// woken sleep task, which has no attempts). Plain tasks get their
 	// STARTED event here. No task is ever claimed by two callers.
 	ClaimTasks(ctx context.Context, p Claim) ([]ClaimedTask, error)
@@ -122,13 +122,16 @@ type Tasks interface {
 	// the task waits in SLEEPING on a durable timer. Events are written for
 	// every change, and TasksReady/RunFinished are signalled.
 	Finish(ctx context.Context, r Results) (FinishResult, error)
-	// Heartbeat refreshes the heartbeat of the worker's running tasks and
-	// returns those among them that are no longer running for this worker
-	// (cancelled, or recovered by the housekeeper), whose code should stop.
+	// Heartbeat records that the worker is alive, which keeps every task it
+	// holds from being recovered, and returns those of the given tasks the
+	// worker no longer holds (finished, cancelled, or recovered by another
+	// worker), whose code should stop. It touches no task, so it never
+	// waits on task results being recorded.
 	Heartbeat(ctx context.Context, worker string, tasks []Attempt, now time.Time) (lost []Attempt, err error)
-	// RecoverTasks finds up to Limit RUNNING tasks whose heartbeat is older
-	// than StaleBefore (their worker died) and, atomically for each, queues
-	// it again when it has attempts left or fails it like Finish does.
+	// RecoverTasks finds up to Limit RUNNING tasks claimed before
+	// StaleBefore whose worker has not heartbeated since StaleBefore (it
+	// died) and, atomically for each, queues it again when it has attempts
+	// left or fails it like Finish does.
 	RecoverTasks(ctx context.Context, p Recover) (RecoverResult, error)
 }
 

@@ -23,7 +23,8 @@ type Store struct {
 	workflows map[string]store.WorkflowVersion
 	runs      map[uuid.UUID]*run
 	idem      map[idemKey]uuid.UUID
-	running   map[store.TaskKey]*task // RUNNING tasks, for heartbeats and recovery
+	running   map[store.TaskKey]*task // RUNNING tasks, for recovery
+	workers   map[string]time.Time    // last heartbeat of each worker
 	queue     readyQueue
 	timers    timerQueue
 	eventSeq  int64
@@ -51,7 +52,7 @@ type task struct {
 	plain       bool
 	maxAttempts int
 	prior       int // attempts before the last run retry
-	heartbeat   time.Time
+	claimedAt   time.Time
 	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
 }
 
@@ -62,6 +63,7 @@ func New() *Store {
 		runs:      map[uuid.UUID]*run{},
 		idem:      map[idemKey]uuid.UUID{},
 		running:   map[store.TaskKey]*task{},
+		workers:   map[string]time.Time{},
 		queue:     newReadyQueue(),
 		subs:      map[int]chan store.Notification{},
 	}

@@ -35,7 +35,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 		t, r := e.task, e.task.run
 		s.setStatus(t, dag.TaskRunning, p.Now)
 		t.rec.Worker = p.Worker
-		t.heartbeat = p.Now
+		t.claimedAt = p.Now
 		if !e.wake {
 			t.rec.Attempt++
 		}
@@ -169,14 +169,12 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 func (s *Store) Heartbeat(_ context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.workers[worker] = now
 	var lost []store.Attempt
 	for _, a := range tasks {
-		t, ok := s.owned(a)
-		if !ok || t.rec.Worker != worker {
+		if t, ok := s.owned(a); !ok || t.rec.Worker != worker {
 			lost = append(lost, a)
-			continue
 		}
-		t.heartbeat = now
 	}
 	return lost, nil
 }
@@ -187,13 +185,13 @@ func (s *Store) RecoverTasks(_ context.Context, p store.Recover) (store.RecoverR
 	defer s.mu.Unlock()
 	var stale []*task
 	for _, t := range s.running {
-		if t.heartbeat.Before(p.StaleBefore) {
+		if t.claimedAt.Before(p.StaleBefore) && s.workers[t.rec.Worker].Before(p.StaleBefore) {
 			stale = append(stale, t)
 		}
 	}
-	// Oldest heartbeat first, then by key, so recovery order is stable.
+	// Oldest claim first, then by key, so recovery order is stable.
 	slices.SortFunc(stale, func(a, b *task) int {
-		if c := a.heartbeat.Compare(b.heartbeat); c != 0 {
+		if c := a.claimedAt.Compare(b.claimedAt); c != 0 {
 			return c
 		}
 		if c := compareUUID(a.rec.Key.Run, b.rec.Key.Run); c != 0 {

@@ -162,9 +162,7 @@ func (s *Store) CancelRun(ctx context.Context, id uuid.UUID, now time.Time) (boo
 			return err
 		}
 		cancelled = true
-		if _, err := q.TasksCancelUnfinished(ctx, dbsqlc.TasksCancelUnfinishedParams{
-			Now: now, RunIds: []uuid.UUID{id}, WithHandler: true, Detail: "run cancelled",
-		}); err != nil {
+		if err := cancelUnfinished(ctx, q, []uuid.UUID{id}, true, now, "run cancelled"); err != nil {
 			return err
 		}
 		return q.RunNotifyFinished(ctx, id)

@@ -106,19 +106,41 @@ func (s *Store) Finish(ctx context.Context, r store.Results) (store.FinishResult
 		}
 		return s.fail(ctx, q, r.Failures, r.Now, &res)
 	}
-	kinds := 0
-	for _, n := range []int{len(r.Completions), len(r.Retries), len(r.Sleeps), len(r.Failures)} {
-		if n > 0 {
-			kinds++
+	if r.Len() == 0 {
+		return res, nil
+	}
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		if err := q.RunsLock(ctx, runsOf(r)); err != nil {
+			return err
+		}
+		return apply(q)
+	})
+	return res, wrap(err, "recording results")
+}
+
+// runsOf lists the runs a batch of results touches, to lock them first.
+func runsOf(r store.Results) []uuid.UUID {
+	seen := map[uuid.UUID]bool{}
+	var out []uuid.UUID
+	add := func(id uuid.UUID) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
 		}
 	}
-	var err error
-	if kinds == 1 && len(r.Failures) == 0 {
-		err = apply(s.q) // a single statement is atomic on its own
-	} else if kinds > 0 {
-		err = s.inTx(ctx, apply)
+	for _, c := range r.Completions {
+		add(c.Key.Run)
 	}
-	return res, wrap(err, "recording results")
+	for _, rt := range r.Retries {
+		add(rt.Key.Run)
+	}
+	for _, f := range r.Failures {
+		add(f.Key.Run)
+	}
+	for _, sl := range r.Sleeps {
+		add(sl.Key.Run)
+	}
+	return out
 }
 
 func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {
@@ -198,7 +220,7 @@ func (s *Store) sleep(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 
 // fail records permanent failures: the tasks fail, their runs fail (once
 // each), every unfinished task of those runs is cancelled and their
-// failure handlers are queued.
+// failure handlers are queued. The caller holds the runs' locks.
 func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Failure, now time.Time, res *store.FinishResult) error {
 	if len(failures) == 0 {
 		return nil
@@ -243,22 +265,32 @@ func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Fa
 		return nil
 	}
 	res.Finished = append(res.Finished, ids...)
-	if _, err := q.TasksCancelUnfinished(ctx, dbsqlc.TasksCancelUnfinishedParams{Now: now, RunIds: ids, Detail: "run failed"}); err != nil {
+	if err := cancelUnfinished(ctx, q, ids, false, now, "run failed"); err != nil {
 		return err
 	}
 	_, err = q.TasksQueueHandlers(ctx, dbsqlc.TasksQueueHandlersParams{Now: now, RunIds: ids})
 	return err
 }
 
-// Heartbeat implements store.Tasks.
-func (s *Store) Heartbeat(ctx context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
-	p := dbsqlc.LeasesHeartbeatParams{Now: now, Worker: worker}
-	for _, a := range tasks {
-		p.RunIds = append(p.RunIds, a.Key.Run)
-		p.Steps = append(p.Steps, int16(a.Key.Step))
-		p.Attempts = append(p.Attempts, int32(a.Attempt))
+// cancelUnfinished cancels the unfinished tasks of runs whose locks the
+// caller holds: queue entries and timers first, then tasks and leases.
+func cancelUnfinished(ctx context.Context, q *dbsqlc.Queries, runs []uuid.UUID, withHandler bool, now time.Time, detail string) error {
+	if err := q.TasksUnqueueUnfinished(ctx, dbsqlc.TasksUnqueueUnfinishedParams{RunIds: runs, WithHandler: withHandler}); err != nil {
+		return err
 	}
-	rows, err := s.q.LeasesHeartbeat(ctx, p)
+	_, err := q.TasksCancelUnfinished(ctx, dbsqlc.TasksCancelUnfinishedParams{Now: now, RunIds: runs, WithHandler: withHandler, Detail: detail})
+	return err
+}
+
+// Heartbeat implements store.Tasks: one row per worker.
+func (s *Store) Heartbeat(ctx context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
+	if err := s.q.WorkerHeartbeat(ctx, dbsqlc.WorkerHeartbeatParams{Worker: worker, Now: now}); err != nil {
+		return nil, wrap(err, "heartbeating")
+	}
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	rows, err := s.q.LeasesOf(ctx, worker)
 	if err != nil {
 		return nil, wrap(err, "heartbeating")
 	}
@@ -278,13 +310,20 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, tasks []store.Atte
 // RecoverTasks implements store.Tasks.
 func (s *Store) RecoverTasks(ctx context.Context, p store.Recover) (store.RecoverResult, error) {
 	var res store.RecoverResult
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
 		res = store.RecoverResult{}
-		limit := p.Limit
-		if limit <= 0 {
-			limit = 1000
+		runs, err := q.LeasesStaleRuns(ctx, dbsqlc.LeasesStaleRunsParams{StaleBefore: p.StaleBefore, Lim: int32(limit)})
+		if err != nil || len(runs) == 0 {
+			return err
 		}
-		stale, err := q.LeasesStale(ctx, dbsqlc.LeasesStaleParams{StaleBefore: p.StaleBefore, Lim: int32(limit)})
+		if err := q.RunsLock(ctx, runs); err != nil {
+			return err
+		}
+		stale, err := q.LeasesStale(ctx, dbsqlc.LeasesStaleParams{RunIds: runs, StaleBefore: p.StaleBefore})
 		if err != nil || len(stale) == 0 {
 			return err
 		}
@@ -314,7 +353,10 @@ func (s *Store) RecoverTasks(ctx context.Context, p store.Recover) (store.Recove
 			}
 		}
 		var fr store.FinishResult
-		return s.fail(ctx, q, failures, p.Now, &fr)
+		if err := s.fail(ctx, q, failures, p.Now, &fr); err != nil {
+			return err
+		}
+		return q.WorkersForget(ctx, p.StaleBefore)
 	})
 	return res, wrap(err, "recovering tasks")
 }

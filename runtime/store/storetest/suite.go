@@ -511,10 +511,21 @@ func testHeartbeat(t *testing.T, f *fixture) {
 	if lost, _ := f.s.Heartbeat(f.ctx, "w2", []store.Attempt{attempt(a)}, f.now); len(lost) != 1 {
 		t.Errorf("another worker heartbeated w1's task")
 	}
-	// The fresh heartbeat keeps the task from being recovered.
+	// The worker's fresh heartbeat keeps its task from being recovered,
+	// although the task was claimed long ago and the heartbeat named no
+	// task.
+	f.tick(time.Hour)
+	if _, err := f.s.Heartbeat(f.ctx, "w1", nil, f.now); err != nil {
+		t.Fatal(err)
+	}
 	res, err := f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.now.Add(-time.Second), Limit: 10, Now: f.now})
 	if err != nil || len(res.Requeued)+len(res.Failed) != 0 {
 		t.Errorf("RecoverTasks = %+v, %v; want nothing", res, err)
+	}
+	// Once the worker falls silent, its task is recovered.
+	res, err = f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.tick(time.Minute), Limit: 10, Now: f.now})
+	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(a)}) {
+		t.Errorf("RecoverTasks after silence = %+v, %v; want a failed (out of attempts)", res, err)
 	}
 }
 

@@ -12,44 +12,26 @@ import (
 	"github.com/google/uuid"
 )
 
-const leasesHeartbeat = `-- name: LeasesHeartbeat :many
-UPDATE trellis_leases l
-SET heartbeat_at = $1
-FROM (SELECT unnest($3::uuid[]) AS run_id, unnest($4::smallint[]) AS step, unnest($5::int[]) AS attempt) AS k
-WHERE l.run_id = k.run_id AND l.step = k.step AND l.attempt = k.attempt AND l.worker = $2
-RETURNING l.run_id, l.step, l.attempt
+const leasesOf = `-- name: LeasesOf :many
+SELECT run_id, step, attempt FROM trellis_leases WHERE worker = $1
 `
 
-type LeasesHeartbeatParams struct {
-	Now      time.Time
-	Worker   string
-	RunIds   []uuid.UUID
-	Steps    []int16
-	Attempts []int32
-}
-
-type LeasesHeartbeatRow struct {
+type LeasesOfRow struct {
 	RunID   uuid.UUID
 	Step    int16
 	Attempt int32
 }
 
-// Refreshes the worker's leases; returns those it still holds.
-func (q *Queries) LeasesHeartbeat(ctx context.Context, arg LeasesHeartbeatParams) ([]LeasesHeartbeatRow, error) {
-	rows, err := q.db.Query(ctx, leasesHeartbeat,
-		arg.Now,
-		arg.Worker,
-		arg.RunIds,
-		arg.Steps,
-		arg.Attempts,
-	)
+// The leases a worker holds.
+func (q *Queries) LeasesOf(ctx context.Context, worker string) ([]LeasesOfRow, error) {
+	rows, err := q.db.Query(ctx, leasesOf, worker)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []LeasesHeartbeatRow{}
+	items := []LeasesOfRow{}
 	for rows.Next() {
-		var i LeasesHeartbeatRow
+		var i LeasesOfRow
 		if err := rows.Scan(&i.RunID, &i.Step, &i.Attempt); err != nil {
 			return nil, err
 		}
@@ -111,15 +93,17 @@ const leasesStale = `-- name: LeasesStale :many
 SELECT l.run_id, l.step, l.attempt, l.worker, t.kind, t.max_attempts, t.prior_attempts, t.wake_at
 FROM trellis_leases l
 JOIN trellis_tasks t ON t.run_id = l.run_id AND t.step = l.step
-WHERE l.heartbeat_at < $1 AND t.status = 'RUNNING' AND t.attempt = l.attempt
-ORDER BY l.heartbeat_at, l.run_id, l.step
-LIMIT $2
-FOR UPDATE OF l SKIP LOCKED
+LEFT JOIN trellis_workers w ON w.worker = l.worker
+WHERE l.run_id = ANY ($1::uuid[])
+  AND l.claimed_at < $2 AND coalesce(w.heartbeat_at, '-infinity') < $2
+  AND t.status = 'RUNNING' AND t.attempt = l.attempt
+ORDER BY l.claimed_at, l.run_id, l.step
+FOR UPDATE OF l
 `
 
 type LeasesStaleParams struct {
+	RunIds      []uuid.UUID
 	StaleBefore time.Time
-	Lim         int32
 }
 
 type LeasesStaleRow struct {
@@ -133,10 +117,10 @@ type LeasesStaleRow struct {
 	WakeAt        *time.Time
 }
 
-// Locks up to lim leases whose heartbeat is older than stale_before, with
-// what recovering their tasks needs.
+// Locks the stale leases of the given (already locked) runs, with what
+// recovering their tasks needs.
 func (q *Queries) LeasesStale(ctx context.Context, arg LeasesStaleParams) ([]LeasesStaleRow, error) {
-	rows, err := q.db.Query(ctx, leasesStale, arg.StaleBefore, arg.Lim)
+	rows, err := q.db.Query(ctx, leasesStale, arg.RunIds, arg.StaleBefore)
 	if err != nil {
 		return nil, err
 	}
@@ -162,4 +146,68 @@ func (q *Queries) LeasesStale(ctx context.Context, arg LeasesStaleParams) ([]Lea
 		return nil, err
 	}
 	return items, nil
+}
+
+const leasesStaleRuns = `-- name: LeasesStaleRuns :many
+SELECT DISTINCT l.run_id
+FROM trellis_leases l
+LEFT JOIN trellis_workers w ON w.worker = l.worker
+WHERE l.claimed_at < $1 AND coalesce(w.heartbeat_at, '-infinity') < $1
+LIMIT $2
+`
+
+type LeasesStaleRunsParams struct {
+	StaleBefore time.Time
+	Lim         int32
+}
+
+// The runs of stale leases: claimed before stale_before by a worker that
+// has not heartbeated since.
+func (q *Queries) LeasesStaleRuns(ctx context.Context, arg LeasesStaleRunsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, leasesStaleRuns, arg.StaleBefore, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var run_id uuid.UUID
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const workerHeartbeat = `-- name: WorkerHeartbeat :exec
+INSERT INTO trellis_workers (worker, heartbeat_at) VALUES ($1, $2)
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at)
+`
+
+type WorkerHeartbeatParams struct {
+	Worker string
+	Now    time.Time
+}
+
+// Records that a worker is alive.
+func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) error {
+	_, err := q.db.Exec(ctx, workerHeartbeat, arg.Worker, arg.Now)
+	return err
+}
+
+const workersForget = `-- name: WorkersForget :exec
+DELETE FROM trellis_workers w
+WHERE w.heartbeat_at < $1
+  AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.worker = w.worker)
+`
+
+// Forgets workers that hold no lease and have not heartbeated since
+// stale_before.
+func (q *Queries) WorkersForget(ctx context.Context, staleBefore time.Time) error {
+	_, err := q.db.Exec(ctx, workersForget, staleBefore)
+	return err
 }

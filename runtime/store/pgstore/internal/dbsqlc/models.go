@@ -22,12 +22,12 @@ type TrellisEvent struct {
 }
 
 type TrellisLease struct {
-	RunID       uuid.UUID
-	Step        int16
-	Attempt     int32
-	Worker      string
-	Tenant      string
-	HeartbeatAt time.Time
+	RunID     uuid.UUID
+	Step      int16
+	Attempt   int32
+	Worker    string
+	Tenant    string
+	ClaimedAt time.Time
 }
 
 type TrellisReady struct {
@@ -81,6 +81,11 @@ type TrellisTimer struct {
 	RunID  uuid.UUID
 	Step   int16
 	WakeAt time.Time
+}
+
+type TrellisWorker struct {
+	Worker      string
+	HeartbeatAt time.Time
 }
 
 type TrellisWorkflow struct {

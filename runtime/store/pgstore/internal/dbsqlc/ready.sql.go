@@ -39,10 +39,10 @@ WITH picked AS (
     SET status = 'RUNNING', worker = $3::text, updated_at = $4,
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step
+    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
 ), leased AS (
-    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, $3, tenant, $4 FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
@@ -80,7 +80,8 @@ type ReadyClaimRow struct {
 // Takes up to lim tasks of the given workflows from the ready queue in
 // fair order, marks them RUNNING for the worker under a fresh lease, and
 // returns them with their run's facts. Plain tasks get their STARTED
-// event here.
+// event here. A queue entry whose task is no longer QUEUED (its run was
+// cancelled meanwhile) is dropped.
 func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]ReadyClaimRow, error) {
 	rows, err := q.db.Query(ctx, readyClaim,
 		arg.Workflows,
@@ -150,10 +151,10 @@ WITH running AS (
     SET status = 'RUNNING', worker = $5::text, updated_at = $6,
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step
+    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
 ), leased AS (
-    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, heartbeat_at)
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, $5, tenant, $6 FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)

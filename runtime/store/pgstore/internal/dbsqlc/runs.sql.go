@@ -224,3 +224,14 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 	}
 	return items, nil
 }
+
+const runsLock = `-- name: RunsLock :exec
+SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
+`
+
+// Locks runs' rows in id order: the first step of every transaction that
+// changes tasks of existing runs (see the lock order in the schema).
+func (q *Queries) RunsLock(ctx context.Context, ids []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, runsLock, ids)
+	return err
+}

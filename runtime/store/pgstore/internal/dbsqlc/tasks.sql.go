@@ -118,10 +118,6 @@ WITH cancelled AS (
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
       AND (t.kind <> 2 OR $3::boolean)
     RETURNING t.run_id, t.step, t.attempt
-), unqueued AS (
-    DELETE FROM trellis_ready q USING cancelled c WHERE q.run_id = c.run_id AND q.step = c.step
-), untimed AS (
-    DELETE FROM trellis_timers m USING cancelled c WHERE m.run_id = c.run_id AND m.step = c.step
 ), released AS (
     DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
 ), events AS (
@@ -145,8 +141,8 @@ type TasksCancelUnfinishedRow struct {
 }
 
 // Cancels every unfinished task of the given runs (the failure handler too
-// when with_handler), removing their queue entries, timers and leases.
-// Returns the cancelled tasks.
+// when with_handler) and drops their leases. Call TasksUnqueueUnfinished
+// first. Returns the cancelled tasks.
 func (q *Queries) TasksCancelUnfinished(ctx context.Context, arg TasksCancelUnfinishedParams) ([]TasksCancelUnfinishedRow, error) {
 	rows, err := q.db.Query(ctx, tasksCancelUnfinished,
 		arg.Now,
@@ -670,5 +666,31 @@ func (q *Queries) TasksStart(ctx context.Context, arg TasksStartParams) error {
 		arg.Steps,
 		arg.Attempts,
 	)
+	return err
+}
+
+const tasksUnqueueUnfinished = `-- name: TasksUnqueueUnfinished :exec
+WITH unqueued AS (
+    DELETE FROM trellis_ready q
+    USING trellis_tasks t
+    WHERE q.run_id = ANY ($1::uuid[]) AND t.run_id = q.run_id AND t.step = q.step
+      AND (t.kind <> 2 OR $2::boolean)
+)
+DELETE FROM trellis_timers m
+USING trellis_tasks t
+WHERE m.run_id = ANY ($1::uuid[]) AND t.run_id = m.run_id AND t.step = m.step
+  AND (t.kind <> 2 OR $2::boolean)
+`
+
+type TasksUnqueueUnfinishedParams struct {
+	RunIds      []uuid.UUID
+	WithHandler bool
+}
+
+// Removes the queue entries and timers of the unfinished tasks of the
+// given runs (the failure handler's too when with_handler): the first half
+// of cancelling them, done before touching the tasks (see the lock order).
+func (q *Queries) TasksUnqueueUnfinished(ctx context.Context, arg TasksUnqueueUnfinishedParams) error {
+	_, err := q.db.Exec(ctx, tasksUnqueueUnfinished, arg.RunIds, arg.WithHandler)
 	return err
 }
