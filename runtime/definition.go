@@ -39,6 +39,20 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	if err := checkName(spec.Name); err != nil {
 		return nil, fmt.Errorf("compiling workflow: %w", err)
 	}
+	var bad []error
+	for _, s := range spec.Steps {
+		if err := checkName(s.Name); err != nil {
+			bad = append(bad, fmt.Errorf("step: %w", err))
+		}
+	}
+	if f := spec.OnFailure; f != nil {
+		if err := checkName(f.Name); err != nil {
+			bad = append(bad, fmt.Errorf("onFailure: %w", err))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, errors.Join(bad...))
+	}
 	nodes := make([]dag.Node, 0, len(spec.Steps)+1)
 	for _, s := range spec.Steps {
 		kind := dag.KindCode
@@ -103,14 +117,16 @@ func versioned(spec *WorkflowSpec) WorkflowSpec {
 	return v
 }
 
+// checkName checks a workflow or step name: lowercase letters, digits and
+// '-', starting with a letter, not ending with '-'.
 func checkName(name string) error {
 	if name == "" {
-		return errors.New("workflow name is empty")
+		return errors.New("name is empty")
 	}
 	for i, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && i > 0 || r == '-' && i > 0
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && i > 0 || r == '-' && i > 0 && i < len(name)-1
 		if !ok {
-			return fmt.Errorf("workflow name %q: use lowercase letters, digits and '-', starting with a letter", name)
+			return fmt.Errorf("name %q: use lowercase letters, digits and '-', starting with a letter", name)
 		}
 	}
 	return nil

@@ -12,7 +12,8 @@
 // objects with only additionalProperties are maps, arrays are lists,
 // integers are int, numbers are double, strings with format date-time are
 // timestamps. A skipped parent reads as an empty object: has(parents.x) is
-// false when x was skipped.
+// false when x was skipped. A parent whose name holds '-' is written with
+// backticks: parents.`fraud-window`.
 //
 // The same package is used by the generator (to type-check) and by the
 // runtime (to evaluate), so both agree on what a condition means.
@@ -83,6 +84,8 @@ func NewEnv(inputSchema json.RawMessage, parentSchemas map[string]json.RawMessag
 		return nil, err
 	}
 	e.cel, err = cel.NewEnv(
+		// Step names may hold '-': parents.`fraud-window` names one.
+		cel.EnableIdentifierEscapeSyntax(),
 		cel.CustomTypeProvider(prov),
 		cel.CustomTypeAdapter(prov),
 		cel.Variable("input", in.cel),

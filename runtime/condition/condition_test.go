@@ -27,8 +27,9 @@ const inputSchema = `{
 func orderEnv(t *testing.T) *Env {
 	t.Helper()
 	env, err := NewEnv(json.RawMessage(inputSchema), map[string]json.RawMessage{
-		"validate": json.RawMessage(`{"type":"object","required":["isValid"],"properties":{"isValid":{"type":"boolean"},"score":{"type":"number"}}}`),
-		"notify":   nil,
+		"validate":     json.RawMessage(`{"type":"object","required":["isValid"],"properties":{"isValid":{"type":"boolean"},"score":{"type":"number"}}}`),
+		"notify":       nil,
+		"fraud-window": json.RawMessage(`{"type":"object","properties":{"cleared":{"type":"boolean"}}}`),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,8 @@ func TestCompileReportsProblems(t *testing.T) {
 		col  int
 	}{
 		{"input.orderid == 'x'", "undefined field 'orderid'", 6},
-		{"parents.charge.ok", `"charge" is not a parent of this step (parents: notify, validate)`, 8},
+		{"parents.charge.ok", `"charge" is not a parent of this step (parents: fraud-window, notify, validate)`, 8},
+		{"parents.`fraud-windw`.cleared", `"fraud-windw" is not a parent of this step`, 8},
 		{"input.amountCents", "must be a boolean expression", 1},
 		{"input.amountCents > 'x'", "no matching overload", 19},
 		{"!parents.validate.isValid &&", "Syntax error", 29},
@@ -71,7 +73,10 @@ func TestEval(t *testing.T) {
 	env := orderEnv(t)
 	input := json.RawMessage(`{"orderId":"o-1","amountCents":1500,"placedAt":"2026-01-02T03:04:05Z",
 		"tags":["vip"],"limits":{"daily":2.5},"address":{"country":"NL","next":{"country":"BE"}}}`)
-	outputs := map[string]json.RawMessage{"validate": json.RawMessage(`{"isValid":false}`)}
+	outputs := map[string]json.RawMessage{
+		"validate":     json.RawMessage(`{"isValid":false}`),
+		"fraud-window": json.RawMessage(`{"cleared":true}`),
+	}
 	tests := []struct {
 		expr string
 		want bool
@@ -90,6 +95,8 @@ func TestEval(t *testing.T) {
 		{"input.limits['daily'] > 2.0", true},
 		{"input.address.next.country == 'BE'", true},
 		{"input.address.next.next.country == ''", true},
+		{"parents.`fraud-window`.cleared", true},
+		{"has(parents.`fraud-window`)", true},
 	}
 	vars, err := env.Bind(input, outputs)
 	if err != nil {

@@ -80,7 +80,7 @@ type BranchesSteps interface {
 	Gate(ctx context.Context, in BranchesInput) (BranchesGateOutput, error)
 	// Yes1 runs step yes-1. It is skipped when !parents.gate.open.
 	Yes1(ctx context.Context, in BranchesInput, parents BranchesYes1Parents) error
-	// Yes2 runs step yes-2.
+	// Yes2 runs step yes-2. It is skipped when !has(parents.`yes-nap`).
 	Yes2(ctx context.Context, in BranchesInput, parents BranchesYes2Parents) error
 	// No1 runs step no-1. It is skipped when parents.gate.open.
 	No1(ctx context.Context, in BranchesInput, parents BranchesNo1Parents) error
@@ -123,6 +123,7 @@ func BranchesSpec() *runtime.WorkflowSpec {
 			{
 				Name:    "yes-2",
 				Parents: []string{"yes-nap"},
+				SkipIf:  []string{"!has(parents.`yes-nap`)"},
 				Retry:   runtime.RetryPolicy{MaxRetries: 0, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: time.Minute},
 			},
 			{
