@@ -1,0 +1,148 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/effectivelabs/trellis/examples/orders/workflow"
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
+)
+
+// Benchmarks of the memory store. They report runs/s and tasks/s; run
+// them with
+//
+//	go test ./runtime -run '^$' -bench Memory -benchtime 20000x
+
+// noopOrders implements the order workflow doing nothing.
+type noopOrders struct{}
+
+func (noopOrders) Validate(context.Context, workflow.OrderProcessingInput) (workflow.OrderProcessingValidateOutput, error) {
+	return workflow.OrderProcessingValidateOutput{IsValid: true}, nil
+}
+
+func (noopOrders) Charge(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	return workflow.OrderProcessingChargeOutput{}, nil
+}
+
+func (noopOrders) Reject(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingRejectParents) error {
+	return nil
+}
+
+func (noopOrders) PrepareShipment(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingPrepareShipmentParents) error {
+	return nil
+}
+
+func (noopOrders) Ship(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingShipParents) error {
+	return nil
+}
+
+func (noopOrders) Finalize(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingFinalizeParents) error {
+	return nil
+}
+
+func (noopOrders) NotifyAdmin(context.Context, workflow.OrderProcessingInput, runtime.Failure) error {
+	return nil
+}
+
+// BenchmarkMemoryOrderWorkflow runs the order workflow (seven tasks a run,
+// one of them skipped and one a 24h sleep) b.N times on the memory store,
+// driven by hand on a virtual clock: the figure is the engine's own cost.
+func BenchmarkMemoryOrderWorkflow(b *testing.B) {
+	ctx := context.Background()
+	vc := clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Clock: vc, Manual: true, ClaimBatch: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	orders, err := workflow.RegisterOrderProcessing(engine, noopOrders{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if _, err := orders.RunNoWait(ctx, workflow.OrderProcessingInput{OrderID: "o", AmountCents: int64(i + 1)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	claims := drain(b, engine)
+	vc.Advance(24 * time.Hour)
+	claims += drain(b, engine)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	// Seven tasks a run; the sleep is claimed twice (to sleep, then to
+	// complete when woken).
+	if want := 8 * b.N; claims != want {
+		b.Fatalf("processed %d claims, want %d", claims, want)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(7*b.N)/elapsed.Seconds(), "tasks/s")
+}
+
+func drain(b *testing.B, e *runtime.Engine) int {
+	total := 0
+	for {
+		fired, err := e.FireTimers(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := e.ProcessReady(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += n
+		if fired == 0 && n == 0 {
+			return total
+		}
+	}
+}
+
+// BenchmarkMemoryEngineFanOut runs b.N runs of a -> (b1..b4) -> c (six
+// no-op tasks) through a started engine with 32 concurrent steps: claim
+// loop, worker goroutines and batched results, on real time.
+func BenchmarkMemoryEngineFanOut(b *testing.B) {
+	ctx := context.Background()
+	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Concurrency: 32})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := fanSpec("fan", 0)
+	var c counter
+	wf, err := engine.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := engine.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := engine.Stop(ctx); err != nil {
+			b.Error(err)
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	ids := make([]runtime.RunID, b.N)
+	for i := range ids {
+		ref, err := wf.Trigger(ctx, json.RawMessage(`{}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = ref.ID
+	}
+	for _, id := range ids {
+		if _, err := wf.Wait(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(6*b.N)/elapsed.Seconds(), "tasks/s")
+}
