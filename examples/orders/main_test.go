@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/effectivelabs/trellis/examples/orders/workflow"
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
+)
+
+func TestDemoRunsBothOrdersToCompletion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"order A-1001: run COMPLETED", "order A-1002: run COMPLETED",
+		"fast-forwarding 24h0m0s", "shipped A-1001 after the fraud window", "closed A-1002: rejected",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestWorkerNeedsPostgres(t *testing.T) {
+	if err := run([]string{"-worker"}, io.Discard); err == nil || !strings.Contains(err.Error(), "add -postgres") {
+		t.Errorf("run -worker without -postgres = %v", err)
+	}
+}
+
+// flakyShop declines the first charges of every order.
+type flakyShop struct {
+	shop
+	mu          sync.Mutex
+	failCharges int
+}
+
+func (s *flakyShop) Charge(ctx context.Context, in workflow.OrderProcessingInput, p workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	s.mu.Lock()
+	fail := s.failCharges > 0
+	s.failCharges--
+	s.mu.Unlock()
+	if fail {
+		return workflow.OrderProcessingChargeOutput{}, errors.New("payment provider unavailable")
+	}
+	return s.shop.Charge(ctx, in, p)
+}
+
+// TestChargeRetrySchedule is the test-kit example of the README: charge
+// retries after 1s, then 2s more, and the 24h fraud window passes at once.
+func TestChargeRetrySchedule(t *testing.T) {
+	ctx := t.Context()
+	h := trellistest.New(t)
+	steps := &flakyShop{shop: shop{out: io.Discard, clock: h.Clock, start: h.Start}, failCharges: 2}
+	orders, err := workflow.RegisterOrderProcessing(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := orders.RunNoWait(ctx, workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+	h.Settle() // retries (1s, 2s) and the 24h fraud window pass at once
+	want := []time.Duration{0, time.Second, 3 * time.Second}
+	if got := h.Times(ref.ID, "charge", dag.EventStarted); !slices.Equal(got, want) {
+		t.Errorf("charge attempts started at %v, want %v", got, want)
+	}
+	res, err := orders.Wait(ctx, ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted || res.Charge == nil || *res.Charge.ChargeID != "ch_o-1" {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	if got := h.Times(ref.ID, "ship", dag.EventStarted); !slices.Equal(got, []time.Duration{3*time.Second + 24*time.Hour}) {
+		t.Errorf("ship started at %v, want the fraud window after the charge", got)
+	}
+}
