@@ -14,18 +14,20 @@ import (
 // schema and the output schemas of the step's declared parents, with the
 // runtime's own condition package, so that a condition that lints clean
 // is one the runtime compiles. Conditions of steps whose schemas have
-// problems are not checked: those problems are reported already, and
-// checking against a broken schema would only add noise.
+// problems are only checked for syntax: the schema problems are reported
+// already, and type-checking against a broken schema would only add noise.
 func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
-	if w.Input == nil || !w.Input.OK {
-		return
-	}
 	for _, s := range w.Steps {
 		if len(s.SkipIf) == 0 {
 			continue
 		}
 		parents, ok := parentSchemas(w, s)
-		if !ok {
+		if !ok || w.Input == nil || !w.Input.OK {
+			for _, e := range s.SkipIf {
+				for _, iss := range condition.Parse(e.Source) {
+					probs.Add(exprPos(lines, e, iss.Line, iss.Column), "", "invalid skipIf condition: %s", iss.Message)
+				}
+			}
 			continue
 		}
 		env, err := condition.NewEnv(json.RawMessage(w.Input.JSON), parents)

@@ -138,6 +138,19 @@ func (e *Env) Compile(expr string) (*Program, []Issue) {
 	return &Program{source: expr, prg: prg}, nil
 }
 
+// Parse checks only the syntax of a condition, for when the schemas it
+// would be type-checked against are themselves broken.
+func Parse(expr string) []Issue {
+	env, err := cel.NewEnv(cel.EnableIdentifierEscapeSyntax())
+	if err != nil {
+		return []Issue{{Line: 1, Column: 1, Message: err.Error()}}
+	}
+	if _, iss := env.Parse(expr); iss.Err() != nil {
+		return issues(iss)
+	}
+	return nil
+}
+
 // nonParents reports selections parents.x where x is not a declared parent,
 // with a clearer message than the type checker's "undefined field".
 func (e *Env) nonParents(parsed *cel.Ast) []Issue {

@@ -148,3 +148,13 @@ func TestNewEnvRejectsDanglingRef(t *testing.T) {
 		t.Fatalf("NewEnv error = %v", err)
 	}
 }
+
+func TestParseChecksSyntaxOnly(t *testing.T) {
+	if iss := Parse("parents.`fraud-window`.cleared && input.whatever"); len(iss) != 0 {
+		t.Errorf("Parse of a well-formed condition = %v", iss)
+	}
+	iss := Parse("input.a &&")
+	if len(iss) != 1 || iss[0].Column != 11 || !strings.Contains(iss[0].Message, "Syntax error") {
+		t.Errorf("Parse of a broken condition = %v", iss)
+	}
+}
