@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -42,6 +43,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"LinearChain", testChain},
 		{"Diamond", testDiamond},
 		{"FanOutFanInAndTwoRoots", testFanOut},
+		{"OrderWorkflowBothOutcomes", testOrderWorkflow},
 		{"BranchOpenSleepsThenMerges", testBranchOpen},
 		{"BranchClosedCascadesThreeLevels", testBranchClosed},
 		{"SkipIfConditionsAreOred", testSkipIfOr},
@@ -913,4 +915,100 @@ func testInvalidInput(t *testing.T, newH newHarness) {
 	if n := h.RunUntilIdle(); n != 0 {
 		t.Errorf("%d tasks ran after a refused trigger; nothing should have been stored", n)
 	}
+}
+
+// --- the order workflow of the spec ------------------------------------
+
+// orderSteps validates orders under $1000 and records what ran.
+type orderSteps struct {
+	noopOrders
+	calls calls
+}
+
+func (s *orderSteps) Validate(_ context.Context, in workflow.OrderProcessingInput) (workflow.OrderProcessingValidateOutput, error) {
+	s.calls.add("validate")
+	return workflow.OrderProcessingValidateOutput{IsValid: in.AmountCents < 100_000}, nil
+}
+
+func (s *orderSteps) Charge(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	s.calls.add("charge")
+	id := "ch_1"
+	return workflow.OrderProcessingChargeOutput{ChargeID: &id}, nil
+}
+
+func (s *orderSteps) Reject(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingRejectParents) error {
+	s.calls.add("reject")
+	return nil
+}
+
+func (s *orderSteps) PrepareShipment(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingPrepareShipmentParents) error {
+	s.calls.add("prepare-shipment")
+	return nil
+}
+
+func (s *orderSteps) Ship(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingShipParents) error {
+	s.calls.add("ship")
+	return nil
+}
+
+func (s *orderSteps) Finalize(_ context.Context, _ workflow.OrderProcessingInput, p workflow.OrderProcessingFinalizeParents) error {
+	s.calls.add(fmt.Sprintf("finalize ship=%v reject=%v", p.Ship, p.Reject))
+	return nil
+}
+
+func testOrderWorkflow(t *testing.T, newH newHarness) {
+	t.Run("valid", func(t *testing.T) {
+		h := newH(t)
+		steps := &orderSteps{}
+		orders, err := workflow.RegisterOrderProcessing(h.Engine, steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := orders.Run(t.Context(), workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+		if !errors.Is(err, runtime.ErrStillRunning) {
+			t.Fatalf("Run = %v, want the run in its fraud window", err)
+		}
+		h.Advance(24 * time.Hour)
+		res, err = orders.Wait(t.Context(), res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"validate", "charge", "prepare-shipment", "ship", "finalize ship=true reject=false"}
+		if diff := cmp.Diff(want, steps.calls.list()); diff != "" {
+			t.Errorf("steps ran (-want +got):\n%s", diff)
+		}
+		checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
+			"validate": dag.TaskCompleted, "charge": dag.TaskCompleted, "reject": dag.TaskSkipped,
+			"fraud-window": dag.TaskCompleted, "prepare-shipment": dag.TaskCompleted,
+			"ship": dag.TaskCompleted, "finalize": dag.TaskCompleted, "notify-admin": dag.TaskPending,
+		})
+		checkTrail(t, h, res.ID, "fraud-window", trail(queued, sleeping, woken, completed))
+		if res.Charge == nil || *res.Charge.ChargeID != "ch_1" {
+			t.Errorf("charge output = %+v", res.Charge)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		h := newH(t)
+		steps := &orderSteps{}
+		orders, err := workflow.RegisterOrderProcessing(h.Engine, steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := orders.Run(t.Context(), workflow.OrderProcessingInput{OrderID: "o-2", AmountCents: 250_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"validate", "reject", "finalize ship=false reject=true"}
+		if diff := cmp.Diff(want, steps.calls.list()); diff != "" {
+			t.Errorf("steps ran (-want +got):\n%s", diff)
+		}
+		checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
+			"validate": dag.TaskCompleted, "charge": dag.TaskSkipped, "reject": dag.TaskCompleted,
+			"fraud-window": dag.TaskSkipped, "prepare-shipment": dag.TaskSkipped,
+			"ship": dag.TaskSkipped, "finalize": dag.TaskCompleted, "notify-admin": dag.TaskPending,
+		})
+		if res.Charge != nil {
+			t.Errorf("a skipped charge has output %+v", res.Charge)
+		}
+	})
 }
