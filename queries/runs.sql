@@ -1,14 +1,23 @@
--- name: RunInsert :one
--- Creates a run, unless another run of the workflow and tenant holds the
--- idempotency key: then no row is returned.
+-- name: RunsInsert :many
+-- Creates runs, except those whose idempotency key another run of the
+-- workflow and tenant holds. Returns the ids of the runs created.
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
-VALUES (@id, @workflow, @version, @tenant, sqlc.narg('idempotency_key'), 'RUNNING', @input, @unresolved, @now)
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, @now
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
+           unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
+           unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved
+) AS i
 ON CONFLICT (workflow, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
 
--- name: RunByIdempotencyKey :one
-SELECT id FROM trellis_runs
-WHERE workflow = @workflow AND tenant = @tenant AND idempotency_key = @idempotency_key;
+-- name: RunsByIdempotencyKey :many
+-- The runs holding the given idempotency keys.
+SELECT r.id, r.workflow, r.tenant, r.idempotency_key::text AS idempotency_key
+FROM trellis_runs r
+JOIN (
+    SELECT unnest(@workflows::text[]) AS workflow, unnest(@tenants::text[]) AS tenant, unnest(@keys::text[]) AS key
+) AS i ON r.workflow = i.workflow AND r.tenant = i.tenant AND r.idempotency_key = i.key;
 
 -- name: RunsLock :exec
 -- Locks runs' rows in id order: the first step of every transaction that

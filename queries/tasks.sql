@@ -1,12 +1,16 @@
 -- name: TasksInsert :one
--- Creates the tasks of a new run and queues those waiting for no parent
+-- Creates the tasks of new runs and queues those waiting for no parent
 -- (the failure handler excepted). Returns how many were queued.
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, pending, plain, max_attempts, updated_at)
-    SELECT @run_id, t.step, t.kind,
+    SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
            t.pending, t.plain, t.max_attempts, @now
-    FROM (SELECT unnest(@steps::smallint[]) AS step, unnest(@kinds::smallint[]) AS kind, unnest(@pendings::smallint[]) AS pending, unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts) AS t
+    FROM (
+        SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
+               unnest(@kinds::smallint[]) AS kind, unnest(@pendings::smallint[]) AS pending,
+               unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts
+    ) AS t
     RETURNING run_id, step, status
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)

@@ -2,9 +2,11 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +61,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"CancelStopsRunningStep", testCancelRunning},
 		{"RetryFromFailedKeepsOutputs", testRetryRun},
 		{"InvalidInputRefused", testInvalidInput},
+		{"RunManyIsAllOrNothing", testRunMany},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })
@@ -1011,4 +1014,46 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			t.Errorf("a skipped charge has output %+v", res.Charge)
 		}
 	})
+}
+
+func testRunMany(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &chainSteps{}
+	client, err := wf.RegisterChain(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One invalid input refuses the whole batch, naming it.
+	raw := []json.RawMessage{json.RawMessage(`{"start":1}`), json.RawMessage(`{"start":"two"}`)}
+	if _, err := client.Workflow().TriggerMany(t.Context(), raw); !errors.Is(err, runtime.ErrInvalidInput) ||
+		!strings.Contains(err.Error(), "input 1 of 2") || !strings.Contains(err.Error(), "input.start") {
+		t.Fatalf("TriggerMany with a bad input = %v", err)
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Fatalf("%d tasks ran after a refused batch", n)
+	}
+	_, err = client.RunManyNoWait(t.Context(), []wf.ChainInput{{Start: 1}, {Start: 2}}, runtime.WithIdempotencyKey("k"))
+	if err == nil {
+		t.Fatal("a batch with an idempotency key was accepted")
+	}
+	refs, err := client.RunManyNoWait(t.Context(), []wf.ChainInput{{Start: 1}, {Start: 2}, {Start: 3}}, runtime.WithTenant("bulk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 3 || refs[0].ID == refs[1].ID {
+		t.Fatalf("refs = %+v", refs)
+	}
+	h.RunUntilIdle()
+	for i, ref := range refs {
+		res, err := client.Wait(t.Context(), ref.ID)
+		if err != nil || res.Third == nil || res.Third.Value != int64(i+4) {
+			t.Errorf("run %d: %+v, %v", i, res.Third, err)
+		}
+		if r := h.Result(ref.ID); r.Tenant != "bulk" {
+			t.Errorf("run %d tenant = %q", i, r.Tenant)
+		}
+	}
+	if n := steps.calls.count("first"); n != 3 {
+		t.Errorf("first ran %d times, want 3", n)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,36 +16,71 @@ import (
 
 // trigger validates the input and creates the run with all its tasks.
 func (e *Engine) trigger(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error) {
-	if len(input) == 0 {
-		input = json.RawMessage(`{}`)
-	}
-	if err := def.ValidateInput(input); err != nil {
+	refs, err := e.triggerMany(ctx, def, []json.RawMessage{input}, o)
+	if err != nil {
 		return RunRef{}, err
+	}
+	return refs[0], nil
+}
+
+// triggerMany validates every input, then creates all the runs in one
+// store call: all of them, or none.
+func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json.RawMessage, o RunOptions) ([]RunRef, error) {
+	if len(inputs) > 1 && o.IdempotencyKey != "" {
+		return nil, errors.New("an idempotency key names one run; give each run its own trigger")
+	}
+	inputs = slices.Clone(inputs)
+	for i, in := range inputs {
+		if len(in) == 0 {
+			inputs[i] = json.RawMessage(`{}`)
+		}
+		if err := def.ValidateInput(inputs[i]); err != nil {
+			if len(inputs) > 1 {
+				return nil, fmt.Errorf("input %d of %d: %w", i, len(inputs), err)
+			}
+			return nil, err
+		}
 	}
 	if err := e.saveDefinition(ctx, def); err != nil {
-		return RunRef{}, err
+		return nil, err
 	}
-	id, err := uuid.NewV7()
+	tasks := newTasks(def)
+	runs := make([]store.NewRun, len(inputs))
+	for i, in := range inputs {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
+		}
+		runs[i] = store.NewRun{
+			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant,
+			IdempotencyKey: o.IdempotencyKey, Input: in, Tasks: tasks,
+		}
+	}
+	res, err := e.store.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: e.clock.Now(), Tx: o.Tx})
 	if err != nil {
-		return RunRef{}, fmt.Errorf("triggering %s: %w", def.Name(), err)
+		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 	}
+	refs := make([]RunRef, len(res))
+	created := false
+	for i, r := range res {
+		refs[i] = RunRef{ID: r.ID, Workflow: def.Name(), Existing: !r.Created}
+		created = created || r.Created
+	}
+	if created {
+		e.wake()
+	}
+	return refs, nil
+}
+
+// newTasks lists the tasks a run of def starts with.
+func newTasks(def *Definition) []store.NewTask {
 	pending, _ := dag.InitialPending(def.graph)
 	tasks := make([]store.NewTask, len(def.graph.Steps))
 	for i := range def.graph.Steps {
 		s := &def.graph.Steps[i]
 		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts()}
 	}
-	res, err := e.store.CreateRun(ctx, store.CreateRun{
-		ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant,
-		IdempotencyKey: o.IdempotencyKey, Input: input, Tasks: tasks, Now: e.clock.Now(), Tx: o.Tx,
-	})
-	if err != nil {
-		return RunRef{}, fmt.Errorf("triggering %s: %w", def.Name(), err)
-	}
-	if res.Created {
-		e.wake()
-	}
-	return RunRef{ID: res.ID, Workflow: def.Name(), Existing: !res.Created}, nil
+	return tasks
 }
 
 // saveDefinition stores a definition version once per process.

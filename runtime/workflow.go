@@ -27,6 +27,17 @@ func (w *Workflow) Trigger(ctx context.Context, input json.RawMessage, opts ...R
 	return w.engine.trigger(ctx, w.def, input, runOptions(opts))
 }
 
+// TriggerMany creates one run per input, all with the same options, in
+// one transaction: every input is validated first, and either all the
+// runs are created or none is. It is the fast way to start many runs. An
+// idempotency key cannot be given (it names one run).
+func (w *Workflow) TriggerMany(ctx context.Context, inputs []json.RawMessage, opts ...RunOption) ([]RunRef, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	return w.engine.triggerMany(ctx, w.def, inputs, runOptions(opts))
+}
+
 // Run triggers a run and waits until it ends. The result is returned
 // whenever the run ended; the error is the result's Err (nil when the run
 // completed).

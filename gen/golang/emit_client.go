@@ -143,6 +143,22 @@ func (e *emitter) client() {
 		encode(jen.Qual(runtimePkg, "RunRef").Values()),
 		jen.Return(jen.Id("c").Dot("workflow").Dot("Trigger").Call(jen.Id("ctx"), jen.Id("raw"), jen.Id("opts").Op("..."))),
 	))
+	e.f.Add(doc(fmt.Sprintf("RunManyNoWait triggers one %s run per input, all with the same options, in one transaction: every input is validated first, and either every run is created or none is.", w)).
+		Func().Params(recv.Clone()).Id("RunManyNoWait").Params(
+		jen.Id("ctx").Qual("context", "Context"),
+		jen.Id("inputs").Index().Id(input),
+		jen.Id("opts").Op("...").Qual(runtimePkg, "RunOption"),
+	).Params(jen.Index().Qual(runtimePkg, "RunRef"), jen.Error()).Block(
+		jen.Id("raws").Op(":=").Make(jen.Index().Qual("encoding/json", "RawMessage"), jen.Len(jen.Id("inputs"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("in")).Op(":=").Range().Id("inputs")).Block(
+			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("in")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("encoding %s input %%d: %%w", w)), jen.Id("i"), jen.Err())),
+			),
+			jen.Id("raws").Index(jen.Id("i")).Op("=").Id("raw"),
+		),
+		jen.Return(jen.Id("c").Dot("workflow").Dot("TriggerMany").Call(jen.Id("ctx"), jen.Id("raws"), jen.Id("opts").Op("..."))),
+	))
 	e.f.Add(doc(fmt.Sprintf("Wait waits until %s %s run ends and returns its result; see Run.", article(w), w)).
 		Func().Params(recv.Clone()).Id("Wait").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("id").Qual(runtimePkg, "RunID"),

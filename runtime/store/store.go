@@ -66,14 +66,14 @@ type WorkflowVersion struct {
 
 // Runs creates, reads and changes runs as a whole.
 type Runs interface {
-	// CreateRun atomically creates a run and all its tasks, queues the
+	// CreateRuns atomically creates runs and all their tasks, queues the
 	// tasks that wait for no parent (writing their QUEUED events) and
-	// signals TasksReady. With an idempotency key that an earlier run of the
-	// same workflow and tenant used, it writes nothing and returns that run
-	// with Created false. With Tx set, everything happens inside the
-	// caller's transaction; a store that cannot use Tx returns
-	// ErrTxUnsupported.
-	CreateRun(ctx context.Context, p CreateRun) (CreateRunResult, error)
+	// signals TasksReady. For a run whose idempotency key an earlier run of
+	// the same workflow and tenant used, it writes nothing and returns that
+	// run with Created false. It returns one result per run, in order. With
+	// Tx set, everything happens inside the caller's transaction; a store
+	// that cannot use Tx returns ErrTxUnsupported.
+	CreateRuns(ctx context.Context, p CreateRuns) ([]CreateRunResult, error)
 	// GetRun returns a run, or ErrNotFound.
 	GetRun(ctx context.Context, id uuid.UUID) (Run, error)
 	// ListTasks returns every task of a run in step order.
@@ -184,8 +184,16 @@ type Notification struct {
 	Run  uuid.UUID // for RunFinished
 }
 
-// CreateRun holds what CreateRun needs.
-type CreateRun struct {
+// CreateRuns holds what CreateRuns needs.
+type CreateRuns struct {
+	Runs []NewRun
+	Now  time.Time
+	Tx   any
+}
+
+// NewRun is one run to create. Its id is new; keys of runs in one batch
+// are distinct.
+type NewRun struct {
 	ID             uuid.UUID
 	Workflow       string
 	Version        string
@@ -193,8 +201,6 @@ type CreateRun struct {
 	IdempotencyKey string
 	Input          []byte
 	Tasks          []NewTask // one per step, in step order
-	Now            time.Time
-	Tx             any
 }
 
 // NewTask is one task of a new run.
@@ -206,7 +212,7 @@ type NewTask struct {
 	MaxAttempts int
 }
 
-// CreateRunResult reports the run CreateRun created or found.
+// CreateRunResult reports the run CreateRuns created or found.
 type CreateRunResult struct {
 	ID      uuid.UUID
 	Created bool

@@ -383,6 +383,21 @@ func (c *BranchesClient) RunNoWait(ctx context.Context, in BranchesInput, opts .
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one branches run per input, all with the same
+// options, in one transaction: every input is validated first, and either
+// every run is created or none is.
+func (c *BranchesClient) RunManyNoWait(ctx context.Context, inputs []BranchesInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding branches input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a branches run ends and returns its result; see Run.
 func (c *BranchesClient) Wait(ctx context.Context, id runtime.RunID) (BranchesResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -262,6 +262,21 @@ func (c *ChainClient) RunNoWait(ctx context.Context, in ChainInput, opts ...runt
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one chain run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *ChainClient) RunManyNoWait(ctx context.Context, inputs []ChainInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding chain input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a chain run ends and returns its result; see Run.
 func (c *ChainClient) Wait(ctx context.Context, id runtime.RunID) (ChainResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

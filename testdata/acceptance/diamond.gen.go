@@ -318,6 +318,21 @@ func (c *DiamondClient) RunNoWait(ctx context.Context, in DiamondInput, opts ...
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one diamond run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *DiamondClient) RunManyNoWait(ctx context.Context, inputs []DiamondInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding diamond input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a diamond run ends and returns its result; see Run.
 func (c *DiamondClient) Wait(ctx context.Context, id runtime.RunID) (DiamondResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -422,6 +422,21 @@ func (c *FanoutClient) RunNoWait(ctx context.Context, in FanoutInput, opts ...ru
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one fanout run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *FanoutClient) RunManyNoWait(ctx context.Context, inputs []FanoutInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding fanout input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a fanout run ends and returns its result; see Run.
 func (c *FanoutClient) Wait(ctx context.Context, id runtime.RunID) (FanoutResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -335,6 +335,21 @@ func (c *OpsClient) RunNoWait(ctx context.Context, in OpsInput, opts ...runtime.
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one ops run per input, all with the same options, in
+// one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *OpsClient) RunManyNoWait(ctx context.Context, inputs []OpsInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding ops input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until an ops run ends and returns its result; see Run.
 func (c *OpsClient) Wait(ctx context.Context, id runtime.RunID) (OpsResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -229,6 +229,21 @@ func (c *SleepsClient) RunNoWait(ctx context.Context, in SleepsInput, opts ...ru
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one sleeps run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *SleepsClient) RunManyNoWait(ctx context.Context, inputs []SleepsInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding sleeps input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a sleeps run ends and returns its result; see Run.
 func (c *SleepsClient) Wait(ctx context.Context, id runtime.RunID) (SleepsResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

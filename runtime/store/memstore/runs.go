@@ -11,39 +11,62 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// CreateRun implements store.Runs.
-func (s *Store) CreateRun(_ context.Context, p store.CreateRun) (store.CreateRunResult, error) {
+// CreateRuns implements store.Runs.
+func (s *Store) CreateRuns(_ context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
 	if p.Tx != nil {
-		return store.CreateRunResult{}, fmt.Errorf("memory store: %w", store.ErrTxUnsupported)
+		return nil, fmt.Errorf("memory store: %w", store.ErrTxUnsupported)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := idemKey{p.Workflow, p.Tenant, p.IdempotencyKey}
-	if p.IdempotencyKey != "" {
-		if id, ok := s.idem[key]; ok {
-			return store.CreateRunResult{ID: id}, nil
+	for _, nr := range p.Runs {
+		if _, dup := s.runs[nr.ID]; dup {
+			return nil, fmt.Errorf("creating run: id %s already used", nr.ID)
+		}
+		for i, nt := range nr.Tasks {
+			if nt.Step != i {
+				return nil, fmt.Errorf("creating run: task %d has step %d; tasks must be in step order", i, nt.Step)
+			}
 		}
 	}
-	if _, dup := s.runs[p.ID]; dup {
-		return store.CreateRunResult{}, fmt.Errorf("creating run: id %s already used", p.ID)
+	out := make([]store.CreateRunResult, len(p.Runs))
+	queued := false
+	for i, nr := range p.Runs {
+		key := idemKey{nr.Workflow, nr.Tenant, nr.IdempotencyKey}
+		if nr.IdempotencyKey != "" {
+			if id, ok := s.idem[key]; ok {
+				out[i] = store.CreateRunResult{ID: id}
+				continue
+			}
+			s.idem[key] = nr.ID
+		}
+		if s.createRun(nr, p.Now) {
+			queued = true
+		}
+		out[i] = store.CreateRunResult{ID: nr.ID, Created: true}
 	}
+	if queued {
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return out, nil
+}
+
+// createRun adds a run and queues its roots, reporting whether it queued
+// any. Callers hold s.mu.
+func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	r := &run{
 		rec: store.Run{
-			ID: p.ID, Workflow: p.Workflow, Version: p.Version, Tenant: p.Tenant,
-			IdempotencyKey: p.IdempotencyKey, Status: dag.RunRunning,
-			Input: append([]byte(nil), p.Input...), FailedStep: -1, CreatedAt: p.Now,
+			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
+			IdempotencyKey: nr.IdempotencyKey, Status: dag.RunRunning,
+			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now,
 		},
-		tasks:     make([]*task, len(p.Tasks)),
-		pending:   make([]int, len(p.Tasks)),
+		tasks:     make([]*task, len(nr.Tasks)),
+		pending:   make([]int, len(nr.Tasks)),
 		onFailure: -1,
 	}
-	for i, nt := range p.Tasks {
-		if nt.Step != i {
-			return store.CreateRunResult{}, fmt.Errorf("creating run: task %d has step %d; tasks must be in step order", i, nt.Step)
-		}
+	for i, nt := range nr.Tasks {
 		r.tasks[i] = &task{
 			rec: store.Task{
-				Key: store.TaskKey{Run: p.ID, Step: i}, Kind: nt.Kind, Status: dag.TaskPending, UpdatedAt: p.Now,
+				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: dag.TaskPending, UpdatedAt: now,
 			},
 			run: r, plain: nt.Plain, maxAttempts: nt.MaxAttempts,
 		}
@@ -54,22 +77,16 @@ func (s *Store) CreateRun(_ context.Context, p store.CreateRun) (store.CreateRun
 			r.unresolved++
 		}
 	}
-	s.runs[p.ID] = r
-	if p.IdempotencyKey != "" {
-		s.idem[key] = p.ID
-	}
+	s.runs[nr.ID] = r
 	queued := false
 	for i, t := range r.tasks {
 		if r.pending[i] == 0 && t.rec.Kind != dag.KindOnFailure {
-			s.enqueue(t, false, p.Now)
-			s.event(r, i, dag.EventQueued, 0, p.Now, "")
+			s.enqueue(t, false, now)
+			s.event(r, i, dag.EventQueued, 0, now, "")
 			queued = true
 		}
 	}
-	if queued {
-		s.notify(store.Notification{Kind: store.TasksReady})
-	}
-	return store.CreateRunResult{ID: p.ID, Created: true}, nil
+	return queued
 }
 
 // GetRun implements store.Runs.

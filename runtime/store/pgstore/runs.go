@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -29,62 +29,110 @@ func (s *Store) LoadWorkflow(ctx context.Context, version string) (store.Workflo
 	return store.WorkflowVersion{Version: row.Version, Name: row.Name, Spec: row.Spec}, nil
 }
 
-// CreateRun implements store.Runs. With p.Tx (a pgx.Tx) the run is created
-// in the caller's transaction.
-func (s *Store) CreateRun(ctx context.Context, p store.CreateRun) (store.CreateRunResult, error) {
-	create := func(q *dbsqlc.Queries) (store.CreateRunResult, error) {
-		unresolved := 0
-		ins := dbsqlc.TasksInsertParams{RunID: p.ID, Now: p.Now}
-		for _, t := range p.Tasks {
-			if t.Kind != dag.KindOnFailure {
-				unresolved++
-			}
-			ins.Steps = append(ins.Steps, int16(t.Step))
-			ins.Kinds = append(ins.Kinds, int16(t.Kind))
-			ins.Pendings = append(ins.Pendings, int16(t.Pending))
-			ins.Plains = append(ins.Plains, t.Plain)
-			ins.MaxAttempts = append(ins.MaxAttempts, int32(t.MaxAttempts))
-		}
-		id, err := q.RunInsert(ctx, dbsqlc.RunInsertParams{
-			ID: p.ID, Workflow: p.Workflow, Version: p.Version, Tenant: p.Tenant,
-			IdempotencyKey: pgtype.Text{String: p.IdempotencyKey, Valid: p.IdempotencyKey != ""},
-			Input:          p.Input, Unresolved: int32(unresolved), Now: p.Now,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			existing, err := q.RunByIdempotencyKey(ctx, dbsqlc.RunByIdempotencyKeyParams{
-				Workflow: p.Workflow, Tenant: p.Tenant, IdempotencyKey: pgtype.Text{String: p.IdempotencyKey, Valid: true},
-			})
+// createChunk bounds the runs one statement creates; a larger batch takes
+// several statements, still in one transaction.
+const createChunk = 2000
+
+// CreateRuns implements store.Runs: three statements per createChunk
+// runs. With p.Tx (a pgx.Tx) the runs are created in the caller's
+// transaction, inside a savepoint so that a failure leaves it usable.
+func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
+	var out []store.CreateRunResult
+	create := func(q *dbsqlc.Queries) error {
+		out = out[:0]
+		for chunk := range slices.Chunk(p.Runs, createChunk) {
+			res, err := createRuns(ctx, q, store.CreateRuns{Runs: chunk, Now: p.Now})
 			if err != nil {
-				return store.CreateRunResult{}, err
+				return err
 			}
-			return store.CreateRunResult{ID: existing}, nil
+			out = append(out, res...)
 		}
-		if err != nil {
-			return store.CreateRunResult{}, err
-		}
-		if _, err := q.TasksInsert(ctx, ins); err != nil {
-			return store.CreateRunResult{}, err
-		}
-		return store.CreateRunResult{ID: id, Created: true}, nil
+		return nil
 	}
-	var res store.CreateRunResult
 	var err error
 	switch tx := p.Tx.(type) {
 	case nil:
-		err = s.inTx(ctx, func(q *dbsqlc.Queries) error {
-			res, err = create(q)
-			return err
-		})
+		err = s.inTx(ctx, create)
 	case pgx.Tx:
-		// A savepoint, so that a failure leaves the caller's transaction usable.
-		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			res, err = create(s.q.WithTx(sp))
-			return err
-		})
+		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return create(s.q.WithTx(sp)) })
 	default:
-		return store.CreateRunResult{}, fmt.Errorf("pgstore: creating run: the transaction is a %T, want a pgx.Tx: %w", p.Tx, store.ErrTxUnsupported)
+		return nil, fmt.Errorf("pgstore: creating runs: the transaction is a %T, want a pgx.Tx: %w", p.Tx, store.ErrTxUnsupported)
 	}
-	return res, wrap(err, "creating run")
+	return out, wrap(err, "creating runs")
+}
+
+func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]store.CreateRunResult, error) {
+	runs := dbsqlc.RunsInsertParams{Now: p.Now}
+	for _, r := range p.Runs {
+		unresolved := 0
+		for _, t := range r.Tasks {
+			if t.Kind != dag.KindOnFailure {
+				unresolved++
+			}
+		}
+		runs.Ids = append(runs.Ids, r.ID)
+		runs.Workflows = append(runs.Workflows, r.Workflow)
+		runs.Versions = append(runs.Versions, r.Version)
+		runs.Tenants = append(runs.Tenants, r.Tenant)
+		runs.IdempotencyKeys = append(runs.IdempotencyKeys, r.IdempotencyKey)
+		runs.Inputs = append(runs.Inputs, r.Input)
+		runs.Unresolved = append(runs.Unresolved, int32(unresolved))
+	}
+	ids, err := q.RunsInsert(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	created := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		created[id] = true
+	}
+	out := make([]store.CreateRunResult, len(p.Runs))
+	tasks := dbsqlc.TasksInsertParams{Now: p.Now}
+	var dup dbsqlc.RunsByIdempotencyKeyParams
+	for i, r := range p.Runs {
+		if !created[r.ID] {
+			dup.Workflows = append(dup.Workflows, r.Workflow)
+			dup.Tenants = append(dup.Tenants, r.Tenant)
+			dup.Keys = append(dup.Keys, r.IdempotencyKey)
+			continue
+		}
+		out[i] = store.CreateRunResult{ID: r.ID, Created: true}
+		for _, t := range r.Tasks {
+			tasks.RunIds = append(tasks.RunIds, r.ID)
+			tasks.Steps = append(tasks.Steps, int16(t.Step))
+			tasks.Kinds = append(tasks.Kinds, int16(t.Kind))
+			tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
+			tasks.Plains = append(tasks.Plains, t.Plain)
+			tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
+		}
+	}
+	if len(tasks.RunIds) > 0 {
+		if _, err := q.TasksInsert(ctx, tasks); err != nil {
+			return nil, err
+		}
+	}
+	if len(dup.Keys) > 0 {
+		existing, err := q.RunsByIdempotencyKey(ctx, dup)
+		if err != nil {
+			return nil, err
+		}
+		type key struct{ workflow, tenant, key string }
+		byKey := make(map[key]uuid.UUID, len(existing))
+		for _, e := range existing {
+			byKey[key{e.Workflow, e.Tenant, e.IdempotencyKey}] = e.ID
+		}
+		for i, r := range p.Runs {
+			if created[r.ID] {
+				continue
+			}
+			id, ok := byKey[key{r.Workflow, r.Tenant, r.IdempotencyKey}]
+			if !ok {
+				return nil, fmt.Errorf("run %s was not created and no run holds its idempotency key", r.ID)
+			}
+			out[i] = store.CreateRunResult{ID: id}
+		}
+	}
+	return out, nil
 }
 
 // GetRun implements store.Runs.

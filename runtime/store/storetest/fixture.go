@@ -61,9 +61,20 @@ func (f *fixture) createDiamond(o runOpts) uuid.UUID {
 	f.t.Helper()
 	res := f.create(o)
 	if !res.Created {
-		f.t.Fatalf("CreateRun did not create a run")
+		f.t.Fatalf("CreateRuns did not create a run")
 	}
 	return res.ID
+}
+
+// diamondTasks are the tasks of a diamond run.
+func diamondTasks(maxAttempts int) []store.NewTask {
+	return []store.NewTask{
+		{Step: stepA, Kind: dag.KindCode, Pending: 0, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepB, Kind: dag.KindCode, Pending: 1, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepC, Kind: dag.KindCode, Pending: 1, Plain: false, MaxAttempts: maxAttempts},
+		{Step: stepD, Kind: dag.KindCode, Pending: 2, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepH, Kind: dag.KindOnFailure, Pending: 0, MaxAttempts: 1},
+	}
 }
 
 func (f *fixture) create(o runOpts) store.CreateRunResult {
@@ -78,21 +89,15 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 		o.maxAttempts = 1
 	}
 	id := uuid.Must(uuid.NewV7())
-	tasks := []store.NewTask{
-		{Step: stepA, Kind: dag.KindCode, Pending: 0, Plain: true, MaxAttempts: o.maxAttempts},
-		{Step: stepB, Kind: dag.KindCode, Pending: 1, Plain: true, MaxAttempts: o.maxAttempts},
-		{Step: stepC, Kind: dag.KindCode, Pending: 1, Plain: false, MaxAttempts: o.maxAttempts},
-		{Step: stepD, Kind: dag.KindCode, Pending: 2, Plain: true, MaxAttempts: o.maxAttempts},
-		{Step: stepH, Kind: dag.KindOnFailure, Pending: 0, MaxAttempts: 1},
-	}
-	res, err := f.s.CreateRun(f.ctx, store.CreateRun{
+	tasks := diamondTasks(o.maxAttempts)
+	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
-		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), Tasks: tasks, Now: f.now,
-	})
+		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), Tasks: tasks,
+	}}})
 	if err != nil {
-		f.t.Fatalf("CreateRun: %v", err)
+		f.t.Fatalf("CreateRuns: %v", err)
 	}
-	return res
+	return res[0]
 }
 
 func (f *fixture) claim(limit int, mod ...func(*store.Claim)) []store.ClaimedTask {

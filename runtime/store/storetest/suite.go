@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Workflows", testWorkflows},
 		{"CreateRunQueuesRoots", testCreateRunQueuesRoots},
 		{"IdempotencyKey", testIdempotencyKey},
+		{"CreateRunsInABatch", testCreateBatch},
 		{"ClaimMarksRunning", testClaimMarksRunning},
 		{"ClaimNeverTwice", testClaimNeverTwice},
 		{"ClaimFiltersWorkflows", testClaimFiltersWorkflows},
@@ -688,5 +689,33 @@ func testListen(t *testing.T, f *fixture) {
 	}
 	if n := wait(store.RunFinished); n.Run != id {
 		t.Errorf("RunFinished for %s, want %s", n.Run, id)
+	}
+}
+
+func testCreateBatch(t *testing.T, f *fixture) {
+	first := f.create(runOpts{key: "k1"})
+	newRun := func(tenant, key string) store.NewRun {
+		return store.NewRun{
+			ID: uuid.Must(uuid.NewV7()), Workflow: "diamond", Version: "diamond@v1", Tenant: tenant,
+			IdempotencyKey: key, Input: []byte(`{}`), Tasks: diamondTasks(1),
+		}
+	}
+	batch := []store.NewRun{newRun("default", ""), newRun("default", "k1"), newRun("other", "k2")}
+	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Runs: batch, Now: f.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.CreateRunResult{{ID: batch[0].ID, Created: true}, {ID: first.ID}, {ID: batch[2].ID, Created: true}}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if got := f.claim(10); len(got) != 3 {
+		t.Errorf("claimed %d roots, want 3 (the first run and two new ones)", len(got))
+	}
+	if r := f.run(batch[2].ID); r.Tenant != "other" || r.IdempotencyKey != "k2" {
+		t.Errorf("run = %+v", r)
+	}
+	if _, err := f.s.GetRun(f.ctx, batch[1].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the run whose key was taken exists: %v", err)
 	}
 }

@@ -194,6 +194,21 @@ func (c *AuditClient) RunNoWait(ctx context.Context, in AuditInput, opts ...runt
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one audit run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *AuditClient) RunManyNoWait(ctx context.Context, inputs []AuditInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding audit input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until an audit run ends and returns its result; see Run.
 func (c *AuditClient) Wait(ctx context.Context, id runtime.RunID) (AuditResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -156,6 +156,21 @@ func (c *ReminderClient) RunNoWait(ctx context.Context, in ReminderInput, opts .
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one reminder run per input, all with the same
+// options, in one transaction: every input is validated first, and either
+// every run is created or none is.
+func (c *ReminderClient) RunManyNoWait(ctx context.Context, inputs []ReminderInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding reminder input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a reminder run ends and returns its result; see Run.
 func (c *ReminderClient) Wait(ctx context.Context, id runtime.RunID) (ReminderResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -378,6 +378,21 @@ func (c *OrderProcessingClient) RunNoWait(ctx context.Context, in OrderProcessin
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one order-processing run per input, all with the same
+// options, in one transaction: every input is validated first, and either
+// every run is created or none is.
+func (c *OrderProcessingClient) RunManyNoWait(ctx context.Context, inputs []OrderProcessingInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding order-processing input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until an order-processing run ends and returns its result; see
 // Run.
 func (c *OrderProcessingClient) Wait(ctx context.Context, id runtime.RunID) (OrderProcessingResult, error) {

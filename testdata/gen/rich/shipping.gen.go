@@ -395,6 +395,21 @@ func (c *ShipOrderClient) RunNoWait(ctx context.Context, in ShipOrderInput, opts
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one ship-order run per input, all with the same
+// options, in one transaction: every input is validated first, and either
+// every run is created or none is.
+func (c *ShipOrderClient) RunManyNoWait(ctx context.Context, inputs []ShipOrderInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding ship-order input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a ship-order run ends and returns its result; see Run.
 func (c *ShipOrderClient) Wait(ctx context.Context, id runtime.RunID) (ShipOrderResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -13,24 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const runByIdempotencyKey = `-- name: RunByIdempotencyKey :one
-SELECT id FROM trellis_runs
-WHERE workflow = $1 AND tenant = $2 AND idempotency_key = $3
-`
-
-type RunByIdempotencyKeyParams struct {
-	Workflow       string
-	Tenant         string
-	IdempotencyKey pgtype.Text
-}
-
-func (q *Queries) RunByIdempotencyKey(ctx context.Context, arg RunByIdempotencyKeyParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, runByIdempotencyKey, arg.Workflow, arg.Tenant, arg.IdempotencyKey)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
 const runCancel = `-- name: RunCancel :one
 UPDATE trellis_runs
 SET status = 'CANCELLED', finished_at = $1::timestamptz
@@ -101,42 +83,6 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 	return i, err
 }
 
-const runInsert = `-- name: RunInsert :one
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
-VALUES ($1, $2, $3, $4, $5, 'RUNNING', $6, $7, $8)
-ON CONFLICT (workflow, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id
-`
-
-type RunInsertParams struct {
-	ID             uuid.UUID
-	Workflow       string
-	Version        string
-	Tenant         string
-	IdempotencyKey pgtype.Text
-	Input          []byte
-	Unresolved     int32
-	Now            time.Time
-}
-
-// Creates a run, unless another run of the workflow and tenant holds the
-// idempotency key: then no row is returned.
-func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, runInsert,
-		arg.ID,
-		arg.Workflow,
-		arg.Version,
-		arg.Tenant,
-		arg.IdempotencyKey,
-		arg.Input,
-		arg.Unresolved,
-		arg.Now,
-	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
 const runNotifyFinished = `-- name: RunNotifyFinished :exec
 SELECT pg_notify(trellis_channel(), 'finished ' || CAST($1::uuid AS text))
 `
@@ -173,6 +119,53 @@ func (q *Queries) RunReopen(ctx context.Context, id uuid.UUID) (uuid.UUID, error
 	row := q.db.QueryRow(ctx, runReopen, id)
 	err := row.Scan(&id)
 	return id, err
+}
+
+const runsByIdempotencyKey = `-- name: RunsByIdempotencyKey :many
+SELECT r.id, r.workflow, r.tenant, r.idempotency_key::text AS idempotency_key
+FROM trellis_runs r
+JOIN (
+    SELECT unnest($1::text[]) AS workflow, unnest($2::text[]) AS tenant, unnest($3::text[]) AS key
+) AS i ON r.workflow = i.workflow AND r.tenant = i.tenant AND r.idempotency_key = i.key
+`
+
+type RunsByIdempotencyKeyParams struct {
+	Workflows []string
+	Tenants   []string
+	Keys      []string
+}
+
+type RunsByIdempotencyKeyRow struct {
+	ID             uuid.UUID
+	Workflow       string
+	Tenant         string
+	IdempotencyKey string
+}
+
+// The runs holding the given idempotency keys.
+func (q *Queries) RunsByIdempotencyKey(ctx context.Context, arg RunsByIdempotencyKeyParams) ([]RunsByIdempotencyKeyRow, error) {
+	rows, err := q.db.Query(ctx, runsByIdempotencyKey, arg.Workflows, arg.Tenants, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsByIdempotencyKeyRow{}
+	for rows.Next() {
+		var i RunsByIdempotencyKeyRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Tenant,
+			&i.IdempotencyKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runsFail = `-- name: RunsFail :many
@@ -218,6 +211,60 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runsInsert = `-- name: RunsInsert :many
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, $1
+FROM (
+    SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
+           unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
+           unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+) AS i
+ON CONFLICT (workflow, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id
+`
+
+type RunsInsertParams struct {
+	Now             time.Time
+	Ids             []uuid.UUID
+	Workflows       []string
+	Versions        []string
+	Tenants         []string
+	IdempotencyKeys []string
+	Inputs          [][]byte
+	Unresolved      []int32
+}
+
+// Creates runs, except those whose idempotency key another run of the
+// workflow and tenant holds. Returns the ids of the runs created.
+func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, runsInsert,
+		arg.Now,
+		arg.Ids,
+		arg.Workflows,
+		arg.Versions,
+		arg.Tenants,
+		arg.IdempotencyKeys,
+		arg.Inputs,
+		arg.Unresolved,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -394,22 +394,26 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, pending, plain, max_attempts, updated_at)
-    SELECT $1, t.step, t.kind,
+    SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
-           t.pending, t.plain, t.max_attempts, $2
-    FROM (SELECT unnest($3::smallint[]) AS step, unnest($4::smallint[]) AS kind, unnest($5::smallint[]) AS pending, unnest($6::boolean[]) AS plain, unnest($7::int[]) AS max_attempts) AS t
+           t.pending, t.plain, t.max_attempts, $1
+    FROM (
+        SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
+               unnest($4::smallint[]) AS kind, unnest($5::smallint[]) AS pending,
+               unnest($6::boolean[]) AS plain, unnest($7::int[]) AS max_attempts
+    ) AS t
     RETURNING run_id, step, status
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'QUEUED', 0, $2 FROM inserted WHERE status = 'QUEUED'
+    SELECT run_id, step, 'QUEUED', 0, $1 FROM inserted WHERE status = 'QUEUED'
     RETURNING run_id, step
 )
 SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM events
 `
 
 type TasksInsertParams struct {
-	RunID       uuid.UUID
 	Now         time.Time
+	RunIds      []uuid.UUID
 	Steps       []int16
 	Kinds       []int16
 	Pendings    []int16
@@ -417,12 +421,12 @@ type TasksInsertParams struct {
 	MaxAttempts []int32
 }
 
-// Creates the tasks of a new run and queues those waiting for no parent
+// Creates the tasks of new runs and queues those waiting for no parent
 // (the failure handler excepted). Returns how many were queued.
 func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64, error) {
 	row := q.db.QueryRow(ctx, tasksInsert,
-		arg.RunID,
 		arg.Now,
+		arg.RunIds,
 		arg.Steps,
 		arg.Kinds,
 		arg.Pendings,
