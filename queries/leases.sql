@@ -56,4 +56,5 @@ WITH input AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, @now, NULL FROM requeued
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(wake))::bigint FROM requeued;
+SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow))::bigint
+FROM requeued q JOIN trellis_runs r ON r.id = q.run_id;

@@ -12,8 +12,11 @@ WITH picked AS (
     LIMIT @lim
     FOR UPDATE SKIP LOCKED
 ), taken AS (
-    DELETE FROM trellis_ready q USING picked p
-    WHERE q.run_id = p.run_id AND q.step = p.step
+    -- run_id = ANY (...) lets the primary key find the rows; a plain join
+    -- would be planned as a scan of the whole queue.
+    DELETE FROM trellis_ready q
+    WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
+      AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
     RETURNING q.run_id, q.step, q.wake, q.tenant
 ), claimed AS (
     UPDATE trellis_tasks t
@@ -59,8 +62,9 @@ WITH running AS (
     LIMIT @lim
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
-    DELETE FROM trellis_ready q USING picked p
-    WHERE q.run_id = p.run_id AND q.step = p.step
+    DELETE FROM trellis_ready q
+    WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
+      AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
     RETURNING q.run_id, q.step, q.wake, q.tenant
 ), claimed AS (
     UPDATE trellis_tasks t

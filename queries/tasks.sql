@@ -16,8 +16,14 @@ WITH inserted AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', 0, @now FROM inserted WHERE status = 'QUEUED'
     RETURNING run_id, step
+), roots AS (
+    SELECT e.run_id, e.step, r.tenant, r.workflow
+    FROM events e
+    JOIN (SELECT unnest(@runs::uuid[]) AS id, unnest(@tenants::text[]) AS tenant, unnest(@workflows::text[]) AS workflow) AS r
+        ON r.id = e.run_id
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM events;
+SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow))::bigint
+FROM roots;
 
 -- name: TaskList :many
 SELECT run_id, step, kind, status, attempt, output, error, worker, wake_at, updated_at, finished_at
@@ -69,6 +75,10 @@ WITH input AS (
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
+), ready AS (
+    SELECT s.run_id, s.step, r.tenant, r.workflow
+    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
+    WHERE s.ready
 ), runs AS (
     UPDATE trellis_runs r
     SET unresolved = r.unresolved - c.n,
@@ -84,8 +94,8 @@ WITH input AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, @now, NULL FROM resolved WHERE ready
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false)) AS n
-    FROM resolved WHERE ready
+    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
+    FROM ready
 )
 SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -233,7 +243,8 @@ WITH handlers AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', attempt, @now FROM handlers
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM handlers;
+SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+FROM handlers h JOIN trellis_runs r ON r.id = h.run_id;
 
 -- name: TasksDequeue :exec
 -- Removes queue entries and timers of tasks about to be reset.
@@ -262,5 +273,6 @@ WITH input AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'QUEUED', attempt, @now, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint
-FROM reset WHERE status = 'QUEUED';
+SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+FROM reset s JOIN trellis_runs r ON r.id = s.run_id
+WHERE s.status = 'QUEUED';

@@ -36,11 +36,15 @@ type Config struct {
 	// host-pid-random.
 	WorkerID string
 	// Concurrency is the number of steps this engine runs at once
-	// (default 16).
+	// (default 100).
 	Concurrency int
 	// ClaimBatch is the most tasks claimed in one store round trip
 	// (default Concurrency).
 	ClaimBatch int
+	// BatchWindow is how long a busy engine waits to gather a batch: free
+	// slots before claiming, results before recording them (default 1ms;
+	// negative: never wait). An engine with no step running never waits.
+	BatchWindow time.Duration
 	// PollInterval is how often an idle engine looks for work when no
 	// wake-up arrived (default 1s); wake-ups make most polls unnecessary.
 	PollInterval time.Duration
@@ -80,7 +84,10 @@ func (c *Config) setDefaults() error {
 		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
 	}
 	if c.Concurrency <= 0 {
-		c.Concurrency = 16
+		c.Concurrency = 100
+	}
+	if c.BatchWindow == 0 {
+		c.BatchWindow = time.Millisecond
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = c.Concurrency

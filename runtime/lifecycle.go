@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -128,16 +129,7 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		case <-lc.stopClaiming:
 			return
 		}
-		free := 1
-		for free < e.cfg.ClaimBatch {
-			select {
-			case lc.slots <- struct{}{}:
-				free++
-				continue
-			default:
-			}
-			break
-		}
+		free := e.gatherSlots(lc)
 		n, err := e.claimAndRun(ctx, lc, free)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("claiming tasks", "error", err)
@@ -155,6 +147,42 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		}
 		t.Stop()
 	}
+}
+
+// gatherSlots takes the free slots, up to a claim batch, once one is
+// already taken. While other steps run and few slots are free, it waits up
+// to the batch window for more, so that a busy engine claims in batches
+// rather than a task at a time; an idle engine claims at once.
+func (e *Engine) gatherSlots(lc *lifecycle) int {
+	free := 1
+	take := func() bool {
+		select {
+		case lc.slots <- struct{}{}:
+			free++
+			return true
+		default:
+			return false
+		}
+	}
+	for free < e.cfg.ClaimBatch && take() {
+	}
+	busy := len(lc.slots) > free
+	if free >= e.cfg.ClaimBatch/2 || !busy || e.cfg.BatchWindow <= 0 {
+		return free
+	}
+	t := e.clock.NewTimer(e.cfg.BatchWindow)
+	defer t.Stop()
+	for free < e.cfg.ClaimBatch/2 {
+		select {
+		case lc.slots <- struct{}{}:
+			free++
+		case <-t.C():
+			return free
+		case <-lc.stopClaiming:
+			return free
+		}
+	}
+	return free
 }
 
 // claimAndRun claims up to free tasks, hands their immediate results to the
@@ -238,16 +266,42 @@ func (e *Engine) flushLoop(ctx context.Context, lc *lifecycle) {
 		case <-ctx.Done():
 			return
 		}
-	drain:
-		for batch.Len() < maxFlush {
-			select {
-			case r := <-lc.results:
-				merge(&batch, r)
-			default:
-				break drain
-			}
-		}
+		e.gatherResults(lc, &batch)
 		e.finish(ctx, lc, batch)
+	}
+}
+
+// gatherResults adds waiting results to batch. While steps are still
+// running, it waits up to the batch window for theirs too, so that a busy
+// engine records results in batches; an idle one records at once.
+func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
+	var t clock.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for batch.Len() < maxFlush {
+		select {
+		case r := <-lc.results:
+			merge(batch, r)
+			continue
+		default:
+		}
+		if len(lc.slots) == 0 || e.cfg.BatchWindow <= 0 {
+			return // no step running: nothing more is coming soon
+		}
+		if t == nil {
+			t = e.clock.NewTimer(e.cfg.BatchWindow)
+		}
+		select {
+		case r := <-lc.results:
+			merge(batch, r)
+		case <-t.C():
+			return
+		case <-lc.flushStop:
+			return
+		}
 	}
 }
 

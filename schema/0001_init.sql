@@ -46,7 +46,9 @@ CREATE UNIQUE INDEX trellis_runs_idempotency
     WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE trellis_tasks (
-    run_id         uuid NOT NULL REFERENCES trellis_runs (id) ON DELETE CASCADE,
+    -- No foreign key to trellis_runs: tasks are only created with their
+    -- run, and the check would cost on every task insert and update.
+    run_id         uuid NOT NULL,
     step           smallint NOT NULL,
     kind           smallint NOT NULL, -- 0 code, 1 sleep, 2 failure handler
     status         text NOT NULL CHECK (status IN
@@ -148,29 +150,34 @@ LANGUAGE sql STABLE AS $$ SELECT current_schema() || '.trellis' $$;
 -- wakes listening workers. A tenant's next block is the later of the
 -- queue's frontier (the block of its smallest qid) and the block after the
 -- tenant's last queued task, so an idle tenant joins at the front and a
--- busy one queues behind itself. Callers set the tasks' status.
-CREATE FUNCTION trellis_enqueue(p_runs uuid[], p_steps smallint[], p_wakes boolean[]) RETURNS bigint
+-- busy one queues behind itself. Callers set the tasks' status and pass
+-- each task's tenant and workflow.
+CREATE FUNCTION trellis_enqueue(p_runs uuid[], p_steps smallint[], p_wakes boolean[], p_tenants text[], p_workflows text[])
+RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     queued bigint;
 BEGIN
+    IF cardinality(p_runs) IS NULL OR cardinality(p_runs) = 0 THEN
+        RETURN 0;
+    END IF;
     INSERT INTO trellis_tenants (tenant, grp)
     SELECT t.tenant, nextval('trellis_tenant_group')
     FROM (
-        SELECT DISTINCT r.tenant
-        FROM trellis_runs r
-        WHERE r.id = ANY (p_runs)
-          AND NOT EXISTS (SELECT 1 FROM trellis_tenants g WHERE g.tenant = r.tenant)
+        SELECT DISTINCT x.tenant FROM unnest(p_tenants) AS x (tenant)
+        WHERE NOT EXISTS (SELECT 1 FROM trellis_tenants g WHERE g.tenant = x.tenant)
     ) t
     ON CONFLICT (tenant) DO NOTHING;
 
     WITH items AS (
-        SELECT i.run_id, i.step, i.wake, r.tenant, r.workflow, g.grp,
-               row_number() OVER (PARTITION BY r.tenant ORDER BY i.ord) - 1 AS n
-        FROM unnest(p_runs, p_steps, p_wakes) WITH ORDINALITY AS i (run_id, step, wake, ord)
-        JOIN trellis_runs r ON r.id = i.run_id
-        JOIN trellis_tenants g ON g.tenant = r.tenant
-    ), base AS (
+        SELECT i.run_id, i.step, i.wake, i.tenant, i.workflow, g.grp,
+               row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) - 1 AS n
+        FROM unnest(p_runs, p_steps, p_wakes, p_tenants, p_workflows) WITH ORDINALITY
+            AS i (run_id, step, wake, tenant, workflow, ord)
+        JOIN trellis_tenants g ON g.tenant = i.tenant
+    ), base AS MATERIALIZED (
+        -- Once per tenant, before inserting: a lookup per inserted row
+        -- would step over every row this statement has inserted so far.
         SELECT t.tenant,
                greatest(
                    coalesce((SELECT min(q.qid) FROM trellis_ready q) / 1048576, 0),

@@ -97,6 +97,9 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 			continue
 		}
 		out[i] = store.CreateRunResult{ID: r.ID, Created: true}
+		tasks.Runs = append(tasks.Runs, r.ID)
+		tasks.Tenants = append(tasks.Tenants, r.Tenant)
+		tasks.Workflows = append(tasks.Workflows, r.Workflow)
 		for _, t := range r.Tasks {
 			tasks.RunIds = append(tasks.RunIds, r.ID)
 			tasks.Steps = append(tasks.Steps, int16(t.Step))

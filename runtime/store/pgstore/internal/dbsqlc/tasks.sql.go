@@ -194,6 +194,10 @@ WITH input AS (
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
+), ready AS (
+    SELECT s.run_id, s.step, r.tenant, r.workflow
+    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
+    WHERE s.ready
 ), runs AS (
     UPDATE trellis_runs r
     SET unresolved = r.unresolved - c.n,
@@ -209,8 +213,8 @@ WITH input AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, $7, NULL FROM resolved WHERE ready
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false)) AS n
-    FROM resolved WHERE ready
+    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
+    FROM ready
 )
 SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -407,8 +411,14 @@ WITH inserted AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', 0, $1 FROM inserted WHERE status = 'QUEUED'
     RETURNING run_id, step
+), roots AS (
+    SELECT e.run_id, e.step, r.tenant, r.workflow
+    FROM events e
+    JOIN (SELECT unnest($8::uuid[]) AS id, unnest($9::text[]) AS tenant, unnest($10::text[]) AS workflow) AS r
+        ON r.id = e.run_id
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM events
+SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow))::bigint
+FROM roots
 `
 
 type TasksInsertParams struct {
@@ -419,6 +429,9 @@ type TasksInsertParams struct {
 	Pendings    []int16
 	Plains      []bool
 	MaxAttempts []int32
+	Runs        []uuid.UUID
+	Tenants     []string
+	Workflows   []string
 }
 
 // Creates the tasks of new runs and queues those waiting for no parent
@@ -432,6 +445,9 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.Pendings,
 		arg.Plains,
 		arg.MaxAttempts,
+		arg.Runs,
+		arg.Tenants,
+		arg.Workflows,
 	)
 	var column_1 int64
 	err := row.Scan(&column_1)
@@ -448,7 +464,8 @@ WITH handlers AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', attempt, $1 FROM handlers
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint FROM handlers
+SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+FROM handlers h JOIN trellis_runs r ON r.id = h.run_id
 `
 
 type TasksQueueHandlersParams struct {
@@ -479,8 +496,9 @@ WITH input AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'QUEUED', attempt, $3, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false))::bigint
-FROM reset WHERE status = 'QUEUED'
+SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+FROM reset s JOIN trellis_runs r ON r.id = s.run_id
+WHERE s.status = 'QUEUED'
 `
 
 type TasksResetParams struct {

@@ -30,8 +30,11 @@ WITH due AS (
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), fired AS (
-    DELETE FROM trellis_timers m USING due d
-    WHERE m.run_id = d.run_id AND m.step = d.step
+    -- run_id = ANY (...) lets the primary key find the rows; a plain join
+    -- would be planned as a scan of every timer.
+    DELETE FROM trellis_timers m
+    WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
+      AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
     RETURNING m.run_id, m.step
 ), woken AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
@@ -48,7 +51,10 @@ WITH due AS (
 )
 SELECT count(*) FILTER (WHERE q.n >= 0)::bigint
 FROM woken w
-CROSS JOIN (SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(wake)) AS n FROM woken) q
+CROSS JOIN (
+    SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
+    FROM woken k JOIN trellis_runs r ON r.id = k.run_id
+) q
 `
 
 type TimersFireParams struct {

@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The harness reads results from the schema's tables with plain SQL.
+
+// unfinishedRuns counts runs still RUNNING.
+func unfinishedRuns(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_runs WHERE status = 'RUNNING'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting unfinished runs: %w", err)
+	}
+	return n, nil
+}
+
+// waitRunsDone polls until no run is RUNNING, or timeout.
+func waitRunsDone(ctx context.Context, pool *pgxpool.Pool, every, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := unfinishedRuns(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d runs still running after %v", n, timeout)
+		}
+		if err := sleepCtx(ctx, every); err != nil {
+			return err
+		}
+	}
+}
+
+// checkAllCompleted reports runs that did not complete (failed or
+// cancelled ones mean the bench measured something else).
+func checkAllCompleted(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT status, count(*) FROM trellis_runs WHERE status <> 'COMPLETED' GROUP BY status`)
+	if err != nil {
+		return fmt.Errorf("checking run statuses: %w", err)
+	}
+	defer rows.Close()
+	var bad string
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return fmt.Errorf("checking run statuses: %w", err)
+		}
+		bad += fmt.Sprintf(" %d %s", n, status)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("checking run statuses: %w", err)
+	}
+	if bad != "" {
+		return fmt.Errorf("runs that did not complete:%s", bad)
+	}
+	return nil
+}
+
+// window is the span of a burn-down: from the first STARTED event to the
+// last COMPLETED one, with the number of COMPLETED events.
+type window struct {
+	first, last time.Time
+	completed   int
+}
+
+func (w window) elapsed() time.Duration { return w.last.Sub(w.first) }
+
+// burnWindow reads the burn-down window from the event log.
+func burnWindow(ctx context.Context, pool *pgxpool.Pool) (window, error) {
+	var w window
+	var first, last *time.Time
+	err := pool.QueryRow(ctx, `SELECT min(at) FILTER (WHERE type = 'STARTED'), max(at) FILTER (WHERE type = 'COMPLETED'),
+		count(*) FILTER (WHERE type = 'COMPLETED') FROM trellis_events`).Scan(&first, &last, &w.completed)
+	if err != nil {
+		return w, fmt.Errorf("reading the burn-down window: %w", err)
+	}
+	if first == nil || last == nil {
+		return w, fmt.Errorf("the event log holds no STARTED or no COMPLETED event")
+	}
+	w.first, w.last = *first, *last
+	return w, nil
+}
+
+// countEvents counts events of a type with at in [from, to).
+func countEvents(ctx context.Context, pool *pgxpool.Pool, typ string, from, to time.Time) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_events WHERE type = $1 AND at >= $2 AND at < $3`, typ, from, to).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting %s events: %w", typ, err)
+	}
+	return n, nil
+}
+
+// countFinishedRuns counts runs that finished in [from, to).
+func countFinishedRuns(ctx context.Context, pool *pgxpool.Pool, from, to time.Time) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_runs WHERE finished_at >= $1 AND finished_at < $2`, from, to).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting finished runs: %w", err)
+	}
+	return n, nil
+}
+
+// loadTaskEvents reads the STARTED, COMPLETED and SKIPPED events of the
+// runs of a workflow, grouped by run.
+func loadTaskEvents(ctx context.Context, pool *pgxpool.Pool, workflow string) ([]taskEvent, error) {
+	rows, err := pool.Query(ctx, `SELECT e.run_id, e.step, e.type <> 'STARTED', e.at
+		FROM trellis_events e JOIN trellis_runs r ON r.id = e.run_id
+		WHERE r.workflow = $1 AND e.type IN ('STARTED', 'COMPLETED', 'SKIPPED')
+		ORDER BY e.run_id, e.id`, workflow)
+	if err != nil {
+		return nil, fmt.Errorf("reading events: %w", err)
+	}
+	defer rows.Close()
+	var out []taskEvent
+	for rows.Next() {
+		var ev taskEvent
+		var step int16
+		if err := rows.Scan(&ev.run, &step, &ev.resolved, &ev.at); err != nil {
+			return nil, fmt.Errorf("reading events: %w", err)
+		}
+		ev.step = int(step)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading events: %w", err)
+	}
+	return out, nil
+}
+
+// eventTime returns the time of a task's first event of a type.
+func eventTime(ctx context.Context, pool *pgxpool.Pool, run uuid.UUID, step int, typ string) (time.Time, error) {
+	var at time.Time
+	err := pool.QueryRow(ctx, `SELECT at FROM trellis_events WHERE run_id = $1 AND step = $2 AND type = $3 ORDER BY id LIMIT 1`,
+		run, step, typ).Scan(&at)
+	if err != nil {
+		return at, fmt.Errorf("reading the %s event of run %s: %w", typ, run, err)
+	}
+	return at, nil
+}
+
+// tableBytes sums pg_total_relation_size (rows, indexes, TOAST) over the
+// schema's trellis tables.
+func tableBytes(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+		FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+		WHERE ns.nspname = current_schema() AND c.relkind = 'r' AND c.relname LIKE 'trellis\_%'`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("measuring the tables: %w", err)
+	}
+	return n, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes the results as indented JSON. Durations are in
+// nanoseconds (fields ending in _ns), sizes in bytes.
+func WriteJSON(w io.Writer, r *Results) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("writing results as JSON: %w", err)
+	}
+	return nil
+}
+
+// Report writes the results as text: a section per scenario, each an
+// aligned table with units, every figure with what it means.
+func Report(w io.Writer, r *Results) {
+	env := r.Environment
+	fmt.Fprintf(w, "Trellis bench, %s\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "%s %s/%s, %d CPUs", env.GoVersion, env.OS, env.Arch, env.CPUs)
+	if env.Postgres != "" {
+		fmt.Fprintf(w, "; PostgreSQL %s at %s", env.Postgres, env.Database)
+	}
+	fmt.Fprintf(w, "\nEngines that execute steps: %s\n", r.Engine)
+	reportThroughput(w, r)
+	reportLatency(w, r)
+	reportFairness(w, r)
+	reportSleep(w, r)
+	if len(r.Errors) > 0 {
+		fmt.Fprintln(w, "\nFAILED")
+		for _, e := range r.Errors {
+			fmt.Fprintln(w, "  "+strings.ReplaceAll(e, "\n", "\n    "))
+		}
+	}
+}
+
+func reportThroughput(w io.Writer, r *Results) {
+	if len(r.Throughput) == 0 {
+		return
+	}
+	s := r.Sizes
+	fmt.Fprintln(w, "\nTHROUGHPUT  no-op steps; tasks/s and runs/s completed")
+	fmt.Fprintf(w, "  burn-down: the runs are inserted first (TriggerMany, %d a call), then the workers start; measured\n", insertChunk)
+	fmt.Fprintln(w, "             from the first STARTED event to the last COMPLETED one.")
+	fmt.Fprintf(w, "  steady:    workers run while an inserter keeps at most %s runs unfinished for %s;\n", count(int64(s.MaxBacklog)), dur(s.SteadyDuration))
+	fmt.Fprintf(w, "             measured over the last %s (after a %s warm-up).\n", dur(s.SteadyDuration-s.SteadyWarmup), dur(s.SteadyWarmup))
+	fmt.Fprintln(w, "  workers are worker processes; memory is one engine in this process on the memory store.")
+	t := &table{indent: "  ", right: []bool{false, false, false, true, true, true, true, true, true}}
+	t.add("store", "workflow", "mode", "workers", "tasks/s", "runs/s", "tasks", "runs", "window", "")
+	for _, c := range r.Throughput {
+		workers := strconv.Itoa(c.Workers)
+		if c.Store == StoreMemory {
+			workers = "in-proc"
+		}
+		note := ""
+		switch {
+		case c.Mode == ModeBurnDown && c.InsertedPerSec > 0:
+			note = "inserted at " + rate(c.InsertedPerSec) + " runs/s"
+		case c.Mode == ModeSteady:
+			note = "fewest unfinished runs seen: " + count(int64(c.MinBacklog))
+			if c.MinBacklog == 0 {
+				note += " (workers ran dry)"
+			}
+		}
+		t.add(c.Store, c.Workflow, c.Mode, workers, rate(c.TasksPerSec), rate(c.RunsPerSec),
+			count(int64(c.Tasks)), count(int64(c.Runs)), dur(c.Elapsed), note)
+	}
+	t.write(w)
+	for _, c := range r.Throughput {
+		writeNotes(w, fmt.Sprintf("%s %s %s, %d workers", c.Store, c.Workflow, c.Mode, c.Workers), c.Notes)
+	}
+}
+
+func reportLatency(w io.Writer, r *Results) {
+	if len(r.Latency) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nLATENCY  hand-off: a task's STARTED event time minus the latest COMPLETED (or SKIPPED) event time")
+	fmt.Fprintln(w, "         among its parents, for every task with parents")
+	fmt.Fprintf(w, "  idle:   one worker, %d chain-5 runs triggered one at a time, each waited for.\n", r.Sizes.LatencyRuns)
+	fmt.Fprintln(w, "  steady: tasks started in the measured window of the steady throughput case.")
+	t := &table{indent: "  ", right: []bool{false, false, true, true, true, true, true, true}}
+	t.add("case", "workflow", "workers", "hand-offs", "p50", "p95", "p99", "max")
+	for _, l := range r.Latency {
+		p := l.Handoffs
+		t.add(l.Case, l.Workflow, strconv.Itoa(l.Workers), count(int64(p.Count)), dur(p.P50), dur(p.P95), dur(p.P99), dur(p.Max))
+	}
+	t.write(w)
+	for _, l := range r.Latency {
+		writeNotes(w, fmt.Sprintf("%s %s, %d workers", l.Case, l.Workflow, l.Workers), l.Notes)
+	}
+}
+
+func reportFairness(w io.Writer, r *Results) {
+	f := r.Fairness
+	if f == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nFAIRNESS")
+	if l := f.Lone; l.Backlog > 0 {
+		fmt.Fprintf(w, "  lone tenant: tenant B holds %s single-step runs; %d workers work on them; then tenant A triggers one run.\n",
+			count(int64(l.Backlog)), l.Workers)
+		t := &table{indent: "    ", right: []bool{false, true}}
+		t.add("tasks ahead", count(int64(l.TasksAhead)), "tasks", "other tasks started after A's task was QUEUED and before it STARTED")
+		t.add("claims ahead", count(int64(l.ClaimsAhead)), "claims", "claims (one worker's tasks started at one instant) in that interval")
+		t.add("A's wait", dur(l.Wait), "", "A's task from QUEUED to STARTED")
+		t.add("B waiting", count(int64(l.Waiting)), "tasks", "B's tasks not yet started when A's task was QUEUED")
+		t.write(w)
+		writeNotes(w, "lone tenant", l.Notes)
+	}
+	if s := f.Shared; s.Tenants > 0 {
+		fmt.Fprintf(w, "  shared backlog: %d tenants insert %s single-step runs each (interleaved), then %d workers burn them down\n",
+			s.Tenants, count(int64(s.RunsPerTenant)), s.Workers)
+		fmt.Fprintf(w, "  in %s; each tenant's share of the %s tasks COMPLETED in the first half (ideal %s):\n",
+			dur(s.Elapsed), count(int64(s.FirstHalf)), percent(1/float64(s.Tenants)))
+		t := &table{indent: "    ", right: []bool{false, true, true}}
+		for _, sh := range s.Shares {
+			t.add(sh.Tenant, percent(sh.Share), count(int64(sh.Tasks))+" tasks")
+		}
+		t.write(w)
+		writeNotes(w, "shared backlog", s.Notes)
+	}
+}
+
+func reportSleep(w io.Writer, r *Results) {
+	s := r.Sleep
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nSLEEP  %s runs, each a durable sleep of %s then a no-op step, on one engine in this process\n",
+		count(int64(s.Sleepers)), s.Sleep)
+	t := &table{indent: "  ", right: []bool{false, true}}
+	t.add("insert", dur(s.Insert), "triggering every run (TriggerMany, engine running)")
+	t.add("all asleep", dur(s.Asleep), "from the first trigger until every sleep step slept")
+	t.add("goroutines", fmt.Sprintf("%d -> %d", s.IdleGoroutines, s.AsleepGoroutines), "of this process: engine idle -> every run asleep")
+	t.add("live heap", bytesIEC(float64(s.IdleHeap))+" -> "+bytesIEC(float64(s.AsleepHeap)),
+		fmt.Sprintf("after runtime.GC, idle -> asleep (%s per sleeper)", bytesIEC((float64(s.AsleepHeap)-float64(s.IdleHeap))/float64(s.Sleepers))))
+	t.add("Postgres", bytesIEC(s.BytesPerRun)+" per run", fmt.Sprintf("trellis tables with indexes and TOAST, every run asleep (%s in all)", bytesIEC(float64(s.TableBytes))))
+	t.add("lateness p50", dur(s.Lateness.P50), "WOKEN event time minus the task's wake_at")
+	t.add("lateness p99", dur(s.Lateness.P99), fmt.Sprintf("(max %s)", dur(s.Lateness.Max)))
+	t.add("firing", dur(s.Firing), fmt.Sprintf("first to last WOKEN event; the wake times spread over %s", dur(s.WakeSpread)))
+	t.add("finishing", dur(s.Finish), "last WOKEN event to the last run COMPLETED")
+	t.write(w)
+	writeNotes(w, "sleep", s.Notes)
+}
+
+// writeNotes prints a case's notes (worker log problems and the like).
+func writeNotes(w io.Writer, what string, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  note, %s:\n", what)
+	for _, n := range notes {
+		fmt.Fprintf(w, "    %s\n", n)
+	}
+}

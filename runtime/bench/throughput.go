@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Modes of a throughput case.
+const (
+	// ModeBurnDown: the runs are inserted first, then the workers start;
+	// measured from the first STARTED event to the last COMPLETED one.
+	ModeBurnDown = "burn-down"
+	// ModeSteady: the workers run while an inserter keeps the backlog
+	// bounded; measured over a window after a warm-up.
+	ModeSteady = "steady"
+)
+
+// Stores of a throughput case.
+const (
+	StorePostgres = "postgres"
+	StoreMemory   = "memory"
+)
+
+// Throughput is one throughput case.
+type Throughput struct {
+	Store    string `json:"store"`
+	Workflow string `json:"workflow"`
+	Mode     string `json:"mode"`
+	// Workers is the number of worker processes (0: the memory store's
+	// in-process engine).
+	Workers int `json:"workers"`
+	// Runs and Tasks are what completed in the measured window.
+	Runs  int `json:"runs"`
+	Tasks int `json:"tasks"`
+	// Elapsed is the measured window.
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	TasksPerSec float64       `json:"tasks_per_sec"`
+	RunsPerSec  float64       `json:"runs_per_sec"`
+	// InsertedPerSec is how fast the runs were inserted (burn-down: with
+	// TriggerMany before the workers started).
+	InsertedPerSec float64 `json:"inserted_per_sec,omitempty"`
+	// MinBacklog is the fewest unfinished runs the steady inserter saw
+	// in the measured window, before topping the backlog up to its bound
+	// (Options.MaxBacklog): 0 means the workers ran out of work.
+	MinBacklog int `json:"min_backlog,omitempty"`
+	// Notes are worker log lines of level WARN or ERROR, and anything
+	// else odd.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// RunThroughput runs the Postgres throughput cases: chain-5 and diamond-6,
+// burn-down and steady, with each of o.Workers worker processes. The
+// steady cases also measure hand-off latency under load.
+func RunThroughput(ctx context.Context, o Options) ([]Throughput, []Latency, error) {
+	var out []Throughput
+	var lat []Latency
+	var errs []error
+	for _, sh := range []shape{chainShape(), diamondShape()} {
+		for _, w := range o.Workers {
+			t, err := BurnDown(ctx, o, sh.label, w)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s burn-down with %d workers: %w", sh.label, w, err))
+			} else {
+				out = append(out, t)
+			}
+			if ctx.Err() != nil {
+				return out, lat, errors.Join(errs...)
+			}
+		}
+		for _, w := range o.Workers {
+			t, l, err := Steady(ctx, o, sh.label, w)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s steady with %d workers: %w", sh.label, w, err))
+			} else {
+				out = append(out, t)
+				lat = append(lat, l)
+			}
+			if ctx.Err() != nil {
+				return out, lat, errors.Join(errs...)
+			}
+		}
+	}
+	return out, lat, errors.Join(errs...)
+}
+
+// shapeByLabel returns the throughput workflow with a label.
+func shapeByLabel(label string) (shape, error) {
+	for _, s := range []shape{chainShape(), diamondShape()} {
+		if s.label == label {
+			return s, nil
+		}
+	}
+	return shape{}, fmt.Errorf("no throughput workflow %q (use %s or %s)", label, ChainLabel, DiamondLabel)
+}
+
+// BurnDown inserts o.Runs runs of a workflow (ChainLabel or
+// DiamondLabel), then starts workers processes and measures how fast they
+// work through them.
+func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res Throughput, err error) {
+	sh, err := shapeByLabel(workflow)
+	if err != nil {
+		return res, err
+	}
+	log := o.logger().With("scenario", "throughput", "workflow", sh.label, "mode", ModeBurnDown, "workers", workers)
+	c, err := newPGCase(ctx, o, log)
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, c.close(ctx)) }()
+	log.Info("inserting runs", "runs", o.Runs)
+	t0 := time.Now()
+	if err := insertRuns(ctx, c.workflow(sh), o.Runs); err != nil {
+		return res, err
+	}
+	inserted := time.Since(t0)
+	log.Info("working", "runs", o.Runs)
+	if err := c.startWorkers(ctx, workers); err != nil {
+		return res, err
+	}
+	total := o.Runs * sh.tasks()
+	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
+		return res, err
+	}
+	if err := c.stopWorkers(); err != nil {
+		return res, err
+	}
+	if err := checkAllCompleted(ctx, c.db.pool); err != nil {
+		return res, err
+	}
+	w, err := burnWindow(ctx, c.db.pool)
+	if err != nil {
+		return res, err
+	}
+	if w.completed != total {
+		return res, fmt.Errorf("%d COMPLETED events for %d tasks", w.completed, total)
+	}
+	res = Throughput{
+		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: workers,
+		Runs: o.Runs, Tasks: total, Elapsed: w.elapsed(),
+		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Runs, w.elapsed()),
+		InsertedPerSec: perSecond(o.Runs, inserted), Notes: c.notes,
+	}
+	log.Info("done", "tasks/s", int(res.TasksPerSec), "elapsed", res.Elapsed.Round(time.Millisecond))
+	return res, nil
+}
+
+// steadyPoll is how often the steady inserter checks the backlog.
+const steadyPoll = 50 * time.Millisecond
+
+// Steady runs workers processes for o.SteadyDuration while inserting runs
+// of a workflow so that at most o.MaxBacklog are unfinished, and measures
+// throughput and hand-off latency after o.SteadyWarmup.
+func Steady(ctx context.Context, o Options, workflow string, workers int) (res Throughput, lat Latency, err error) {
+	sh, err := shapeByLabel(workflow)
+	if err != nil {
+		return res, lat, err
+	}
+	log := o.logger().With("scenario", "throughput", "workflow", sh.label, "mode", ModeSteady, "workers", workers)
+	c, err := newPGCase(ctx, o, log)
+	if err != nil {
+		return res, lat, err
+	}
+	defer func() { err = errors.Join(err, c.close(ctx)) }()
+	if err := c.startWorkers(ctx, workers); err != nil {
+		return res, lat, err
+	}
+	log.Info("working", "duration", o.SteadyDuration, "max backlog", o.MaxBacklog)
+	begin := time.Now()
+	from, to := begin.Add(o.SteadyWarmup), begin.Add(o.SteadyDuration)
+	wf := c.workflow(sh)
+	minBacklog := -1
+	for now := time.Now(); now.Before(to); now = time.Now() {
+		backlog, err := unfinishedRuns(ctx, c.db.pool)
+		if err != nil {
+			return res, lat, err
+		}
+		if !now.Before(from) && (minBacklog < 0 || backlog < minBacklog) {
+			minBacklog = backlog
+		}
+		if room := o.MaxBacklog - backlog; room > 0 {
+			if err := insertRuns(ctx, wf, room); err != nil {
+				return res, lat, err
+			}
+		}
+		if err := sleepCtx(ctx, steadyPoll); err != nil {
+			return res, lat, err
+		}
+	}
+	if err := c.stopWorkers(); err != nil {
+		return res, lat, err
+	}
+	tasks, err := countEvents(ctx, c.db.pool, "COMPLETED", from, to)
+	if err != nil {
+		return res, lat, err
+	}
+	runs, err := countFinishedRuns(ctx, c.db.pool, from, to)
+	if err != nil {
+		return res, lat, err
+	}
+	events, err := loadTaskEvents(ctx, c.db.pool, sh.spec.Name)
+	if err != nil {
+		return res, lat, err
+	}
+	window := to.Sub(from)
+	res = Throughput{
+		Store: StorePostgres, Workflow: sh.label, Mode: ModeSteady, Workers: workers,
+		Runs: runs, Tasks: tasks, Elapsed: window,
+		TasksPerSec: perSecond(tasks, window), RunsPerSec: perSecond(runs, window),
+		MinBacklog: max(minBacklog, 0), Notes: c.notes,
+	}
+	lat = Latency{
+		Case: LatencySteady, Workflow: sh.label, Workers: workers,
+		Handoffs: percentiles(handoffs(events, sh.parents, from, to)),
+	}
+	log.Info("done", "tasks/s", int(res.TasksPerSec), "p50", lat.Handoffs.P50)
+	return res, lat, nil
+}
