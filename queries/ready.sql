@@ -1,7 +1,8 @@
 -- name: ReadyClaim :many
 -- Takes up to lim tasks of the given workflows from the ready queue in
 -- fair order, marks them RUNNING for the worker under a fresh lease, and
--- returns them with their run's facts. Plain tasks get their STARTED
+-- returns them with their run's facts and their parents' statuses and
+-- outputs. Plain tasks get their STARTED
 -- event here. A queue entry whose task is no longer QUEUED (its run was
 -- cancelled meanwhile) is dropped.
 WITH picked AS (
@@ -24,7 +25,7 @@ WITH picked AS (
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
@@ -33,9 +34,17 @@ WITH picked AS (
     SELECT run_id, step, 'STARTED', attempt, @now FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
-       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
-JOIN trellis_runs r ON r.id = c.run_id;
+JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+) p ON true;
 
 -- name: ReadyClaimLimited :many
 -- ReadyClaim under a per-tenant cap on running tasks. The caller holds
@@ -72,7 +81,7 @@ WITH running AS (
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, @now FROM claimed
@@ -81,9 +90,17 @@ WITH running AS (
     SELECT run_id, step, 'STARTED', attempt, @now FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
-       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
-JOIN trellis_runs r ON r.id = c.run_id;
+JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+) p ON true;
 
 -- name: ClaimLock :exec
 -- Serialises limited claims until the end of the transaction.

@@ -2,13 +2,15 @@
 -- Creates the tasks of new runs and queues those waiting for no parent
 -- (the failure handler excepted). Returns how many were queued.
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, pending, plain, max_attempts, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
-           t.pending, t.plain, t.max_attempts, @now
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, @now
     FROM (
+        -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
-               unnest(@kinds::smallint[]) AS kind, unnest(@pendings::smallint[]) AS pending,
+               unnest(@kinds::smallint[]) AS kind, unnest(@parents::text[]) AS parents,
+               unnest(@pendings::smallint[]) AS pending,
                unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts
     ) AS t
     RETURNING run_id, step, status
@@ -31,12 +33,6 @@ FROM trellis_tasks
 WHERE run_id = @run_id
 ORDER BY step;
 
--- name: TaskOutputs :many
-SELECT t.run_id, t.step, t.status, t.output
-FROM trellis_tasks t
-JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step) AS k
-    ON t.run_id = k.run_id AND t.step = k.step;
-
 -- name: TasksStart :exec
 -- Writes STARTED events for claimed tasks that run their code.
 INSERT INTO trellis_events (run_id, step, type, attempt, at)
@@ -50,8 +46,19 @@ WHERE t.status = 'RUNNING';
 -- Completes (or skips) running tasks, resolves their children, queues the
 -- children that became ready and completes runs with nothing unresolved,
 -- in one statement. Returns a row per stale result and per finished run.
-WITH input AS (
-    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@skipped::boolean[]) AS skipped, unnest(@details::text[]) AS detail, unnest(@outputs::json[]) AS output) AS i
+-- It first locks the runs' rows in id order (see the lock order in the
+-- schema): input waits for the count of locked, so every lock is taken
+-- before any row changes.
+WITH locked AS (
+    SELECT r.id FROM trellis_runs r WHERE r.id = ANY (@lock_runs::uuid[]) ORDER BY r.id FOR NO KEY UPDATE
+), input AS (
+    SELECT i.run_id, i.step, i.attempt, i.skipped, i.detail, i.output
+    FROM (
+        SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
+               unnest(@attempts::int[]) AS attempt, unnest(@skipped::boolean[]) AS skipped,
+               unnest(@details::text[]) AS detail, unnest(@outputs::json[]) AS output
+    ) AS i
+    WHERE (SELECT count(*) FROM locked) >= 0
 ), applied AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,

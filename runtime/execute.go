@@ -34,68 +34,42 @@ type job struct {
 func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job, store.Results, error) {
 	now := e.clock.Now()
 	results := store.Results{Now: now}
-	type planned struct {
-		c    store.ClaimedTask
-		def  *Definition
-		step *dag.Step
-	}
-	var ps []planned
-	var keys []store.TaskKey
+	var jobs []*job
+	var start []store.Attempt
 	for _, c := range claimed {
+		a := attemptOf(c)
 		def, err := e.definition(ctx, c.Version)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
-				return nil, store.Results{}, err // transient: the claim will be recovered
+				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
-			results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(c), Error: err.Error()})
+			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
 			continue
 		}
 		if c.Key.Step >= len(def.graph.Steps) {
-			results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(c),
+			results.Failures = append(results.Failures, store.Failure{Attempt: a,
 				Error: fmt.Sprintf("workflow %s has no step %d", def.Version(), c.Key.Step)})
 			continue
 		}
 		step := &def.graph.Steps[c.Key.Step]
-		ps = append(ps, planned{c, def, step})
-		if needsParents(c, step) {
-			for _, p := range step.Parents {
-				keys = append(keys, store.TaskKey{Run: c.Key.Run, Step: p})
-			}
-		}
-	}
-	outputs := map[store.TaskKey]store.TaskOutput{}
-	if len(keys) > 0 {
-		loaded, err := e.store.LoadOutputs(ctx, keys)
-		if err != nil {
-			return nil, store.Results{}, fmt.Errorf("loading parent outputs: %w", err)
-		}
-		for _, o := range loaded {
-			outputs[o.Key] = o
-		}
-	}
-	var jobs []*job
-	var start []store.Attempt
-	for _, p := range ps {
-		c, step := p.c, p.step
-		a := attemptOf(c)
 		switch {
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
 			continue
 		case step.Kind == dag.KindOnFailure:
-			jobs = append(jobs, &job{claim: c, def: p.def, step: step})
+			jobs = append(jobs, &job{claim: c, def: def, step: step})
 			if !c.Plain {
 				start = append(start, a)
 			}
 			continue
 		}
-		completed, statuses := parentState(c, p.def, step, outputs)
+		completed, statuses := parentState(c, def)
 		if dag.CascadeSkip(statuses) {
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: "all parents were skipped", Children: step.Children})
 			continue
 		}
-		skip, detail, err := e.evalSkip(ctx, p.def, step, c.Input, completed)
+		skip, detail, err := e.evalSkip(ctx, def, step, c.Input, completed)
 		switch {
 		case err != nil:
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
@@ -108,7 +82,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, Until: now.Add(step.Sleep)})
 			continue
 		}
-		jobs = append(jobs, &job{claim: c, def: p.def, step: step, parents: completed})
+		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed})
 		if !c.Plain {
 			start = append(start, a)
 		}
@@ -125,28 +99,15 @@ func attemptOf(c store.ClaimedTask) store.Attempt {
 	return store.Attempt{Key: c.Key, Attempt: c.Attempt}
 }
 
-// needsParents reports whether planning a claimed task needs its parents'
-// statuses or outputs.
-func needsParents(c store.ClaimedTask, step *dag.Step) bool {
-	if c.Woken || len(step.Parents) == 0 || step.Kind == dag.KindOnFailure {
-		return false
-	}
-	return step.Kind == dag.KindCode || step.MaySkip
-}
-
-// parentState returns the outputs of a task's completed parents by name,
-// and every parent's status.
-func parentState(c store.ClaimedTask, def *Definition, step *dag.Step, outputs map[store.TaskKey]store.TaskOutput) (map[string]json.RawMessage, []dag.TaskStatus) {
-	completed := make(map[string]json.RawMessage, len(step.Parents))
-	statuses := make([]dag.TaskStatus, 0, len(step.Parents))
-	for _, p := range step.Parents {
-		o, ok := outputs[store.TaskKey{Run: c.Key.Run, Step: p}]
-		if !ok {
-			continue
-		}
-		statuses = append(statuses, o.Status)
-		if o.Status == dag.TaskCompleted {
-			completed[def.graph.Steps[p].Name] = json.RawMessage(o.Output)
+// parentState returns the outputs of a claimed task's completed parents by
+// name, and every parent's status.
+func parentState(c store.ClaimedTask, def *Definition) (map[string]json.RawMessage, []dag.TaskStatus) {
+	completed := make(map[string]json.RawMessage, len(c.Parents))
+	statuses := make([]dag.TaskStatus, 0, len(c.Parents))
+	for _, p := range c.Parents {
+		statuses = append(statuses, p.Status)
+		if p.Status == dag.TaskCompleted && p.Step < len(def.graph.Steps) {
+			completed[def.graph.Steps[p.Step].Name] = json.RawMessage(p.Output)
 		}
 	}
 	return completed, statuses

@@ -78,7 +78,7 @@ func newTasks(def *Definition) []store.NewTask {
 	tasks := make([]store.NewTask, len(def.graph.Steps))
 	for i := range def.graph.Steps {
 		s := &def.graph.Steps[i]
-		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts()}
+		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Parents: s.Parents, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts()}
 	}
 	return tasks
 }

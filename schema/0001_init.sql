@@ -54,6 +54,8 @@ CREATE TABLE trellis_tasks (
     status         text NOT NULL CHECK (status IN
                        ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING',
                         'COMPLETED', 'SKIPPED', 'FAILED', 'CANCELLED')),
+    -- Step indexes of the parents, whose outputs a claim returns.
+    parents        smallint[] NOT NULL DEFAULT '{}',
     -- Parents not yet resolved; the task is queued when it reaches zero.
     pending        smallint NOT NULL,
     -- A plain task always runs its code, so its claim writes STARTED.

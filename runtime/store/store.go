@@ -102,11 +102,10 @@ type Tasks interface {
 	// fair order (round robin over tenants), marks them RUNNING under a
 	// lease for the worker, and counts a new attempt (not for a
 	// woken sleep task, which has no attempts). Plain tasks get their
-	// STARTED event here. No task is ever claimed by two callers.
+	// STARTED event here. Each claimed task comes with its run's facts and
+	// its parents' statuses and outputs, so that the worker needs no other
+	// read. No task is ever claimed by two callers.
 	ClaimTasks(ctx context.Context, p Claim) ([]ClaimedTask, error)
-	// LoadOutputs returns the status and output of the given tasks (the
-	// parents of claimed tasks); missing tasks are left out.
-	LoadOutputs(ctx context.Context, keys []TaskKey) ([]TaskOutput, error)
 	// StartTasks writes STARTED events for claimed tasks that turned out to
 	// run their code (those that were not plain).
 	StartTasks(ctx context.Context, tasks []Attempt, now time.Time) error
@@ -207,7 +206,8 @@ type NewRun struct {
 type NewTask struct {
 	Step        int
 	Kind        dag.Kind
-	Pending     int  // parents to wait for; 0 queues it (except for the failure handler)
+	Parents     []int // step indexes of its parents
+	Pending     int   // parents to wait for; 0 queues it (except for the failure handler)
 	Plain       bool // see dag.Step.Plain
 	MaxAttempts int
 }
@@ -295,11 +295,13 @@ type ClaimedTask struct {
 	Input      []byte
 	FailedStep int    // for the failure handler: the step that failed
 	Error      string // ... and its error
+	// Parents are the task's parents' statuses and outputs, in step order.
+	Parents []ParentOutput
 }
 
-// TaskOutput is a task's status and output.
-type TaskOutput struct {
-	Key    TaskKey
+// ParentOutput is the status and output of a claimed task's parent.
+type ParentOutput struct {
+	Step   int
 	Status dag.TaskStatus
 	Output []byte
 }

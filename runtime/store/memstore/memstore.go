@@ -50,6 +50,7 @@ type task struct {
 	rec         store.Task
 	run         *run
 	plain       bool
+	parents     []int
 	maxAttempts int
 	prior       int // attempts before the last run retry
 	claimedAt   time.Time

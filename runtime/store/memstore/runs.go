@@ -68,7 +68,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 			rec: store.Task{
 				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: dag.TaskPending, UpdatedAt: now,
 			},
-			run: r, plain: nt.Plain, maxAttempts: nt.MaxAttempts,
+			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts,
 		}
 		r.pending[i] = nt.Pending
 		if nt.Kind == dag.KindOnFailure {

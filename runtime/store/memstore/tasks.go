@@ -43,24 +43,17 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 		if plain {
 			s.event(r, t.rec.Key.Step, dag.EventStarted, t.rec.Attempt, p.Now, "")
 		}
+		var parents []store.ParentOutput
+		for _, p := range t.parents {
+			pt := r.tasks[p]
+			parents = append(parents, store.ParentOutput{Step: p, Status: pt.rec.Status, Output: pt.rec.Output})
+		}
 		out = append(out, store.ClaimedTask{
 			Key: t.rec.Key, Kind: t.rec.Kind, Attempt: t.rec.Attempt, PriorAttempts: t.prior,
 			Woken: e.wake, Plain: plain, Workflow: r.rec.Workflow, Version: r.rec.Version,
 			Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: r.rec.FailedStep, Error: r.rec.Error,
+			Parents: parents,
 		})
-	}
-	return out, nil
-}
-
-// LoadOutputs implements store.Tasks.
-func (s *Store) LoadOutputs(_ context.Context, keys []store.TaskKey) ([]store.TaskOutput, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]store.TaskOutput, 0, len(keys))
-	for _, k := range keys {
-		if t, ok := s.lookup(k); ok {
-			out = append(out, store.TaskOutput{Key: k, Status: t.rec.Status, Output: t.rec.Output})
-		}
 	}
 	return out, nil
 }

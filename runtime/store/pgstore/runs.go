@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,6 +106,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 			tasks.RunIds = append(tasks.RunIds, r.ID)
 			tasks.Steps = append(tasks.Steps, int16(t.Step))
 			tasks.Kinds = append(tasks.Kinds, int16(t.Kind))
+			tasks.Parents = append(tasks.Parents, arrayLiteral(t.Parents))
 			tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
 			tasks.Plains = append(tasks.Plains, t.Plain)
 			tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
@@ -252,6 +255,20 @@ func (s *Store) RetryRun(ctx context.Context, p store.RetryRun) (bool, error) {
 		return false, err
 	}
 	return reopened, wrap(err, "retrying run")
+}
+
+// arrayLiteral writes ints as a Postgres array literal: {0,2}.
+func arrayLiteral(ints []int) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range ints {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(n))
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 func deref(t *time.Time) time.Time {

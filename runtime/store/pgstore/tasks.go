@@ -53,29 +53,22 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 }
 
 func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
-	return store.ClaimedTask{
+	c := store.ClaimedTask{
 		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: dag.Kind(r.Kind), Attempt: int(r.Attempt),
 		PriorAttempts: int(r.PriorAttempts), Woken: r.Wake, Plain: r.Plain, Workflow: r.Workflow,
 		Version: r.Version, Tenant: r.Tenant, Input: r.Input, FailedStep: int(r.FailedStep), Error: r.Error,
 	}
-}
-
-// LoadOutputs implements store.Tasks.
-func (s *Store) LoadOutputs(ctx context.Context, keys []store.TaskKey) ([]store.TaskOutput, error) {
-	var p dbsqlc.TaskOutputsParams
-	for _, k := range keys {
-		p.RunIds = append(p.RunIds, k.Run)
-		p.Steps = append(p.Steps, int16(k.Step))
+	for i, step := range r.ParentSteps {
+		p := store.ParentOutput{Step: int(step)}
+		if i < len(r.ParentStatuses) {
+			p.Status = dag.TaskStatus(r.ParentStatuses[i])
+		}
+		if i < len(r.ParentOutputs) {
+			p.Output = r.ParentOutputs[i]
+		}
+		c.Parents = append(c.Parents, p)
 	}
-	rows, err := s.q.TaskOutputs(ctx, p)
-	if err != nil {
-		return nil, wrap(err, "loading outputs")
-	}
-	out := make([]store.TaskOutput, len(rows))
-	for i, r := range rows {
-		out[i] = store.TaskOutput{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Status: dag.TaskStatus(r.Status), Output: r.Output}
-	}
-	return out, nil
+	return c
 }
 
 // StartTasks implements store.Tasks.
@@ -108,6 +101,10 @@ func (s *Store) Finish(ctx context.Context, r store.Results) (store.FinishResult
 	}
 	if r.Len() == 0 {
 		return res, nil
+	}
+	if r.Len() == len(r.Completions) {
+		// The common case: one statement, which takes its run locks itself.
+		return res, wrap(apply(s.q), "recording results")
 	}
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
 		if err := q.RunsLock(ctx, runsOf(r)); err != nil {
@@ -147,7 +144,7 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	if len(r.Completions) == 0 {
 		return nil
 	}
-	p := dbsqlc.TasksCompleteParams{Now: r.Now}
+	p := dbsqlc.TasksCompleteParams{Now: r.Now, LockRuns: runsOf(store.Results{Completions: r.Completions})}
 	for _, c := range r.Completions {
 		p.RunIds = append(p.RunIds, c.Key.Run)
 		p.Steps = append(p.Steps, int16(c.Key.Step))

@@ -70,9 +70,9 @@ func (f *fixture) createDiamond(o runOpts) uuid.UUID {
 func diamondTasks(maxAttempts int) []store.NewTask {
 	return []store.NewTask{
 		{Step: stepA, Kind: dag.KindCode, Pending: 0, Plain: true, MaxAttempts: maxAttempts},
-		{Step: stepB, Kind: dag.KindCode, Pending: 1, Plain: true, MaxAttempts: maxAttempts},
-		{Step: stepC, Kind: dag.KindCode, Pending: 1, Plain: false, MaxAttempts: maxAttempts},
-		{Step: stepD, Kind: dag.KindCode, Pending: 2, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepB, Kind: dag.KindCode, Parents: []int{stepA}, Pending: 1, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepC, Kind: dag.KindCode, Parents: []int{stepA}, Pending: 1, Plain: false, MaxAttempts: maxAttempts},
+		{Step: stepD, Kind: dag.KindCode, Parents: []int{stepB, stepC}, Pending: 2, Plain: true, MaxAttempts: maxAttempts},
 		{Step: stepH, Kind: dag.KindOnFailure, Pending: 0, MaxAttempts: 1},
 	}
 }
@@ -174,6 +174,16 @@ func (f *fixture) events(id uuid.UUID) []string {
 		out[i] = fmt.Sprintf("%s:%s", stepNames[e.Step], e.Type)
 	}
 	return out
+}
+
+// task returns one task of a run.
+func (f *fixture) task(id uuid.UUID, step int) store.Task {
+	f.t.Helper()
+	tasks, err := f.s.ListTasks(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListTasks: %v", err)
+	}
+	return tasks[step]
 }
 
 // trail returns the event types of one step.

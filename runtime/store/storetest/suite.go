@@ -274,12 +274,18 @@ func testCompletionResolves(t *testing.T, f *fixture) {
 	if r.Status != dag.RunCompleted || r.FinishedAt.IsZero() {
 		t.Errorf("run = %s finished %v, want COMPLETED", r.Status, r.FinishedAt)
 	}
-	outs, err := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepA}, {Run: id, Step: stepD}})
-	if err != nil {
-		t.Fatal(err)
+	if a := f.task(id, stepA); string(a.Output) != `{"v":1}` || a.Status != dag.TaskCompleted {
+		t.Errorf("a = %+v", a)
 	}
-	if len(outs) != 2 || string(outs[0].Output) != `{"v":1}` || outs[0].Status != dag.TaskCompleted {
-		t.Errorf("LoadOutputs = %+v", outs)
+	// A claimed task comes with its parents' statuses and outputs.
+	wantParents := []store.ParentOutput{{Step: stepA, Status: dag.TaskCompleted, Output: []byte(`{"v":1}`)}}
+	for _, c := range bc {
+		if diff := cmp.Diff(wantParents, c.Parents); diff != "" {
+			t.Errorf("parents of %s (-want +got):\n%s", stepNames[c.Key.Step], diff)
+		}
+	}
+	if diff := cmp.Diff([]int{stepB, stepC}, parentSteps(d)); diff != "" {
+		t.Errorf("parents of d (-want +got):\n%s", diff)
 	}
 	want := []dag.TaskStatus{dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskPending}
 	if diff := cmp.Diff(want, f.statuses(id)); diff != "" {
@@ -344,14 +350,13 @@ func testSkippedParentsResolve(t *testing.T, f *fixture) {
 		{Attempt: attempt(bc[1]), Skipped: true, Detail: "skipIf true", Children: diamondChildren[bc[1].Key.Step]},
 	}})
 	d := f.claimOne(id, stepD)
-	outs, err := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepB}, {Run: id, Step: stepC}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range outs {
-		if o.Status != dag.TaskSkipped || len(o.Output) != 0 {
-			t.Errorf("parent %d: %s %q, want SKIPPED without output", o.Key.Step, o.Status, o.Output)
+	for _, p := range d.Parents {
+		if p.Status != dag.TaskSkipped || len(p.Output) != 0 {
+			t.Errorf("parent %d: %s %q, want SKIPPED without output", p.Step, p.Status, p.Output)
 		}
+	}
+	if len(d.Parents) != 2 {
+		t.Errorf("d claimed with %d parents, want 2", len(d.Parents))
 	}
 	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(d), Skipped: true, Detail: "all parents skipped"}}})
 	if r := f.run(id); r.Status != dag.RunCompleted {
@@ -637,9 +642,8 @@ func testRetryRun(t *testing.T, f *fixture) {
 	if r := f.run(id); r.Status != dag.RunCompleted {
 		t.Errorf("run = %s, want COMPLETED", r.Status)
 	}
-	outs, _ := f.s.LoadOutputs(f.ctx, []store.TaskKey{{Run: id, Step: stepA}})
-	if string(outs[0].Output) != `{"kept":true}` {
-		t.Errorf("a's output after retry = %s", outs[0].Output)
+	if a := f.task(id, stepA); string(a.Output) != `{"kept":true}` {
+		t.Errorf("a's output after retry = %s", a.Output)
 	}
 }
 
@@ -718,4 +722,12 @@ func testCreateBatch(t *testing.T, f *fixture) {
 	if _, err := f.s.GetRun(f.ctx, batch[1].ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the run whose key was taken exists: %v", err)
 	}
+}
+
+func parentSteps(c store.ClaimedTask) []int {
+	out := make([]int, len(c.Parents))
+	for i, p := range c.Parents {
+		out[i] = p.Step
+	}
+	return out
 }

@@ -59,6 +59,7 @@ type TrellisTask struct {
 	Step          int16
 	Kind          int16
 	Status        string
+	Parents       []int16
 	Pending       int16
 	Plain         bool
 	MaxAttempts   int32

@@ -43,7 +43,7 @@ WITH picked AS (
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, $3, tenant, $4 FROM claimed
@@ -52,9 +52,17 @@ WITH picked AS (
     SELECT run_id, step, 'STARTED', attempt, $4 FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
-       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
 JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+) p ON true
 `
 
 type ReadyClaimParams struct {
@@ -65,24 +73,28 @@ type ReadyClaimParams struct {
 }
 
 type ReadyClaimRow struct {
-	RunID         uuid.UUID
-	Step          int16
-	Kind          int16
-	Attempt       int32
-	PriorAttempts int32
-	Plain         bool
-	Wake          bool
-	Workflow      string
-	Version       string
-	Tenant        string
-	Input         []byte
-	FailedStep    int32
-	Error         string
+	RunID          uuid.UUID
+	Step           int16
+	Kind           int16
+	Attempt        int32
+	PriorAttempts  int32
+	Plain          bool
+	Wake           bool
+	Workflow       string
+	Version        string
+	Tenant         string
+	Input          []byte
+	FailedStep     int32
+	Error          string
+	ParentSteps    []int16
+	ParentStatuses []string
+	ParentOutputs  [][]byte
 }
 
 // Takes up to lim tasks of the given workflows from the ready queue in
 // fair order, marks them RUNNING for the worker under a fresh lease, and
-// returns them with their run's facts. Plain tasks get their STARTED
+// returns them with their run's facts and their parents' statuses and
+// outputs. Plain tasks get their STARTED
 // event here. A queue entry whose task is no longer QUEUED (its run was
 // cancelled meanwhile) is dropped.
 func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]ReadyClaimRow, error) {
@@ -113,6 +125,9 @@ func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]Ready
 			&i.Input,
 			&i.FailedStep,
 			&i.Error,
+			&i.ParentSteps,
+			&i.ParentStatuses,
+			&i.ParentOutputs,
 		); err != nil {
 			return nil, err
 		}
@@ -156,7 +171,7 @@ WITH running AS (
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, $5, tenant, $6 FROM claimed
@@ -165,9 +180,17 @@ WITH running AS (
     SELECT run_id, step, 'STARTED', attempt, $6 FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
-       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
 JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+) p ON true
 `
 
 type ReadyClaimLimitedParams struct {
@@ -180,19 +203,22 @@ type ReadyClaimLimitedParams struct {
 }
 
 type ReadyClaimLimitedRow struct {
-	RunID         uuid.UUID
-	Step          int16
-	Kind          int16
-	Attempt       int32
-	PriorAttempts int32
-	Plain         bool
-	Wake          bool
-	Workflow      string
-	Version       string
-	Tenant        string
-	Input         []byte
-	FailedStep    int32
-	Error         string
+	RunID          uuid.UUID
+	Step           int16
+	Kind           int16
+	Attempt        int32
+	PriorAttempts  int32
+	Plain          bool
+	Wake           bool
+	Workflow       string
+	Version        string
+	Tenant         string
+	Input          []byte
+	FailedStep     int32
+	Error          string
+	ParentSteps    []int16
+	ParentStatuses []string
+	ParentOutputs  [][]byte
 }
 
 // ReadyClaim under a per-tenant cap on running tasks. The caller holds
@@ -228,6 +254,9 @@ func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedPa
 			&i.Input,
 			&i.FailedStep,
 			&i.Error,
+			&i.ParentSteps,
+			&i.ParentStatuses,
+			&i.ParentOutputs,
 		); err != nil {
 			return nil, err
 		}

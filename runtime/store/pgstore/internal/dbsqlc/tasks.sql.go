@@ -66,50 +66,6 @@ func (q *Queries) TaskList(ctx context.Context, runID uuid.UUID) ([]TaskListRow,
 	return items, nil
 }
 
-const taskOutputs = `-- name: TaskOutputs :many
-SELECT t.run_id, t.step, t.status, t.output
-FROM trellis_tasks t
-JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step) AS k
-    ON t.run_id = k.run_id AND t.step = k.step
-`
-
-type TaskOutputsParams struct {
-	RunIds []uuid.UUID
-	Steps  []int16
-}
-
-type TaskOutputsRow struct {
-	RunID  uuid.UUID
-	Step   int16
-	Status string
-	Output []byte
-}
-
-func (q *Queries) TaskOutputs(ctx context.Context, arg TaskOutputsParams) ([]TaskOutputsRow, error) {
-	rows, err := q.db.Query(ctx, taskOutputs, arg.RunIds, arg.Steps)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TaskOutputsRow{}
-	for rows.Next() {
-		var i TaskOutputsRow
-		if err := rows.Scan(
-			&i.RunID,
-			&i.Step,
-			&i.Status,
-			&i.Output,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const tasksCancelUnfinished = `-- name: TasksCancelUnfinished :many
 WITH cancelled AS (
     UPDATE trellis_tasks t
@@ -169,12 +125,20 @@ func (q *Queries) TasksCancelUnfinished(ctx context.Context, arg TasksCancelUnfi
 }
 
 const tasksComplete = `-- name: TasksComplete :many
-WITH input AS (
-    SELECT run_id, step, attempt, skipped, detail, output FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt, unnest($4::boolean[]) AS skipped, unnest($5::text[]) AS detail, unnest($6::json[]) AS output) AS i
+WITH locked AS (
+    SELECT r.id FROM trellis_runs r WHERE r.id = ANY ($1::uuid[]) ORDER BY r.id FOR NO KEY UPDATE
+), input AS (
+    SELECT i.run_id, i.step, i.attempt, i.skipped, i.detail, i.output
+    FROM (
+        SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
+               unnest($4::int[]) AS attempt, unnest($5::boolean[]) AS skipped,
+               unnest($6::text[]) AS detail, unnest($7::json[]) AS output
+    ) AS i
+    WHERE (SELECT count(*) FROM locked) >= 0
 ), applied AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
-        output = i.output, updated_at = $7, finished_at = $7
+        output = i.output, updated_at = $8, finished_at = $8
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
     RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail
@@ -183,14 +147,14 @@ WITH input AS (
     WHERE l.run_id = a.run_id AND l.step = a.step
 ), edges AS (
     SELECT e.run_id, e.child, count(*) AS n
-    FROM (SELECT unnest($8::uuid[]) AS run_id, unnest($9::smallint[]) AS parent, unnest($10::smallint[]) AS child) AS e
+    FROM (SELECT unnest($9::uuid[]) AS run_id, unnest($10::smallint[]) AS parent, unnest($11::smallint[]) AS child) AS e
     JOIN applied a ON a.run_id = e.run_id AND a.step = e.parent
     GROUP BY e.run_id, e.child
 ), resolved AS (
     UPDATE trellis_tasks t
     SET pending = t.pending - e.n,
         status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
-        updated_at = $7
+        updated_at = $8
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
@@ -202,16 +166,16 @@ WITH input AS (
     UPDATE trellis_runs r
     SET unresolved = r.unresolved - c.n,
         status = CASE WHEN r.unresolved - c.n = 0 THEN 'COMPLETED' ELSE r.status END,
-        finished_at = CASE WHEN r.unresolved - c.n = 0 THEN $7 ELSE r.finished_at END
+        finished_at = CASE WHEN r.unresolved - c.n = 0 THEN $8 ELSE r.finished_at END
     FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> 2 GROUP BY run_id) c
     WHERE r.id = c.run_id AND r.status = 'RUNNING'
     RETURNING r.id, r.unresolved = 0 AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, $7, nullif(detail, '')
+    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, $8, nullif(detail, '')
     FROM applied
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, $7, NULL FROM resolved WHERE ready
+    SELECT run_id, step, 'QUEUED', attempt, $8, NULL FROM resolved WHERE ready
 ), queued AS (
     SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
     FROM ready
@@ -228,6 +192,7 @@ SELECT 'queued', '00000000-0000-0000-0000-000000000000'::uuid, 0::smallint, q.n:
 `
 
 type TasksCompleteParams struct {
+	LockRuns     []uuid.UUID
 	RunIds       []uuid.UUID
 	Steps        []int16
 	Attempts     []int32
@@ -250,8 +215,12 @@ type TasksCompleteRow struct {
 // Completes (or skips) running tasks, resolves their children, queues the
 // children that became ready and completes runs with nothing unresolved,
 // in one statement. Returns a row per stale result and per finished run.
+// It first locks the runs' rows in id order (see the lock order in the
+// schema): input waits for the count of locked, so every lock is taken
+// before any row changes.
 func (q *Queries) TasksComplete(ctx context.Context, arg TasksCompleteParams) ([]TasksCompleteRow, error) {
 	rows, err := q.db.Query(ctx, tasksComplete,
+		arg.LockRuns,
 		arg.RunIds,
 		arg.Steps,
 		arg.Attempts,
@@ -397,14 +366,16 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, pending, plain, max_attempts, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
-           t.pending, t.plain, t.max_attempts, $1
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, $1
     FROM (
+        -- parents: one array literal per task, such as {0,2}.
         SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
-               unnest($4::smallint[]) AS kind, unnest($5::smallint[]) AS pending,
-               unnest($6::boolean[]) AS plain, unnest($7::int[]) AS max_attempts
+               unnest($4::smallint[]) AS kind, unnest($5::text[]) AS parents,
+               unnest($6::smallint[]) AS pending,
+               unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts
     ) AS t
     RETURNING run_id, step, status
 ), events AS (
@@ -414,7 +385,7 @@ WITH inserted AS (
 ), roots AS (
     SELECT e.run_id, e.step, r.tenant, r.workflow
     FROM events e
-    JOIN (SELECT unnest($8::uuid[]) AS id, unnest($9::text[]) AS tenant, unnest($10::text[]) AS workflow) AS r
+    JOIN (SELECT unnest($9::uuid[]) AS id, unnest($10::text[]) AS tenant, unnest($11::text[]) AS workflow) AS r
         ON r.id = e.run_id
 )
 SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow))::bigint
@@ -426,6 +397,7 @@ type TasksInsertParams struct {
 	RunIds      []uuid.UUID
 	Steps       []int16
 	Kinds       []int16
+	Parents     []string
 	Pendings    []int16
 	Plains      []bool
 	MaxAttempts []int32
@@ -442,6 +414,7 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.RunIds,
 		arg.Steps,
 		arg.Kinds,
+		arg.Parents,
 		arg.Pendings,
 		arg.Plains,
 		arg.MaxAttempts,
