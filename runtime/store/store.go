@@ -208,7 +208,7 @@ type NewTask struct {
 	Kind        dag.Kind
 	Parents     []int // step indexes of its parents
 	Pending     int   // parents to wait for; 0 queues it (except for the failure handler)
-	Plain       bool // see dag.Step.Plain
+	Plain       bool  // see dag.Step.Plain
 	MaxAttempts int
 }
 
