@@ -120,7 +120,7 @@ type Engine struct {
 	registered  map[string]*registration // by workflow name
 	names       []string                 // registered workflow names, sorted
 	saved       map[string]bool          // versions known to be in the store
-	waiters     map[RunID]chan struct{}  // closed when the run may have finished
+	waiters     map[RunID]*waiter        // callers of Wait, by run
 	claims      claims
 	started     bool
 	stopping    bool
@@ -145,7 +145,7 @@ func New(cfg Config) (*Engine, error) {
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
 		saved:       map[string]bool{},
-		waiters:     map[RunID]chan struct{}{},
+		waiters:     map[RunID]*waiter{},
 		claims:      claims{byKey: map[store.TaskKey]*claim{}},
 		localWakeup: make(chan struct{}, 1),
 	}, nil

@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,6 +51,8 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"AbandonedTaskIsRecoveredElsewhere", testRecovery},
 		{"TimersFireAfterLeaderLeaves", testLeaderHandover},
 		{"TriggerOnlyEngineClaimsNothing", testTriggerOnly},
+		{"UnstorableResultsFailTheirTask", testUnstorable},
+		{"RefusedResultDoesNotStallOthers", testRefused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -393,5 +397,79 @@ func testTriggerOnly(t *testing.T, s store.Store) {
 	start(t, worker)
 	if res, err := w.Wait(waitCtx(t), ref.ID); err != nil || res.Status != runtime.RunCompleted {
 		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+}
+
+func testUnstorable(t *testing.T, s store.Store) {
+	e := newEngine(t, s, "w")
+	spec := &runtime.WorkflowSpec{Name: "odd", InputSchema: `{"type":"object","properties":{"mode":{"type":"string"}}}`,
+		Steps: []runtime.StepSpec{{Name: "s"}}}
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(_ context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			if string(req.Input) == `{"mode":"nul"}` {
+				return nil, runtime.NonRetryable(errors.New("bad\x00byte \xff here"))
+			}
+			return json.RawMessage("\"\xff\""), nil // valid JSON syntax, invalid UTF-8
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), json.RawMessage(`{"mode":"nul"}`))
+	if !errors.Is(err, runtime.ErrRunFailed) || res.Failure == nil || res.Failure.Error != "badbyte \uFFFD here" {
+		t.Errorf("NUL in an error: %+v, %v", res, err)
+	}
+	res, err = w.Run(waitCtx(t), json.RawMessage(`{"mode":"utf8"}`))
+	if !errors.Is(err, runtime.ErrRunFailed) || res.Failure == nil || !strings.Contains(res.Failure.Error, "not valid UTF-8") {
+		t.Errorf("invalid UTF-8 output: %+v, %v", res, err)
+	}
+}
+
+// refusing is a store that refuses to record completions whose output
+// says "poison", as a database refuses data it cannot hold.
+type refusing struct{ store.Store }
+
+func (r refusing) Finish(ctx context.Context, res store.Results) (store.FinishResult, error) {
+	for _, c := range res.Completions {
+		if strings.Contains(string(c.Output), "poison") {
+			return store.FinishResult{}, fmt.Errorf("test: %w", store.ErrInvalidData)
+		}
+	}
+	return r.Store.Finish(ctx, res)
+}
+
+func testRefused(t *testing.T, s store.Store) {
+	e := newEngine(t, refusing{s}, "w")
+	spec := &runtime.WorkflowSpec{Name: "mixed", InputSchema: `{"type":"object","properties":{"poison":{"type":"boolean"}}}`,
+		Steps: []runtime.StepSpec{{Name: "s"}}}
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(_ context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			if string(req.Input) == `{"poison":true}` {
+				return json.RawMessage(`"poison"`), nil
+			}
+			return json.RawMessage(`"fine"`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{"poison":true}`), json.RawMessage(`{}`)}
+	refs, err := w.TriggerMany(t.Context(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	for i, ref := range refs {
+		res, err := w.Wait(waitCtx(t), ref.ID)
+		if i == 1 {
+			if !errors.Is(err, runtime.ErrRunFailed) || !strings.Contains(res.Failure.Error, "refused this task's result") {
+				t.Errorf("poisoned run: %+v, %v", res, err)
+			}
+			continue
+		}
+		if err != nil || string(res.Outputs["s"]) != `"fine"` {
+			t.Errorf("run %d: %+v, %v", i, res, err)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/dag"
@@ -162,15 +164,18 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	res.Now = now
 	a := attemptOf(c)
 	if err == nil {
-		if len(out) > 0 && !json.Valid(out) {
+		switch {
+		case len(out) > 0 && !utf8.Valid(out):
+			err = NonRetryable(errors.New("step returned output that is not valid UTF-8"))
+		case len(out) > 0 && !json.Valid(out):
 			err = NonRetryable(errors.New("step returned invalid JSON"))
-		} else {
+		default:
 			res.Completions = []store.Completion{{Attempt: a, Output: out, Children: j.step.Children}}
 			return res, true
 		}
 	}
 	timedOut := runCtx.Err() != nil && errors.Is(context.Cause(runCtx), context.DeadlineExceeded)
-	msg := err.Error()
+	msg := cleanText(err.Error())
 	if timedOut {
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}
@@ -209,6 +214,11 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo, log *slog.Logg
 		return nil, NonRetryable(fmt.Errorf("no code registered for step %s of %s", j.step.Name, j.claim.Workflow))
 	}
 	return fn(ctx, &StepRequest{Info: info, Input: j.claim.Input, Parents: j.parents})
+}
+
+// cleanText makes an error text storable: valid UTF-8 without NUL bytes.
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // merge appends the results of b to a.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -306,7 +307,9 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 }
 
 // finish records a batch, retrying while the store fails: a result is
-// never dropped while the engine runs.
+// never dropped while the engine runs. When the store refuses the data
+// itself, retrying cannot help: the results are recorded one by one, and
+// one the store refuses becomes a failure of its task.
 func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results) {
 	backoff := 100 * time.Millisecond
 	for {
@@ -321,6 +324,10 @@ func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results)
 			}
 			return
 		}
+		if errors.Is(err, store.ErrInvalidData) {
+			e.finishRefused(ctx, lc, batch, err)
+			return
+		}
 		e.log.Error("recording task results; will retry", "error", err, "results", batch.Len())
 		t := e.clock.NewTimer(backoff)
 		select {
@@ -331,6 +338,47 @@ func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results)
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// finishRefused records a batch the store refused: result by result, so
+// that one bad result does not hold up the others, turning a refused
+// result into a failure of its task (and giving up on the task, which is
+// then recovered like a dead worker's, should even that be refused).
+func (e *Engine) finishRefused(ctx context.Context, lc *lifecycle, batch store.Results, cause error) {
+	if batch.Len() > 1 {
+		for _, one := range split(batch) {
+			e.finish(ctx, lc, one)
+		}
+		return
+	}
+	a := attempts(batch)[0]
+	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
+		e.log.Error("the store refused a task's failure too; leaving the task to recovery", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
+		e.claims.release(a)
+		return
+	}
+	e.log.Error("the store refused a task result; failing the task", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
+	e.finish(ctx, lc, store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}})
+}
+
+const refusedPrefix = "the store refused this task's result: "
+
+// split breaks a batch into batches of one result each.
+func split(batch store.Results) []store.Results {
+	var out []store.Results
+	for _, c := range batch.Completions {
+		out = append(out, store.Results{Now: batch.Now, Completions: []store.Completion{c}})
+	}
+	for _, r := range batch.Retries {
+		out = append(out, store.Results{Now: batch.Now, Retries: []store.Retry{r}})
+	}
+	for _, f := range batch.Failures {
+		out = append(out, store.Results{Now: batch.Now, Failures: []store.Failure{f}})
+	}
+	for _, s := range batch.Sleeps {
+		out = append(out, store.Results{Now: batch.Now, Sleeps: []store.Sleep{s}})
+	}
+	return out
 }
 
 // afterFinish wakes whoever waits on what a Finish changed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,8 +113,10 @@ func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 	if e.cfg.Manual {
 		return e.waitManual(ctx, id)
 	}
+	w := e.addWaiter(id)
+	defer e.removeWaiter(id, w)
 	for {
-		ch := e.waiter(id)
+		ch := w.current(&e.mu)
 		res, err := e.Result(ctx, id)
 		if err != nil {
 			return nil, err
@@ -156,26 +159,49 @@ func (e *Engine) waitManual(ctx context.Context, id RunID) (*RunResult, error) {
 	return res, res.Err()
 }
 
-// waiter returns a channel closed the next time this engine learns that
-// the run may have finished.
-func (e *Engine) waiter(id RunID) chan struct{} {
+// waiter is the callers of Wait for one run: its channel is closed (and
+// replaced) each time the engine learns that the run may have finished.
+type waiter struct {
+	ch    chan struct{}
+	count int
+}
+
+// current returns the channel to wait on now.
+func (w *waiter) current(mu *sync.Mutex) chan struct{} {
+	mu.Lock()
+	defer mu.Unlock()
+	return w.ch
+}
+
+func (e *Engine) addWaiter(id RunID) *waiter {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ch, ok := e.waiters[id]
+	w, ok := e.waiters[id]
 	if !ok {
-		ch = make(chan struct{})
-		e.waiters[id] = ch
+		w = &waiter{ch: make(chan struct{})}
+		e.waiters[id] = w
 	}
-	return ch
+	w.count++
+	return w
+}
+
+// removeWaiter forgets a caller of Wait; the run's entry goes with its
+// last one, so waiting on runs that never finish leaks nothing.
+func (e *Engine) removeWaiter(id RunID, w *waiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if w.count--; w.count == 0 && e.waiters[id] == w {
+		delete(e.waiters, id)
+	}
 }
 
 // runFinished wakes the waiters of a run.
 func (e *Engine) runFinished(id RunID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if ch, ok := e.waiters[id]; ok {
-		close(ch)
-		delete(e.waiters, id)
+	if w, ok := e.waiters[id]; ok {
+		close(w.ch)
+		w.ch = make(chan struct{})
 	}
 }
 
@@ -305,7 +331,11 @@ func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 	}
 	out := make([]Event, len(events))
 	for i, ev := range events {
-		out[i] = Event{Step: def.graph.Steps[ev.Step].Name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail}
+		name := fmt.Sprintf("step %d", ev.Step)
+		if ev.Step >= 0 && ev.Step < len(def.graph.Steps) {
+			name = def.graph.Steps[ev.Step].Name
+		}
+		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail}
 	}
 	return out, nil
 }

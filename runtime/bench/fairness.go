@@ -32,6 +32,9 @@ type LoneTenant struct {
 	// ClaimsAhead is how many claims (the tasks one worker started at one
 	// instant) started in that interval.
 	ClaimsAhead int `json:"claims_ahead"`
+	// ClaimedWith is how many other tasks the claim that started A's task
+	// started with it.
+	ClaimedWith int `json:"claimed_with"`
 	// Wait is A's task's time from QUEUED to STARTED.
 	Wait  time.Duration `json:"wait_ns"`
 	Notes []string      `json:"notes,omitempty"`
@@ -127,6 +130,14 @@ func RunLoneTenant(ctx context.Context, o Options) (res LoneTenant, err error) {
 		queued, started, ref.ID).Scan(&res.TasksAhead, &res.ClaimsAhead)
 	if err != nil {
 		return res, fmt.Errorf("counting tasks started ahead: %w", err)
+	}
+	err = c.db.pool.QueryRow(ctx, `SELECT count(*)
+		FROM trellis_events e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
+		WHERE e.type = 'STARTED' AND e.at = $1 AND e.run_id <> $2
+		  AND t.worker = (SELECT worker FROM trellis_tasks WHERE run_id = $2 AND step = 0)`,
+		started, ref.ID).Scan(&res.ClaimedWith)
+	if err != nil {
+		return res, fmt.Errorf("counting tasks claimed with A's: %w", err)
 	}
 	err = c.db.pool.QueryRow(ctx, `SELECT count(*) FROM trellis_runs r
 		WHERE r.tenant = $1 AND NOT EXISTS (

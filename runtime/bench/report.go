@@ -47,7 +47,7 @@ func reportThroughput(w io.Writer, r *Results) {
 	}
 	s := r.Sizes
 	fmt.Fprintln(w, "\nTHROUGHPUT  no-op steps; tasks/s and runs/s completed")
-	fmt.Fprintf(w, "  burn-down: the runs are inserted first (TriggerMany, %d a call), then the workers start; measured\n", insertChunk)
+	fmt.Fprintf(w, "  burn-down: the runs are inserted first (TriggerMany, %s a call), then the workers start; measured\n", count(insertChunk))
 	fmt.Fprintln(w, "             from the first STARTED event to the last COMPLETED one.")
 	fmt.Fprintf(w, "  steady:    workers run while an inserter keeps at most %s runs unfinished for %s;\n", count(int64(s.MaxBacklog)), dur(s.SteadyDuration))
 	fmt.Fprintf(w, "             measured over the last %s (after a %s warm-up).\n", dur(s.SteadyDuration-s.SteadyWarmup), dur(s.SteadyWarmup))
@@ -85,7 +85,8 @@ func reportLatency(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "\nLATENCY  hand-off: a task's STARTED event time minus the latest COMPLETED (or SKIPPED) event time")
 	fmt.Fprintln(w, "         among its parents, for every task with parents")
 	fmt.Fprintf(w, "  idle:   one worker, %d chain-5 runs triggered one at a time, each waited for.\n", r.Sizes.LatencyRuns)
-	fmt.Fprintln(w, "  steady: tasks started in the measured window of the steady throughput case.")
+	fmt.Fprintln(w, "  steady: tasks started in the measured window of the steady throughput case; a queued task waits")
+	fmt.Fprintln(w, "          behind the backlog, so expect about backlog tasks / throughput.")
 	t := &table{indent: "  ", right: []bool{false, false, true, true, true, true, true, true}}
 	t.add("case", "workflow", "workers", "hand-offs", "p50", "p95", "p99", "max")
 	for _, l := range r.Latency {
@@ -110,6 +111,7 @@ func reportFairness(w io.Writer, r *Results) {
 		t := &table{indent: "    ", right: []bool{false, true}}
 		t.add("tasks ahead", count(int64(l.TasksAhead)), "tasks", "other tasks started after A's task was QUEUED and before it STARTED")
 		t.add("claims ahead", count(int64(l.ClaimsAhead)), "claims", "claims (one worker's tasks started at one instant) in that interval")
+		t.add("claimed with", count(int64(l.ClaimedWith)), "tasks", "other tasks started by the claim that started A's task")
 		t.add("A's wait", dur(l.Wait), "", "A's task from QUEUED to STARTED")
 		t.add("B waiting", count(int64(l.Waiting)), "tasks", "B's tasks not yet started when A's task was QUEUED")
 		t.write(w)

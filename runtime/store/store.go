@@ -31,6 +31,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrTxUnsupported: the caller passed a transaction this store cannot use.
 	ErrTxUnsupported = errors.New("store does not support caller transactions")
+	// ErrInvalidData: the store refused the data itself (not a passing
+	// fault), so retrying the same operation cannot succeed.
+	ErrInvalidData = errors.New("store refused the data")
 )
 
 // Store is the whole port. Each embedded interface is one concern.

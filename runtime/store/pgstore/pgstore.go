@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,14 +84,24 @@ func isUndefinedTable(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }
 
-// wrap adds context to a database error, with a hint when the schema is
-// missing.
+// isInvalidData reports an error about the data itself: a data exception
+// (SQLSTATE class 22, such as text that is not valid UTF-8) or an
+// integrity violation (class 23).
+func isInvalidData(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+}
+
+// wrap adds context to a database error, marks errors about the data as
+// store.ErrInvalidData, and hints when the schema is missing.
 func wrap(err error, op string) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
-	}
-	if isUndefinedTable(err) {
+	case isUndefinedTable(err):
 		return fmt.Errorf("pgstore: %s: %w (has the schema been migrated? run `trellis migrate up`)", op, err)
+	case isInvalidData(err):
+		return fmt.Errorf("pgstore: %s: %w: %w", op, store.ErrInvalidData, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
