@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
@@ -33,7 +34,8 @@ func RunMemory(ctx context.Context, o Options) ([]Throughput, error) {
 func memoryBurnDown(ctx context.Context, o Options, sh shape) (res Throughput, err error) {
 	log := o.logger().With("scenario", "memory", "workflow", sh.label)
 	st := memstore.New()
-	cfg := runtime.Config{Store: st}
+	logs := &logTail{}
+	cfg := runtime.Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	o.Engine.apply(&cfg)
 	engine, err := runtime.New(cfg)
 	if err != nil {
@@ -102,7 +104,7 @@ func memoryBurnDown(ctx context.Context, o Options, sh shape) (res Throughput, e
 	res = Throughput{
 		Store: StoreMemory, Workflow: sh.label, Mode: ModeBurnDown, Runs: o.MemoryRuns, Tasks: total,
 		Elapsed: elapsed, TasksPerSec: perSecond(total, elapsed), RunsPerSec: perSecond(o.MemoryRuns, elapsed),
-		InsertedPerSec: perSecond(o.MemoryRuns, inserted),
+		InsertedPerSec: perSecond(o.MemoryRuns, inserted), Notes: logs.problems(),
 	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec))
 	return res, nil

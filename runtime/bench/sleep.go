@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	goruntime "runtime"
 	"time"
 
@@ -69,7 +70,8 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 		return res, err
 	}
 	defer pool.Close()
-	cfg := runtime.Config{Store: pgstore.New(pool), WorkerID: "bench-sleeper"}
+	logs := &logTail{}
+	cfg := runtime.Config{Store: pgstore.New(pool), WorkerID: "bench-sleeper", Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	o.Engine.apply(&cfg)
 	engine, err := runtime.New(cfg)
 	if err != nil {
@@ -86,6 +88,7 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		err = errors.Join(err, engine.Stop(stop))
+		res.Notes = append(res.Notes, logs.problems()...)
 	}()
 	// Let the engine settle (leadership, listening) before the baseline.
 	if err := sleepCtx(ctx, time.Second); err != nil {

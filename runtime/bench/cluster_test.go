@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A worker stops by itself when its standard input ends, which is what
+// happens when the harness dies without stopping it.
+func TestWorkersStopWhenTheHarnessGoes(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	db, err := openDatabase(t.Context(), o.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.close(context.Background(), false) })
+	c, err := startCluster(t.Context(), db, o.WorkerCommand, 2, o.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.kill()
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.procs {
+		_ = p.stdin.Close()
+	}
+	for _, p := range c.procs {
+		select {
+		case <-p.exited:
+			if p.err != nil {
+				t.Errorf("worker %s: %v%s", p.name, p.err, p.stderr.excerpt())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("worker %s still running 30s after its standard input closed", p.name)
+		}
+	}
+	if problems := c.logProblems(); len(problems) > 0 {
+		t.Errorf("workers logged problems: %v", problems)
+	}
+}
+
+// Cancelling a case stops it promptly, ends its workers (kill waits for
+// them) and drops its schema.
+func TestCancelledCaseCleansUp(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	o.SteadyDuration, o.SteadyWarmup = time.Minute, time.Second
+	var seen []string
+	o.Log = schemaLogger(&seen)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	_, _, err := Steady(ctx, o, ChainLabel, 2)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Steady after cancel = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Steady took %v to return after cancel", d)
+	}
+	if len(seen) != 1 || schemasLeft(t, seen...) != 0 {
+		t.Errorf("schemas %v: want one, dropped", seen)
+	}
+}
