@@ -43,6 +43,7 @@ func Commands() []Command {
 		LintCommand{},
 		GenerateCommand{},
 		MigrateCommand{},
+		BenchCommand{},
 	}
 }
 
