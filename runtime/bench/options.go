@@ -76,8 +76,8 @@ func DefaultOptions() Options {
 	return Options{
 		Scenarios:       Scenarios(),
 		Workers:         []int{1, 2, 4},
-		Runs:            4000,
-		MemoryRuns:      40000,
+		Runs:            15000,
+		MemoryRuns:      20000,
 		SteadyDuration:  12 * time.Second,
 		SteadyWarmup:    3 * time.Second,
 		MaxBacklog:      2000,
