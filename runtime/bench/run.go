@@ -122,10 +122,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	// Idle latency first, then the steady cases' latency.
 	res.Latency = append(res.Latency, latency...)
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
+	err := errors.Join(errs...)
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		err = errors.Join(err, ctx.Err())
 	}
-	return res, errors.Join(errs...)
+	return res, err
 }
 
 // serverVersion asks Postgres its version, which also checks that it

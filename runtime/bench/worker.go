@@ -58,19 +58,17 @@ func (o *WorkerOptions) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.DatabaseURL, "database-url", o.DatabaseURL, "Postgres connection `string`")
 	fs.StringVar(&o.Schema, "schema", o.Schema, "`schema` to work in")
 	fs.StringVar(&o.Name, "name", o.Name, "worker `id` (default: the engine's)")
-	engineFlags(fs, &o.Engine)
+	EngineFlags(fs, &o.Engine)
 }
 
-// engineFlags defines the engine settings' flags on fs.
-func engineFlags(fs *flag.FlagSet, s *EngineSettings) {
+// EngineFlags defines -concurrency, -claim-batch and -poll on fs, writing
+// into s: the flags of the worker and of commands that start bench
+// engines.
+func EngineFlags(fs *flag.FlagSet, s *EngineSettings) {
 	fs.IntVar(&s.Concurrency, "concurrency", s.Concurrency, "steps an engine runs at once (0: the engine's default)")
 	fs.IntVar(&s.ClaimBatch, "claim-batch", s.ClaimBatch, "most tasks claimed at once (0: the engine's default)")
 	fs.DurationVar(&s.PollInterval, "poll", s.PollInterval, "poll interval of an idle engine (0: the engine's default)")
 }
-
-// EngineFlags defines -concurrency, -claim-batch and -poll on fs, for
-// commands that start bench engines.
-func EngineFlags(fs *flag.FlagSet, s *EngineSettings) { engineFlags(fs, s) }
 
 // Args is the command line that Flags parses back into o.
 func (o WorkerOptions) Args() []string {
@@ -104,8 +102,9 @@ func RunWorker(ctx context.Context, o WorkerOptions, control io.Reader, out io.W
 	if _, err := register(engine, workerShapes()...); err != nil {
 		return err
 	}
-	// The reader ends with control: at EOF, which the harness causes when
-	// it stops us or exits.
+	// The reader ends at control's EOF, which the harness causes when it
+	// stops us or exits. When SIGTERM comes first it may outlive RunWorker,
+	// blocked on control, until the process exits right after.
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
