@@ -28,13 +28,13 @@ WITH due AS (
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, @now FROM woken
-)
-SELECT count(*) FILTER (WHERE q.n >= 0)::bigint
-FROM woken w
-CROSS JOIN (
+), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
-) q;
+)
+-- queued is read through a scalar subquery, which runs once: joined, it
+-- could run once per woken task.
+SELECT count(*)::bigint FROM woken WHERE (SELECT n FROM queued) >= 0;
 
 -- name: TimerNext :one
 SELECT wake_at FROM trellis_timers ORDER BY wake_at LIMIT 1;

@@ -48,13 +48,11 @@ WITH due AS (
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, $1 FROM woken
-)
-SELECT count(*) FILTER (WHERE q.n >= 0)::bigint
-FROM woken w
-CROSS JOIN (
+), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
-) q
+)
+SELECT count(*)::bigint FROM woken WHERE (SELECT n FROM queued) >= 0
 `
 
 type TimersFireParams struct {
@@ -65,6 +63,8 @@ type TimersFireParams struct {
 // Fires up to lim timers due at now: sleeping tasks wake (queued to be
 // completed), retrying tasks are queued for their next attempt. Returns
 // how many fired.
+// queued is read through a scalar subquery, which runs once: joined, it
+// could run once per woken task.
 func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) (int64, error) {
 	row := q.db.QueryRow(ctx, timersFire, arg.Now, arg.Lim)
 	var column_1 int64
