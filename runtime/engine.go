@@ -157,6 +157,9 @@ func (e *Engine) Store() store.Store { return e.store }
 // Clock is the engine's clock.
 func (e *Engine) Clock() clock.Clock { return e.clock }
 
+// Config returns the engine's effective configuration, defaults filled in.
+func (e *Engine) Config() Config { return e.cfg }
+
 // IsLeader reports whether this engine currently holds leadership: it
 // fires durable timers and recovers the tasks of dead workers.
 func (e *Engine) IsLeader() bool { return e.leader.Load() }

@@ -94,6 +94,12 @@ CREATE TABLE trellis_ready (
     PRIMARY KEY (run_id, step)
 );
 
+-- The hot tables churn: every task passes through them. Vacuum them
+-- after a fixed number of dead rows, not a fraction of their (small) size,
+-- and without throttling, so that scans do not wade through dead rows.
+ALTER TABLE trellis_ready SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
+
 CREATE INDEX trellis_ready_order ON trellis_ready (qid);
 CREATE INDEX trellis_ready_tenant ON trellis_ready (tenant, qid);
 
@@ -119,6 +125,9 @@ CREATE TABLE trellis_leases (
 
 CREATE INDEX trellis_leases_worker ON trellis_leases (worker);
 
+ALTER TABLE trellis_leases SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0);
+
 -- Durable timers: a sleeping task's wake-up, or a retrying task's next
 -- attempt (the task's kind tells which).
 CREATE TABLE trellis_timers (
@@ -129,6 +138,9 @@ CREATE TABLE trellis_timers (
 );
 
 CREATE INDEX trellis_timers_due ON trellis_timers (wake_at);
+
+ALTER TABLE trellis_timers SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+    autovacuum_vacuum_cost_delay = 0);
 
 -- The event log. Ids come from one sequence, so a run's events read back
 -- in the order they were written.

@@ -1,5 +1,6 @@
 // Command trellis is the Trellis command-line tool: it lints workflow
-// files and generates their Go code. Run trellis help for the commands.
+// files, generates their Go code, applies the Postgres schema (migrate)
+// and measures the engine (bench). Run trellis help for the commands.
 //
 // Use it from go generate:
 //

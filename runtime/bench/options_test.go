@@ -59,10 +59,12 @@ func TestWorkerArgsParseBack(t *testing.T) {
 }
 
 func TestEngineSettingsString(t *testing.T) {
-	if got := (EngineSettings{}).String(); strings.Count(got, "engine default") != 3 {
-		t.Errorf("zero settings = %q, want the engine's defaults named", got)
+	want := "concurrency 100 (default), claim batch 100 (default), poll interval 1s (default), batch window 1ms (default)"
+	if got := (EngineSettings{}).String(); got != want {
+		t.Errorf("zero settings = %q, want the engine's defaults: %q", got, want)
 	}
-	if got := (EngineSettings{Concurrency: 32, PollInterval: time.Second}).String(); !strings.Contains(got, "concurrency 32") || !strings.Contains(got, "poll interval 1s") {
+	got := (EngineSettings{Concurrency: 32, PollInterval: 2 * time.Second}).String()
+	if !strings.Contains(got, "concurrency 32, claim batch 32 (default), poll interval 2s,") {
 		t.Errorf("settings = %q", got)
 	}
 }

@@ -2,10 +2,10 @@ package bench
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
 )
 
 // EngineSettings are the engine settings the bench varies. A zero field
@@ -35,17 +35,23 @@ func (s EngineSettings) apply(cfg *runtime.Config) {
 	cfg.PollInterval = s.PollInterval
 }
 
-// String says the settings, naming the engine's default for zero ones.
+// String says the settings the engines run with: the engine's own values
+// for zero ones, marked as defaults.
 func (s EngineSettings) String() string {
-	def := func(v int) string {
-		if v == 0 {
-			return "engine default"
+	cfg := runtime.Config{Store: memstore.New()}
+	s.apply(&cfg)
+	e, err := runtime.New(cfg)
+	if err != nil {
+		return fmt.Sprintf("invalid settings: %v", err)
+	}
+	eff := e.Config()
+	mark := func(set bool) string {
+		if set {
+			return ""
 		}
-		return strconv.Itoa(v)
+		return " (default)"
 	}
-	poll := "engine default"
-	if s.PollInterval > 0 {
-		poll = s.PollInterval.String()
-	}
-	return fmt.Sprintf("concurrency %s, claim batch %s, poll interval %s", def(s.Concurrency), def(s.ClaimBatch), poll)
+	return fmt.Sprintf("concurrency %d%s, claim batch %d%s, poll interval %s%s, batch window %s (default)",
+		eff.Concurrency, mark(s.Concurrency != 0), eff.ClaimBatch, mark(s.ClaimBatch != 0),
+		eff.PollInterval, mark(s.PollInterval != 0), eff.BatchWindow)
 }
