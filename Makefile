@@ -22,7 +22,7 @@ test-short:
 ## generate: regenerate all checked-in generated code: workflow code
 ## (go generate) and the Postgres queries (sqlc, pinned version).
 generate:
-	$(GO) generate ./... ./testdata/acceptance/...
+	$(GO) generate ./... ./testdata/acceptance/... ./testdata/multiproc/...
 	$(SQLC) generate
 
 ## check-generated: fail when generated code in the tree is stale.
@@ -34,12 +34,12 @@ check-generated: generate
 ## lint: formatting and vet.
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
-	$(GO) vet ./... ./testdata/acceptance/...
+	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/...
 
 ## lint-examples: trellis lint over every workflow file in the repository
 ## that is meant to be valid.
 lint-examples:
-	$(TRELLIS) lint examples testdata/acceptance
+	$(TRELLIS) lint examples testdata/acceptance testdata/multiproc
 
 ## example: run the order-processing example (memory store, virtual clock).
 example:

@@ -463,6 +463,21 @@ func (c *FulfilClient) RunNoWait(ctx context.Context, in FulfilInput, opts ...ru
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one fulfil run per input, all with the same options,
+// in one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *FulfilClient) RunManyNoWait(ctx context.Context, inputs []FulfilInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding fulfil input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a fulfil run ends and returns its result; see Run.
 func (c *FulfilClient) Wait(ctx context.Context, id runtime.RunID) (FulfilResult, error) {
 	res, err := c.workflow.Wait(ctx, id)

@@ -140,6 +140,21 @@ func (c *PingClient) RunNoWait(ctx context.Context, in PingInput, opts ...runtim
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
+// RunManyNoWait triggers one ping run per input, all with the same options, in
+// one transaction: every input is validated first, and either every run is
+// created or none is.
+func (c *PingClient) RunManyNoWait(ctx context.Context, inputs []PingInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
+	raws := make([]json.RawMessage, len(inputs))
+	for i, in := range inputs {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding ping input %d: %w", i, err)
+		}
+		raws[i] = raw
+	}
+	return c.workflow.TriggerMany(ctx, raws, opts...)
+}
+
 // Wait waits until a ping run ends and returns its result; see Run.
 func (c *PingClient) Wait(ctx context.Context, id runtime.RunID) (PingResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
