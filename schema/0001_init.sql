@@ -123,7 +123,8 @@ CREATE TABLE trellis_leases (
     PRIMARY KEY (run_id, step)
 );
 
-CREATE INDEX trellis_leases_worker ON trellis_leases (worker);
+-- No index on worker: the table holds only running tasks, and a worker
+-- reads its leases once a heartbeat; an index would cost every claim.
 
 ALTER TABLE trellis_leases SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
     autovacuum_vacuum_cost_delay = 0);
