@@ -416,8 +416,11 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// leaderLoop seeks leadership and, while leading, fires due timers and
-// recovers the tasks of dead workers.
+// maintainInterval is how often the leader runs the store's housekeeping.
+const maintainInterval = 5 * time.Second
+
+// leaderLoop seeks leadership and, while leading, fires due timers,
+// recovers the tasks of dead workers and runs the store's housekeeping.
 func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	elector := e.store.Leadership(e.cfg.WorkerID)
 	defer func() {
@@ -428,8 +431,8 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 			e.log.Error("resigning leadership", "error", err)
 		}
 	}()
-	leading := false
-	var nextRecover time.Time
+	leading, maintainFailed := false, false
+	var nextRecover, nextMaintain time.Time
 	for {
 		wait := e.cfg.TimerInterval
 		lead, err := elector.TryLead(ctx)
@@ -451,6 +454,13 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 					e.log.Error("recovering tasks", "error", err)
 				}
 				nextRecover = now.Add(e.cfg.HeartbeatInterval)
+			}
+			if !now.Before(nextMaintain) {
+				if err := e.store.Maintain(ctx); err != nil && ctx.Err() == nil && !maintainFailed {
+					e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
+					maintainFailed = true
+				}
+				nextMaintain = now.Add(maintainInterval)
 			}
 			if next, ok, err := e.store.NextTimer(ctx); err == nil && ok {
 				wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))

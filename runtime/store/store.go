@@ -157,6 +157,9 @@ type Coordination interface {
 	// Listen delivers notifications until ctx ends. Delivery is best
 	// effort: a slow reader may miss some, so engines also poll.
 	Listen(ctx context.Context) (<-chan Notification, error)
+	// Maintain does the store's periodic housekeeping; the leader calls it
+	// every few seconds.
+	Maintain(ctx context.Context) error
 }
 
 // Elector holds or seeks leadership.

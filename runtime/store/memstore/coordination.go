@@ -51,3 +51,6 @@ func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
 	}()
 	return ch, nil
 }
+
+// Maintain implements store.Coordination: the memory store needs none.
+func (s *Store) Maintain(context.Context) error { return nil }

@@ -178,3 +178,35 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, string, error) {
 	}
 	return conn, channel, nil
 }
+
+// vacuumAfter is how many dead rows make a hot table worth vacuuming.
+const vacuumAfter = 5000
+
+// Maintain implements store.Coordination: it vacuums those of the small
+// tables every task passes through that hold many dead rows. Each claimed
+// task leaves a dead entry at the front of the queue's index, which every
+// claim would otherwise step over until autovacuum (whose rounds are a
+// minute apart, and busy with the large tables) gets to it. A role that
+// may not vacuum the tables (not their owner) gets an error.
+func (s *Store) Maintain(ctx context.Context) error {
+	tables, err := s.hotTablesToVacuum(ctx)
+	if err != nil || len(tables) == 0 {
+		return wrap(err, "reading table statistics")
+	}
+	_, err = s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+strings.Join(tables, ", "))
+	return wrap(err, "vacuuming "+strings.Join(tables, ", "))
+}
+
+// hotTablesToVacuum lists the hot tables of this schema with more than
+// vacuumAfter dead rows. (A statistics view, which sqlc does not model.)
+func (s *Store) hotTablesToVacuum(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT relname::text FROM pg_stat_user_tables
+		WHERE schemaname = current_schema()
+		  AND relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
+		  AND n_dead_tup > $1`, vacuumAfter)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},
 		{"Leadership", testLeadership},
 		{"ListenDeliversWakeups", testListen},
+		{"Maintain", testMaintain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -730,4 +731,16 @@ func parentSteps(c store.ClaimedTask) []int {
 		out[i] = p.Step
 	}
 	return out
+}
+
+func testMaintain(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{})
+	f.complete(f.claimOne(id, stepA), `{}`)
+	if err := f.s.Maintain(f.ctx); err != nil {
+		t.Fatalf("Maintain: %v", err)
+	}
+	// Maintenance changes nothing a caller can see.
+	if got := f.claim(10); len(got) != 2 {
+		t.Errorf("after Maintain, claimed %d tasks, want b and c", len(got))
+	}
 }

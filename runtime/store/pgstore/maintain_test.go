@@ -1,0 +1,61 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+func TestMaintainVacuumsTheQueueOnceItHasManyDeadRows(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := pgstore.New(pool)
+	ctx := t.Context()
+	now := time.Now()
+	runs := make([]store.NewRun, 6000)
+	for i := range runs {
+		runs[i] = store.NewRun{ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: "t", Input: []byte(`{}`),
+			Tasks: []store.NewTask{{Step: 0, Kind: dag.KindCode, Plain: true, MaxAttempts: 1}}}
+	}
+	if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, err := s.ClaimTasks(ctx, store.Claim{Worker: "w", Limit: 1000, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+	}
+	vacuums := func() (dead, count int64) {
+		if err := pool.QueryRow(ctx, `SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'trellis_ready'`).Scan(&dead, &count); err != nil {
+			t.Fatal(err)
+		}
+		return dead, count
+	}
+	// Table statistics arrive asynchronously.
+	deadline := time.Now().Add(20 * time.Second)
+	for dead, _ := vacuums(); dead <= 5000; dead, _ = vacuums() {
+		if time.Now().After(deadline) {
+			t.Fatalf("statistics never showed the %d dead queue rows", len(runs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := s.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, count := vacuums(); count == 0; _, count = vacuums() {
+		if time.Now().After(deadline) {
+			t.Fatal("Maintain did not vacuum trellis_ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
