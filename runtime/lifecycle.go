@@ -65,12 +65,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		timerWakeup: make(chan struct{}, 1),
 	}
 	e.lifecycle, e.started = lc, true
-	lc.loops.Add(5)
+	lc.loops.Add(6)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx) }()
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
+	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
 	e.log.Info("engine started", "workflows", e.names, "concurrency", e.cfg.Concurrency)
 	return nil
 }
@@ -419,8 +420,8 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 // maintainInterval is how often the leader runs the store's housekeeping.
 const maintainInterval = 5 * time.Second
 
-// leaderLoop seeks leadership and, while leading, fires due timers,
-// recovers the tasks of dead workers and runs the store's housekeeping.
+// leaderLoop seeks leadership and, while leading, fires due timers and
+// recovers the tasks of dead workers.
 func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	elector := e.store.Leadership(e.cfg.WorkerID)
 	defer func() {
@@ -431,8 +432,8 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 			e.log.Error("resigning leadership", "error", err)
 		}
 	}()
-	leading, maintainFailed := false, false
-	var nextRecover, nextMaintain time.Time
+	leading := false
+	var nextRecover time.Time
 	for {
 		wait := e.cfg.TimerInterval
 		lead, err := elector.TryLead(ctx)
@@ -455,13 +456,6 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 				}
 				nextRecover = now.Add(e.cfg.HeartbeatInterval)
 			}
-			if !now.Before(nextMaintain) {
-				if err := e.store.Maintain(ctx); err != nil && ctx.Err() == nil && !maintainFailed {
-					e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
-					maintainFailed = true
-				}
-				nextMaintain = now.Add(maintainInterval)
-			}
 			if next, ok, err := e.store.NextTimer(ctx); err == nil && ok {
 				wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
 			}
@@ -475,6 +469,22 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 		case <-t.C():
 		}
 		t.Stop()
+	}
+}
+
+// maintainLoop runs the store's housekeeping while this engine leads. It
+// is a loop of its own so that slow housekeeping (a vacuum) never delays
+// the timers the leader fires.
+func (e *Engine) maintainLoop(ctx context.Context) {
+	warned := false
+	for clockSleep(ctx, e, maintainInterval) == nil {
+		if !e.leader.Load() {
+			continue
+		}
+		if err := e.store.Maintain(ctx); err != nil && ctx.Err() == nil && !warned {
+			e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
+			warned = true
+		}
 	}
 }
 
