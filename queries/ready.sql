@@ -47,7 +47,9 @@ LEFT JOIN LATERAL (
 ) p ON true;
 
 -- name: ReadyClaimLimited :many
--- ReadyClaim under a per-tenant cap on running tasks. The caller holds
+-- ReadyClaim under a per-tenant cap on running tasks. From taken on it
+-- repeats ReadyClaim (sqlc has no shared fragments): change both together;
+-- the store conformance suite runs both. The caller holds
 -- the claim lock (ClaimLock), so that concurrent claims cannot together
 -- exceed the cap.
 WITH running AS (

@@ -52,6 +52,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 	return out, wrap(err, "claiming tasks")
 }
 
+// attempt builds a store.Attempt from a row's columns.
+func attempt(run uuid.UUID, step int16, n int32) store.Attempt {
+	return store.Attempt{Key: store.TaskKey{Run: run, Step: int(step)}, Attempt: int(n)}
+}
+
 func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
 	c := store.ClaimedTask{
 		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: dag.Kind(r.Kind), Attempt: int(r.Attempt),
@@ -169,7 +174,7 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	for _, row := range rows {
 		switch row.What {
 		case "stale":
-			res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+			res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 		case "finished":
 			res.Finished = append(res.Finished, row.RunID)
 		}
@@ -192,7 +197,7 @@ func (s *Store) retry(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 	}
 	rows, err := q.TasksRetry(ctx, p)
 	for _, row := range rows {
-		res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+		res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 	}
 	return err
 }
@@ -210,7 +215,7 @@ func (s *Store) sleep(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 	}
 	rows, err := q.TasksSleep(ctx, p)
 	for _, row := range rows {
-		res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+		res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 	}
 	return err
 }
@@ -237,7 +242,7 @@ func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Fa
 	runs := dbsqlc.RunsFailParams{Now: now}
 	for _, row := range rows {
 		if !row.Applied {
-			res.Stale = append(res.Stale, store.Attempt{Key: store.TaskKey{Run: row.RunID, Step: int(row.Step)}, Attempt: int(row.Attempt)})
+			res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 			continue
 		}
 		if dag.Kind(row.Kind) == dag.KindOnFailure {

@@ -221,7 +221,9 @@ type ReadyClaimLimitedRow struct {
 	ParentOutputs  [][]byte
 }
 
-// ReadyClaim under a per-tenant cap on running tasks. The caller holds
+// ReadyClaim under a per-tenant cap on running tasks. From taken on it
+// repeats ReadyClaim (sqlc has no shared fragments): change both together;
+// the store conformance suite runs both. The caller holds
 // the claim lock (ClaimLock), so that concurrent claims cannot together
 // exceed the cap.
 func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedParams) ([]ReadyClaimLimitedRow, error) {
