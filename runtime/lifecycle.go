@@ -130,6 +130,8 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		case lc.slots <- struct{}{}:
 		case <-lc.stopClaiming:
 			return
+		case <-ctx.Done():
+			return
 		}
 		free := e.gatherSlots(lc)
 		n, err := e.claimAndRun(ctx, lc, free)
@@ -142,6 +144,9 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		t := e.clock.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-lc.stopClaiming:
+			t.Stop()
+			return
+		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-e.localWakeup:
