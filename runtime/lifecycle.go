@@ -404,7 +404,7 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 // holds.
 func (e *Engine) heartbeatLoop(ctx context.Context) {
 	for {
-		if clockSleep(ctx, e, e.cfg.HeartbeatInterval) != nil {
+		if clock.Sleep(ctx, e.clock, e.cfg.HeartbeatInterval) != nil {
 			return
 		}
 		lost, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.claims.owned(), e.clock.Now())
@@ -482,7 +482,7 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 // the timers the leader fires.
 func (e *Engine) maintainLoop(ctx context.Context) {
 	warned := false
-	for clockSleep(ctx, e, maintainInterval) == nil {
+	for clock.Sleep(ctx, e.clock, maintainInterval) == nil {
 		if !e.leader.Load() {
 			continue
 		}
@@ -503,16 +503,5 @@ func (e *Engine) listenLoop(notes <-chan store.Notification) {
 			e.claims.stopRun(n.Run, errRunEnded)
 			e.runFinished(n.Run)
 		}
-	}
-}
-
-func clockSleep(ctx context.Context, e *Engine, d time.Duration) error {
-	t := e.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
 	}
 }

@@ -32,7 +32,7 @@ func openDatabase(ctx context.Context, url string) (*database, error) {
 		return nil, fmt.Errorf("creating schema %s: %w", schema, err)
 	}
 	db := &database{url: url, schema: schema}
-	cfg, err := pgxpool.ParseConfig(withSearchPath(url, schema))
+	cfg, err := pgxpool.ParseConfig(pgstore.WithSearchPath(url, schema))
 	if err == nil {
 		// The harness triggers, polls and reads results at once.
 		cfg.MaxConns = 8

@@ -65,7 +65,7 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 		err = errors.Join(err, db.close(context.WithoutCancel(ctx), o.Keep))
 	}()
 	// The engine gets a pool of its own, as a worker process would.
-	pool, err := pgstore.Connect(ctx, withSearchPath(db.url, db.schema))
+	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(db.url, db.schema))
 	if err != nil {
 		return res, err
 	}

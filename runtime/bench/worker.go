@@ -88,7 +88,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, control io.Reader, out io.W
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	pool, err := pgstore.Connect(ctx, withSearchPath(o.DatabaseURL, o.Schema))
+	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(o.DatabaseURL, o.Schema))
 	if err != nil {
 		return err
 	}
@@ -152,17 +152,4 @@ func drain(lines <-chan string) <-chan struct{} {
 		}
 	}()
 	return done
-}
-
-// withSearchPath adds a search_path to a connection string (URL or
-// key=value form).
-func withSearchPath(conn, schema string) string {
-	if strings.Contains(conn, "://") {
-		sep := "?"
-		if strings.Contains(conn, "?") {
-			sep = "&"
-		}
-		return conn + sep + "search_path=" + schema
-	}
-	return conn + " search_path=" + schema
 }

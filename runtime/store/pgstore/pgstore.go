@@ -61,6 +61,20 @@ func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// WithSearchPath adds a search_path to a connection string (URL or
+// key=value form), so that the pool's connections use that schema: one
+// way to keep several Trellis schemas in one database.
+func WithSearchPath(conn, schema string) string {
+	if strings.Contains(conn, "://") {
+		sep := "?"
+		if strings.Contains(conn, "?") {
+			sep = "&"
+		}
+		return conn + sep + "search_path=" + schema
+	}
+	return conn + " search_path=" + schema
+}
+
 // WithTx creates a run inside the caller's transaction: the run exists if
 // and only if tx commits. Pass it to a generated client's RunNoWait.
 func WithTx(tx pgx.Tx) runtime.RunOption { return runtime.WithTx(tx) }

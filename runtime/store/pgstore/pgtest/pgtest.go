@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,20 +43,7 @@ func Required() bool { return os.Getenv("TRELLIS_REQUIRE_DB") == "1" }
 func EmptySchema(t testing.TB) string {
 	t.Helper()
 	schema := newSchema(t)
-	return WithSearchPath(URL(), schema)
-}
-
-// WithSearchPath adds a search_path to a connection string (URL or
-// key=value form).
-func WithSearchPath(conn, schema string) string {
-	if strings.Contains(conn, "://") {
-		sep := "?"
-		if strings.Contains(conn, "?") {
-			sep = "&"
-		}
-		return conn + sep + "search_path=" + schema
-	}
-	return conn + " search_path=" + schema
+	return pgstore.WithSearchPath(URL(), schema)
 }
 
 // Pool returns a pool whose connections use a fresh, migrated schema.
