@@ -5,7 +5,7 @@ ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heart
 
 -- name: LeasesOf :many
 -- The leases a worker holds.
-SELECT run_id, step, attempt FROM trellis_leases WHERE worker = @worker;
+SELECT run_id, step, attempt, claimed_at FROM trellis_leases WHERE worker = @worker;
 
 -- name: LeasesStaleRuns :many
 -- The runs of stale leases: claimed before stale_before by a worker that
@@ -44,17 +44,56 @@ WITH input AS (
            unnest(@attempts::int[]) AS attempt, unnest(@wakes::boolean[]) AS wake, unnest(@details::text[]) AS detail
 ), requeued AS (
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = @now
+    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake, i.detail
+    RETURNING t.run_id, t.step, t.attempt, i.wake, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING requeued r WHERE l.run_id = r.run_id AND l.step = r.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'RETRYING', attempt, @now, detail FROM requeued
+    SELECT run_id, step, 'RETRYING', attempt, at, detail FROM requeued
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, @now, NULL FROM requeued
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM requeued
 )
 SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM requeued q JOIN trellis_runs r ON r.id = q.run_id;
+
+-- name: LeasesRelease :many
+-- Hands tasks a worker holds back to the ready queue (woken sleep tasks to
+-- be completed) without counting the attempt against the retry budget,
+-- and drops their leases. The caller holds the runs' locks. Returns the
+-- tasks released.
+WITH input AS (
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt
+), released AS (
+    UPDATE trellis_tasks t
+    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at),
+        prior_attempts = t.prior_attempts + CASE WHEN t.kind = 1 AND t.wake_at IS NOT NULL THEN 0 ELSE 1 END
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+      AND t.worker = @worker::text
+    RETURNING t.run_id, t.step, t.attempt, t.kind = 1 AND t.wake_at IS NOT NULL AS wake, t.updated_at AS at
+), dropped AS (
+    DELETE FROM trellis_leases l USING released r WHERE l.run_id = r.run_id AND l.step = r.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'QUEUED', attempt, at, nullif(@reason::text, '') FROM released
+), queued AS (
+    SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
+    FROM released q JOIN trellis_runs r ON r.id = q.run_id
+)
+SELECT run_id, step, attempt FROM released WHERE (SELECT n FROM queued) >= 0;
+
+-- name: LeasesHeld :many
+-- Locks the given leases of a worker whose tasks are still RUNNING in
+-- those attempts, with what ending the attempts needs. The caller holds
+-- the runs' locks.
+SELECT l.run_id, l.step, l.attempt, l.worker, t.kind, t.max_attempts, t.prior_attempts, t.wake_at
+FROM trellis_leases l
+JOIN trellis_tasks t ON t.run_id = l.run_id AND t.step = l.step
+JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS i
+    ON i.run_id = l.run_id AND i.step = l.step AND i.attempt = l.attempt
+WHERE l.worker = @worker AND t.status = 'RUNNING' AND t.attempt = l.attempt
+ORDER BY l.run_id, l.step
+FOR UPDATE OF l;

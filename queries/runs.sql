@@ -1,6 +1,7 @@
 -- name: RunsInsert :many
--- Creates runs, except those whose idempotency key another run of the
--- workflow and tenant holds. Returns the ids of the runs created.
+-- Creates runs, except those whose id exists (an earlier try of the same
+-- call created them) or whose idempotency key another run of the workflow
+-- and tenant holds. Returns the ids of the runs created.
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, @now
 FROM (
@@ -8,8 +9,12 @@ FROM (
            unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
            unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved
 ) AS i
-ON CONFLICT (workflow, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id;
+
+-- name: RunsExisting :many
+-- Those of the given run ids that exist.
+SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 
 -- name: RunsByIdempotencyKey :many
 -- The runs holding the given idempotency keys.

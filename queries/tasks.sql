@@ -34,9 +34,10 @@ WHERE run_id = @run_id
 ORDER BY step;
 
 -- name: TasksStart :exec
--- Writes STARTED events for claimed tasks that run their code.
+-- Writes STARTED events for claimed tasks that run their code, no earlier
+-- than their claim.
 INSERT INTO trellis_events (run_id, step, type, attempt, at)
-SELECT t.run_id, t.step, 'STARTED', t.attempt, @now
+SELECT t.run_id, t.step, 'STARTED', t.attempt, greatest(@now::timestamptz, t.updated_at) AS at
 FROM trellis_tasks t
 JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS k
     ON t.run_id = k.run_id AND t.step = k.step AND t.attempt = k.attempt
@@ -60,17 +61,20 @@ WITH locked AS (
     ) AS i
     WHERE (SELECT count(*) FROM locked) >= 0
 ), applied AS (
+    -- Each change of a task is stamped no earlier than its previous one
+    -- (RETURNING reads the new updated_at).
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
-        output = i.output, updated_at = @now, finished_at = @now
+        output = i.output, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail
+    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
 ), edges AS (
-    SELECT e.run_id, e.child, count(*) AS n
+    -- A child is queued no earlier than the parents that resolved it.
+    SELECT e.run_id, e.child, count(*) AS n, max(a.at) AS at
     FROM (SELECT unnest(@edge_runs::uuid[]) AS run_id, unnest(@edge_parents::smallint[]) AS parent, unnest(@edge_children::smallint[]) AS child) AS e
     JOIN applied a ON a.run_id = e.run_id AND a.step = e.parent
     GROUP BY e.run_id, e.child
@@ -78,10 +82,10 @@ WITH locked AS (
     UPDATE trellis_tasks t
     SET pending = t.pending - e.n,
         status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
-        updated_at = @now
+        updated_at = greatest(e.at, t.updated_at)
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at
 ), ready AS (
     SELECT s.run_id, s.step, r.tenant, r.workflow
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
@@ -96,10 +100,10 @@ WITH locked AS (
     RETURNING r.id, r.unresolved = 0 AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, @now, nullif(detail, '')
+    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
     FROM applied
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, @now, NULL FROM resolved WHERE ready
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready
 ), queued AS (
     SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
     FROM ready
@@ -121,10 +125,10 @@ WITH input AS (
     SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@errors::text[]) AS error, unnest(@timed_out::boolean[]) AS timed_out, unnest(@wake_ats::timestamptz[]) AS wake_at) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = @now
+    SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at
+    RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -134,9 +138,9 @@ WITH input AS (
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, @now, error FROM applied WHERE timed_out
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'RETRYING', attempt, @now, error FROM applied
+    SELECT run_id, step, 'RETRYING', attempt, at, error FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -148,10 +152,10 @@ WITH input AS (
     SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@wake_ats::timestamptz[]) AS wake_at) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = @now
+    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake_at
+    RETURNING t.run_id, t.step, t.attempt, i.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -161,7 +165,7 @@ WITH input AS (
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'SLEEPING', attempt, @now,
+    SELECT run_id, step, 'SLEEPING', attempt, at,
            'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
     FROM applied
 )
@@ -185,18 +189,18 @@ WITH input AS (
     SELECT * FROM live WHERE kind = 2 OR nth = 1
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'FAILED', error = c.error, updated_at = @now, finished_at = @now
+    SET status = 'FAILED', error = c.error, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     FROM chosen c
     WHERE t.run_id = c.run_id AND t.step = c.step AND t.status = 'RUNNING' AND t.attempt = c.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord
+    RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, @now, error FROM applied WHERE timed_out
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'FAILED', attempt, @now, error FROM applied
+    SELECT run_id, step, 'FAILED', attempt, at, error FROM applied
 )
 SELECT true AS applied, a.run_id, a.step, a.attempt, a.kind, a.error::text AS error
 FROM applied a
@@ -226,16 +230,16 @@ WHERE m.run_id = ANY (@run_ids::uuid[]) AND t.run_id = m.run_id AND t.step = m.s
 -- first. Returns the cancelled tasks.
 WITH cancelled AS (
     UPDATE trellis_tasks t
-    SET status = 'CANCELLED', updated_at = @now, finished_at = @now
+    SET status = 'CANCELLED', updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     WHERE t.run_id = ANY (@run_ids::uuid[])
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
       AND (t.kind <> 2 OR @with_handler::boolean)
-    RETURNING t.run_id, t.step, t.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'CANCELLED', attempt, @now, @detail::text FROM cancelled
+    SELECT run_id, step, 'CANCELLED', attempt, at, @detail::text FROM cancelled
 )
 SELECT run_id, step, attempt FROM cancelled;
 
@@ -243,12 +247,12 @@ SELECT run_id, step, attempt FROM cancelled;
 -- Queues the failure handlers of failed runs. Returns how many.
 WITH handlers AS (
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = @now
+    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at)
     WHERE t.run_id = ANY (@run_ids::uuid[]) AND t.kind = 2 AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'QUEUED', attempt, @now FROM handlers
+    SELECT run_id, step, 'QUEUED', attempt, at FROM handlers
 )
 SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM handlers h JOIN trellis_runs r ON r.id = h.run_id;
@@ -272,13 +276,13 @@ WITH input AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
         pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
-        worker = NULL, wake_at = NULL, updated_at = @now, finished_at = NULL
+        worker = NULL, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
     WHERE t.run_id = @run_id AND t.step = i.step AND t.status <> 'RUNNING'
-    RETURNING t.run_id, t.step, t.attempt, t.status
+    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'QUEUED', attempt, @now, 'run retried' FROM reset WHERE status = 'QUEUED'
+    SELECT run_id, step, 'QUEUED', attempt, at, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
 SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM reset s JOIN trellis_runs r ON r.id = s.run_id

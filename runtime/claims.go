@@ -3,17 +3,36 @@ package runtime
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // claims are the tasks this engine owns: from the moment it claims them
-// until their result is recorded (or dropped). The store sees them RUNNING
-// all that time, so all that time they are heartbeated, including while a
-// finished step's result waits to be flushed.
+// until their result is recorded, or until it hands them back. The store
+// sees them RUNNING all that time, so all that time they are heartbeated,
+// including while a finished step's result waits to be recorded.
+//
+// Ownership and the store can disagree: a claim whose answer was lost with
+// its connection leaves tasks the store says this worker holds but the
+// engine never saw; a step stopped because its run ended may have been a
+// newer attempt than the one the run's end was about. Heartbeats reconcile
+// the two (see reconcile): the store's leases are compared with the
+// attempts owned here, and what the engine holds no attempt for is handed
+// back.
 type claims struct {
 	mu    sync.Mutex
 	byKey map[store.TaskKey]*claim
+	// claiming holds the time of each claim under way (sent to the store,
+	// its tasks not yet owned), by token: their tasks may already be
+	// leased without being owned, and must not be taken for orphans.
+	claiming map[int]time.Time
+	token    int
+	// suspects are the leases the last reconciliation found unowned; only
+	// those still unowned at the next one are handed back, so that a task
+	// whose result was recorded between reading the leases and reading
+	// ownership is never mistaken for an orphan.
+	suspects map[store.Attempt]bool
 }
 
 type claim struct {
@@ -24,12 +43,29 @@ type claim struct {
 	// handler is true for the failure handler, which runs after its run
 	// ended and must not be stopped by that.
 	handler bool
+	// abandoned is true when the engine stopped the step's code on
+	// shutdown: the attempt ran, and counts.
+	abandoned bool
 }
 
-// own records newly claimed tasks.
-func (c *claims) own(tasks []store.ClaimedTask) {
+func newClaims() claims {
+	return claims{byKey: map[store.TaskKey]*claim{}, claiming: map[int]time.Time{}}
+}
+
+// begin records that a claim stamped now is under way; end it with end.
+func (c *claims) begin(now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.token++
+	c.claiming[c.token] = now
+	return c.token
+}
+
+// end records that the claim under way is over, owning the tasks it took.
+func (c *claims) end(token int, tasks []store.ClaimedTask) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.claiming, token)
 	for _, t := range tasks {
 		c.byKey[t.Key] = &claim{attempt: t.Attempt, run: t.Key.Run}
 	}
@@ -56,7 +92,8 @@ func (c *claims) ended(t store.ClaimedTask) {
 	}
 }
 
-// release forgets tasks whose result was recorded or dropped.
+// release forgets tasks whose result was recorded or dropped, or that are
+// being handed back.
 func (c *claims) release(attempts ...store.Attempt) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -67,11 +104,32 @@ func (c *claims) release(attempts ...store.Attempt) {
 	}
 }
 
-// releaseClaimed forgets claimed tasks this engine will not work on.
-func (c *claims) releaseClaimed(tasks []store.ClaimedTask) {
-	for _, t := range tasks {
-		c.release(attemptOf(t))
+// abandonRunning records that the code running now is being stopped on
+// shutdown.
+func (c *claims) abandonRunning() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.byKey {
+		if cl.cancel != nil {
+			cl.abandoned = true
+		}
 	}
+}
+
+// abandonedAndRest splits the owned attempts into those abandoned on
+// shutdown and the others.
+func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, cl := range c.byKey {
+		a := store.Attempt{Key: k, Attempt: cl.attempt}
+		if cl.abandoned {
+			abandoned = append(abandoned, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	return abandoned, rest
 }
 
 // stopRun cancels the running steps of a run (but not its failure
@@ -101,7 +159,7 @@ func (c *claims) stop(attempts []store.Attempt, cause error) int {
 	return n
 }
 
-// owned lists the owned attempts, for heartbeats.
+// owned lists the owned attempts.
 func (c *claims) owned() []store.Attempt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,6 +168,49 @@ func (c *claims) owned() []store.Attempt {
 		out = append(out, store.Attempt{Key: k, Attempt: cl.attempt})
 	}
 	return out
+}
+
+// reconcile compares the leases the store says this worker holds (read
+// after taking the snapshot before) with what it owns. It returns lost,
+// the attempts of before the store no longer leases to this worker (their
+// results were recorded, or their tasks were cancelled or recovered
+// elsewhere), and orphans, the leases this worker has owned no attempt
+// for at this reconciliation and the previous one.
+func (c *claims) reconcile(before []store.Attempt, held []store.Lease) (lost, orphans []store.Attempt) {
+	leased := make(map[store.Attempt]bool, len(held))
+	for _, l := range held {
+		leased[l.Attempt] = true
+	}
+	for _, a := range before {
+		if !leased[a] {
+			lost = append(lost, a)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldestClaim time.Time
+	for _, at := range c.claiming {
+		if oldestClaim.IsZero() || at.Before(oldestClaim) {
+			oldestClaim = at
+		}
+	}
+	suspects := map[store.Attempt]bool{}
+	for _, l := range held {
+		if cl, ok := c.byKey[l.Key]; ok && cl.attempt == l.Attempt.Attempt {
+			continue
+		}
+		// A claim under way may have leased it; it is stamped no earlier
+		// than that claim's time.
+		if !oldestClaim.IsZero() && !l.ClaimedAt.Before(oldestClaim) {
+			continue
+		}
+		suspects[l.Attempt] = true
+		if c.suspects[l.Attempt] {
+			orphans = append(orphans, l.Attempt)
+		}
+	}
+	c.suspects = suspects
+	return lost, orphans
 }
 
 // attempts lists every attempt a batch of results is about.

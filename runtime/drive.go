@@ -30,10 +30,7 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for {
-		claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-			Worker: e.cfg.WorkerID, Workflows: names, Limit: e.cfg.ClaimBatch,
-			TenantLimit: e.cfg.TenantConcurrency, Now: e.clock.Now(),
-		})
+		claimed, err := e.claim(ctx, names, e.cfg.ClaimBatch)
 		if err != nil {
 			return total, fmt.Errorf("claiming tasks: %w", err)
 		}
@@ -41,10 +38,9 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 			return total, nil
 		}
 		total += len(claimed)
-		e.claims.own(claimed)
 		jobs, batch, err := e.plan(ctx, claimed)
 		if err != nil {
-			e.claims.releaseClaimed(claimed)
+			e.handBack(ctx, attemptsOf(claimed), "the worker could not start the task: "+cleanText(err.Error()), false)
 			return total, err
 		}
 		results := make([]store.Results, len(jobs))
@@ -58,11 +54,9 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 			}()
 		}
 		wg.Wait()
-		for i, j := range jobs {
+		for i := range jobs {
 			if kept[i] {
 				merge(&batch, results[i])
-			} else {
-				e.claims.release(attemptOf(j.claim))
 			}
 		}
 		if batch.Len() == 0 {
@@ -71,6 +65,7 @@ func (e *Engine) ProcessReady(ctx context.Context) (int, error) {
 		batch.Now = e.clock.Now()
 		res, err := e.store.Finish(ctx, batch)
 		if err != nil {
+			e.handBack(ctx, attempts(batch), "the worker could not record the task's result", false)
 			return total, fmt.Errorf("recording task results: %w", err)
 		}
 		e.afterFinish(batch, res)

@@ -122,6 +122,7 @@ type Engine struct {
 	saved       map[string]bool          // versions known to be in the store
 	waiters     map[RunID]*waiter        // callers of Wait, by run
 	claims      claims
+	faults      *faultLog
 	started     bool
 	stopping    bool
 	lifecycle   *lifecycle
@@ -139,14 +140,15 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	log := cfg.Logger.With("worker", cfg.WorkerID)
 	return &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock,
-		log:         cfg.Logger.With("worker", cfg.WorkerID),
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
 		saved:       map[string]bool{},
 		waiters:     map[RunID]*waiter{},
-		claims:      claims{byKey: map[store.TaskKey]*claim{}},
+		claims:      newClaims(),
+		faults:      newFaultLog(log),
 		localWakeup: make(chan struct{}, 1),
 	}, nil
 }

@@ -48,11 +48,17 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"RunsInBackground", testBackground},
 		{"EnginesShareAStore", testSharedStore},
 		{"StopDrainsRunningSteps", testStopDrains},
-		{"AbandonedTaskIsRecoveredElsewhere", testRecovery},
+		{"AbandonedStepIsHandedBackOnStop", testHandBackOnStop},
 		{"TimersFireAfterLeaderLeaves", testLeaderHandover},
 		{"TriggerOnlyEngineClaimsNothing", testTriggerOnly},
 		{"UnstorableResultsFailTheirTask", testUnstorable},
 		{"RefusedResultDoesNotStallOthers", testRefused},
+		{"LostClaimIsReconciled", testLostClaimIsReconciled},
+		{"StartFailureHandsBack", testStartFailureHandsBack},
+		{"FinishRetried", testFinishRetried},
+		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
+		{"WaitRidesOutOutage", testWaitRidesOutOutage},
+		{"TriggerRetriedOnce", testTriggerRetriedOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -248,7 +254,7 @@ func testStopDrains(t *testing.T, s store.Store) {
 	}
 }
 
-func testRecovery(t *testing.T, s store.Store) {
+func testHandBackOnStop(t *testing.T, s store.Store) {
 	spec := &runtime.WorkflowSpec{
 		Name: "stuck", InputSchema: `{"type":"object"}`,
 		Steps: []runtime.StepSpec{{Name: "s", Retry: runtime.RetryPolicy{MaxRetries: 1, InitialDelay: time.Millisecond, BackoffFactor: 1, MaxDelay: time.Millisecond}}},
@@ -279,8 +285,8 @@ func testRecovery(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	<-entered
-	// Stop gives up on the running step at once: the task stays claimed by
-	// "first", whose heartbeats stop.
+	// Stop gives up on the running step at once and hands the task back,
+	// the attempt counting as one that ran.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := first.Stop(ctx); err == nil {
@@ -307,6 +313,9 @@ func testRecovery(t *testing.T, s store.Store) {
 	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted, dag.EventCompleted}
 	if fmt.Sprint(types) != fmt.Sprint(want) {
 		t.Errorf("events = %v, want %v", types, want)
+	}
+	if len(events) > 2 && events[2].Detail != "worker first stopped while the step ran" {
+		t.Errorf("RETRYING detail = %q, want the stopped worker named", events[2].Detail)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -28,6 +29,9 @@ type job struct {
 	def     *Definition
 	step    *dag.Step
 	parents map[string]json.RawMessage // outputs of completed parents
+	// planned is when the job was planned: its result is stamped no
+	// earlier, whatever the wall clock does meanwhile.
+	planned time.Time
 }
 
 // plan looks at claimed tasks and sorts them into jobs whose code must run
@@ -59,7 +63,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
 			continue
 		case step.Kind == dag.KindOnFailure:
-			jobs = append(jobs, &job{claim: c, def: def, step: step})
+			jobs = append(jobs, &job{claim: c, def: def, step: step, planned: now})
 			if !c.Plain {
 				start = append(start, a)
 			}
@@ -84,7 +88,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, Until: now.Add(step.Sleep)})
 			continue
 		}
-		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed})
+		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed, planned: now})
 		if !c.Plain {
 			start = append(start, a)
 		}
@@ -138,8 +142,9 @@ func (e *Engine) evalSkip(ctx context.Context, def *Definition, step *dag.Step, 
 }
 
 // execute runs a job's code and turns what it returned into a result. ok
-// is false when the result must be dropped: the run ended, the task was
-// taken over, or the engine gave up waiting for it on shutdown.
+// is false when the result must be dropped: the run ended or the task was
+// taken over (the task is then forgotten), or the engine gave up waiting
+// for it on shutdown (the task stays owned, for Stop to hand back).
 func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok bool) {
 	c := j.claim
 	stepCtx, cancel := context.WithCancelCause(ctx)
@@ -156,13 +161,19 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	}
 	log := e.log.With("run", c.Key.Run, "step", j.step.Name, "attempt", info.Attempt)
 	out, err := e.call(runCtx, j, info, log)
+	a := attemptOf(c)
 	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		log.Info("dropping step result", "reason", cause)
+		if !errors.Is(cause, ErrStopped) {
+			e.claims.release(a)
+		}
 		return store.Results{}, false
 	}
 	now := e.clock.Now()
+	if now.Before(j.planned) {
+		now = j.planned
+	}
 	res.Now = now
-	a := attemptOf(c)
 	if err == nil {
 		switch {
 		case len(out) > 0 && !utf8.Valid(out):

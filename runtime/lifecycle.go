@@ -46,7 +46,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("engine: a Manual engine is driven by hand and cannot be started")
 	}
 	// Say we are alive before claiming anything.
-	if _, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, nil, e.clock.Now()); err != nil {
+	if _, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now()); err != nil {
 		return fmt.Errorf("engine: registering worker: %w", err)
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
@@ -78,9 +78,12 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop shuts the engine down gracefully: it stops claiming, lets running
 // steps finish and records their results until ctx ends, then cancels the
-// steps still running (their tasks stay claimed and are recovered by
-// another engine once their heartbeats go stale), releases leadership and
-// returns. It returns ctx's error when steps had to be abandoned.
+// steps still running and hands their tasks back to the queue for other
+// engines (each such attempt counts against its step's retries, as if the
+// worker had died), as well as the tasks whose results could not be
+// recorded (these do not count: their code finished), releases
+// leadership and returns. It returns ctx's error when steps had to be
+// abandoned or results could not be recorded.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	lc := e.lifecycle
@@ -100,6 +103,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		err = fmt.Errorf("engine: stopped before running steps finished: %w", ctx.Err())
+		e.claims.abandonRunning()
 		close(lc.abandon)
 		lc.stepCancel(ErrStopped)
 	}
@@ -116,6 +120,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 	lc.cancel()
 	lc.loops.Wait()
 	lc.stepCancel(ErrStopped)
+	// What is still owned was abandoned mid-step (an attempt, as if the
+	// worker had died), or its result could not be recorded: give it back
+	// now rather than after StaleAfter. Should that fail too, the tasks are
+	// recovered once this worker's heartbeats are stale.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	abandoned, unrecorded := e.claims.abandonedAndRest()
+	e.handBack(hctx, abandoned, fmt.Sprintf("worker %s stopped while the step ran", e.cfg.WorkerID), true)
+	e.handBack(hctx, unrecorded, fmt.Sprintf("worker %s stopped before the task's result was recorded", e.cfg.WorkerID), false)
 	e.log.Info("engine stopped")
 	return err
 }
@@ -135,8 +148,11 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		}
 		free := e.gatherSlots(lc)
 		n, err := e.claimAndRun(ctx, lc, free)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("claiming tasks", "error", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.faults.failed("claiming tasks", err, e.clock.Now())
+		case err == nil:
+			e.faults.ok("claiming tasks", e.clock.Now())
 		}
 		if n == free && err == nil {
 			continue // the queue may hold more
@@ -194,6 +210,8 @@ func (e *Engine) gatherSlots(lc *lifecycle) int {
 
 // claimAndRun claims up to free tasks, hands their immediate results to the
 // flusher and starts their steps; slots not used by a step are released.
+// A step keeps its slot until its result is with the flusher, so that the
+// tasks this engine holds stay bounded when recording falls behind.
 func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int, error) {
 	release := func(n int) {
 		for range n {
@@ -207,20 +225,14 @@ func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int,
 		release(free)
 		return 0, nil
 	}
-	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-		Worker: e.cfg.WorkerID, Workflows: names, Limit: free,
-		TenantLimit: e.cfg.TenantConcurrency, Now: e.clock.Now(),
-	})
+	claimed, err := e.claim(ctx, names, free)
 	if err != nil {
 		release(free)
 		return 0, err
 	}
-	e.claims.own(claimed)
 	jobs, immediate, err := e.plan(ctx, claimed)
 	if err != nil {
-		// The claimed tasks stay RUNNING under this worker; without
-		// heartbeats they are recovered once stale.
-		e.claims.releaseClaimed(claimed)
+		e.handBack(ctx, attemptsOf(claimed), "the worker could not start the task: "+cleanText(err.Error()), false)
 		release(free)
 		return len(claimed), err
 	}
@@ -232,10 +244,9 @@ func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int,
 		lc.steps.Add(1)
 		go func() {
 			defer lc.steps.Done()
+			defer func() { <-lc.slots }()
 			res, ok := e.execute(lc.stepCtx, j)
-			<-lc.slots
 			if !ok {
-				e.claims.release(attemptOf(j.claim))
 				return
 			}
 			select {
@@ -245,6 +256,27 @@ func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int,
 		}()
 	}
 	return len(claimed), nil
+}
+
+// claim claims up to limit ready tasks of the named workflows and owns
+// them. While the claim is under way, reconciliation leaves its tasks be.
+func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, error) {
+	now := e.clock.Now()
+	token := e.claims.begin(now)
+	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
+		Worker: e.cfg.WorkerID, Workflows: workflows, Limit: limit,
+		TenantLimit: e.cfg.TenantConcurrency, Now: now,
+	})
+	e.claims.end(token, claimed)
+	return claimed, err
+}
+
+func attemptsOf(tasks []store.ClaimedTask) []store.Attempt {
+	out := make([]store.Attempt, len(tasks))
+	for i, t := range tasks {
+		out[i] = attemptOf(t)
+	}
+	return out
 }
 
 // flushLoop records results in batches: whatever arrived while the
@@ -313,14 +345,17 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 }
 
 // finish records a batch, retrying while the store fails: a result is
-// never dropped while the engine runs. When the store refuses the data
-// itself, retrying cannot help: the results are recorded one by one, and
-// one the store refuses becomes a failure of its task.
+// never dropped while the engine runs (its tasks stay owned and
+// heartbeated meanwhile, and Stop hands back what could not be recorded).
+// When the store refuses the data itself, retrying cannot help: the
+// results are recorded one by one, and one the store refuses becomes a
+// failure of its task.
 func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results) {
 	backoff := 100 * time.Millisecond
 	for {
 		res, err := e.store.Finish(ctx, batch)
 		if err == nil {
+			e.faults.ok("recording task results", e.clock.Now())
 			e.afterFinish(batch, res)
 			if lc != nil && (len(batch.Retries) > 0 || len(batch.Sleeps) > 0) {
 				select {
@@ -334,7 +369,10 @@ func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results)
 			e.finishRefused(ctx, lc, batch, err)
 			return
 		}
-		e.log.Error("recording task results; will retry", "error", err, "results", batch.Len())
+		if ctx.Err() != nil {
+			return
+		}
+		e.faults.failed("recording task results", err, e.clock.Now())
 		t := e.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -359,8 +397,8 @@ func (e *Engine) finishRefused(ctx context.Context, lc *lifecycle, batch store.R
 	}
 	a := attempts(batch)[0]
 	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
-		e.log.Error("the store refused a task's failure too; leaving the task to recovery", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
-		e.claims.release(a)
+		e.log.Error("the store refused a task's failure too; handing the task back", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
+		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", false)
 		return
 	}
 	e.log.Error("the store refused a task result; failing the task", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
@@ -400,24 +438,32 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 }
 
 // heartbeatLoop tells the store this worker is alive (which keeps its
-// tasks from being recovered) and stops the code of tasks it no longer
-// holds.
+// tasks from being recovered) and reconciles what the store says it holds
+// with what it owns: code of tasks it no longer holds is stopped, and
+// tasks it holds no attempt for are handed back.
 func (e *Engine) heartbeatLoop(ctx context.Context) {
 	for {
 		if clock.Sleep(ctx, e.clock, e.cfg.HeartbeatInterval) != nil {
 			return
 		}
-		lost, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.claims.owned(), e.clock.Now())
+		before := e.claims.owned()
+		held, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now())
 		if err != nil {
 			if ctx.Err() == nil {
-				e.log.Error("heartbeating", "error", err)
+				e.faults.failed("heartbeating", err, e.clock.Now())
 			}
 			continue
 		}
+		e.faults.ok("heartbeating", e.clock.Now())
+		lost, orphans := e.claims.reconcile(before, held)
 		// Most "lost" tasks just had their results recorded; only code that
 		// is still running for a task we no longer hold is news.
 		if n := e.claims.stop(lost, errTaskLost); n > 0 {
 			e.log.Warn("stopped steps of tasks this worker no longer holds (cancelled or recovered elsewhere)", "count", n)
+		}
+		if len(orphans) > 0 {
+			e.log.Warn("found tasks leased to this worker that it runs no attempt for; handing them back", "count", len(orphans))
+			e.handBack(ctx, orphans, fmt.Sprintf("worker %s held the task without running it", e.cfg.WorkerID), false)
 		}
 	}
 }
@@ -427,6 +473,11 @@ const maintainInterval = 5 * time.Second
 
 // leaderLoop seeks leadership and, while leading, fires due timers and
 // recovers the tasks of dead workers.
+//
+// A leader recovers tasks only once it has led, with the store answering,
+// for two heartbeat intervals: after an outage of the database no worker
+// could heartbeat, and all would look dead to a leader that did not give
+// them a round to say otherwise.
 func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	elector := e.store.Leadership(e.cfg.WorkerID)
 	defer func() {
@@ -438,30 +489,38 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 		}
 	}()
 	leading := false
-	var nextRecover time.Time
+	var steadySince, nextRecover time.Time
+	track := func(op string, err error) {
+		switch {
+		case err == nil:
+			e.faults.ok(op, e.clock.Now())
+		case ctx.Err() == nil:
+			e.faults.failed(op, err, e.clock.Now())
+			steadySince = e.clock.Now()
+		}
+	}
 	for {
 		wait := e.cfg.TimerInterval
 		lead, err := elector.TryLead(ctx)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("seeking leadership", "error", err)
-		}
+		track("seeking leadership", err)
 		if lead != leading {
 			e.log.Info("leadership changed", "leader", lead)
 			leading = lead
 			e.leader.Store(lead)
+			steadySince = e.clock.Now()
 		}
 		if lead {
 			now := e.clock.Now()
-			if _, err := e.FireTimers(ctx); err != nil && ctx.Err() == nil {
-				e.log.Error("firing timers", "error", err)
-			}
-			if !now.Before(nextRecover) {
-				if _, err := e.RecoverTasks(ctx); err != nil && ctx.Err() == nil {
-					e.log.Error("recovering tasks", "error", err)
-				}
+			_, err := e.FireTimers(ctx)
+			track("firing timers", err)
+			if now.Sub(steadySince) >= 2*e.cfg.HeartbeatInterval && !now.Before(nextRecover) {
+				_, err := e.RecoverTasks(ctx)
+				track("recovering tasks", err)
 				nextRecover = now.Add(e.cfg.HeartbeatInterval)
 			}
-			if next, ok, err := e.store.NextTimer(ctx); err == nil && ok {
+			next, ok, err := e.store.NextTimer(ctx)
+			track("reading the next timer", err)
+			if ok {
 				wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
 			}
 		}

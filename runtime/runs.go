@@ -57,7 +57,20 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 			IdempotencyKey: o.IdempotencyKey, Input: in, Tasks: tasks,
 		}
 	}
-	res, err := e.store.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: e.clock.Now(), Tx: o.Tx})
+	// Run ids are made here, so creating runs is idempotent by id: a retry
+	// after a transient failure finds the runs an attempt that failed only
+	// to answer created. In a caller's transaction, the caller decides.
+	create := func() (res []store.CreateRunResult, err error) {
+		res, err = e.store.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: e.clock.Now(), Tx: o.Tx})
+		return res, err
+	}
+	var res []store.CreateRunResult
+	var err error
+	if o.Tx != nil {
+		res, err = create()
+	} else {
+		err = retryTransient(ctx, e.clock, func() (err error) { res, err = create(); return err })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 	}
@@ -96,7 +109,10 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 	if err != nil {
 		return fmt.Errorf("encoding workflow %s: %w", def.Name(), err)
 	}
-	if err := e.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: def.Version(), Name: def.Name(), Spec: spec}); err != nil {
+	save := func() error {
+		return e.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: def.Version(), Name: def.Name(), Spec: spec})
+	}
+	if err := retryTransient(ctx, e.clock, save); err != nil {
 		return fmt.Errorf("saving workflow %s: %w", def.Name(), err)
 	}
 	e.mu.Lock()
@@ -106,23 +122,29 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 }
 
 // Wait waits until the run ends and returns its result, whose Err is
-// returned as the error. It returns early with ctx's error. On a Manual
-// engine it drives the engine instead of waiting (see Config.Manual), and
-// a run that is still waiting on time is returned with ErrStillRunning.
+// returned as the error. It returns early with ctx's error. It rides out
+// transient store failures (a database restart, a lost connection) and
+// returns other errors. On a Manual engine it drives the engine instead
+// of waiting (see Config.Manual), and a run that is still waiting on time
+// is returned with ErrStillRunning.
 func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 	if e.cfg.Manual {
 		return e.waitManual(ctx, id)
 	}
 	w := e.addWaiter(id)
 	defer e.removeWaiter(id, w)
+	var res *RunResult
 	for {
 		ch := w.current(&e.mu)
-		res, err := e.Result(ctx, id)
-		if err != nil {
+		current, err := e.Result(ctx, id)
+		switch {
+		case err == nil:
+			res = current
+			if res.Status.Terminal() {
+				return res, res.Err()
+			}
+		case !isTransient(err) || ctx.Err() != nil:
 			return nil, err
-		}
-		if res.Status.Terminal() {
-			return res, res.Err()
 		}
 		t := e.clock.NewTimer(e.cfg.PollInterval)
 		select {

@@ -13,6 +13,38 @@
 // A task is addressed by its run and its step index (TaskKey). Stores keep
 // no workflow graph: the engine passes the few facts a store needs (how
 // many parents a task waits for, which children a completion resolves).
+//
+// # No task is stranded
+//
+// A task is RUNNING only while a worker holds it under a lease, from its
+// claim until its result is recorded, and the engine keeps this invariant:
+// a RUNNING task is held by a live attempt in its worker's memory, or it
+// is recovered. Each path that can lose an attempt gives it back:
+//
+//   - a worker that dies stops heartbeating, and the leader's RecoverTasks
+//     requeues its tasks (or fails those out of attempts);
+//   - a live worker that cannot go on with a task it claimed (the claim's
+//     answer was lost with its connection, recording its start failed, it
+//     is stopping with results unrecorded) hands it back with ReleaseTasks;
+//   - and every worker reconciles: Heartbeat returns the leases the store
+//     says it holds, and the worker releases those it holds no attempt
+//     for, whatever lost them.
+//
+// # Time
+//
+// Event times never go backwards for a task: a store stamps each change
+// of a task at the later of the time it is given and the task's previous
+// change, so that QUEUED <= STARTED <= the terminal event even when the
+// engines sharing a store read clocks that disagree, or read them before
+// waiting for a connection. A child is queued no earlier than the parent
+// that resolved it.
+//
+// # Errors
+//
+// Adapters mark passing faults (a lost connection, a database restart, a
+// serialization failure or deadlock) with ErrTransient: the engine retries
+// those. An operation that fails that way may or may not have taken
+// effect; every operation is safe to retry or to reconcile afterwards.
 package store
 
 import (
@@ -34,6 +66,9 @@ var (
 	// ErrInvalidData: the store refused the data itself (not a passing
 	// fault), so retrying the same operation cannot succeed.
 	ErrInvalidData = errors.New("store refused the data")
+	// ErrTransient: a passing fault, such as a lost connection or a
+	// database restart; the same operation may succeed when retried.
+	ErrTransient = errors.New("transient store failure")
 )
 
 // Store is the whole port. Each embedded interface is one concern.
@@ -73,7 +108,10 @@ type Runs interface {
 	// tasks that wait for no parent (writing their QUEUED events) and
 	// signals TasksReady. For a run whose idempotency key an earlier run of
 	// the same workflow and tenant used, it writes nothing and returns that
-	// run with Created false. It returns one result per run, in order. With
+	// run with Created false. A run whose id exists is left as it is and
+	// reported created: ids are made by the caller, so that a CreateRuns
+	// retried after a transient failure, which may have taken effect, does
+	// not create runs twice. It returns one result per run, in order. With
 	// Tx set, everything happens inside the caller's transaction; a store
 	// that cannot use Tx returns ErrTxUnsupported.
 	CreateRuns(ctx context.Context, p CreateRuns) ([]CreateRunResult, error)
@@ -125,11 +163,21 @@ type Tasks interface {
 	// every change, and TasksReady/RunFinished are signalled.
 	Finish(ctx context.Context, r Results) (FinishResult, error)
 	// Heartbeat records that the worker is alive, which keeps every task it
-	// holds from being recovered, and returns those of the given tasks the
-	// worker no longer holds (finished, cancelled, or recovered by another
-	// worker), whose code should stop. It touches no task, so it never
-	// waits on task results being recorded.
-	Heartbeat(ctx context.Context, worker string, tasks []Attempt, now time.Time) (lost []Attempt, err error)
+	// holds from being recovered, and returns the leases it holds: the
+	// worker compares them with the attempts it runs, stopping code whose
+	// task it no longer holds and releasing tasks it holds no attempt for.
+	// It touches no task, so it never waits on task results being
+	// recorded.
+	Heartbeat(ctx context.Context, worker string, now time.Time) ([]Lease, error)
+	// ReleaseTasks hands tasks the worker holds back, atomically for each:
+	// a task still RUNNING in the given attempt under that worker is queued
+	// again (a woken sleep task to be completed), with a QUEUED event whose
+	// detail is Reason. Unless Count is set, the attempt does not count
+	// against the task's retry budget; with Count the task is treated as
+	// RecoverTasks treats a dead worker's (RETRYING then QUEUED, or failed
+	// when out of attempts). Tasks already finished, cancelled or recovered
+	// are left alone.
+	ReleaseTasks(ctx context.Context, p Release) (RecoverResult, error)
 	// RecoverTasks finds up to Limit RUNNING tasks claimed before
 	// StaleBefore whose worker has not heartbeated since StaleBefore (it
 	// died) and, atomically for each, queues it again when it has attempts
@@ -286,8 +334,10 @@ type ClaimedTask struct {
 	// Attempt numbers the claim; it only grows, also across run retries,
 	// so that it identifies this attempt in results.
 	Attempt int
-	// PriorAttempts is the number of attempts made before the run was last
-	// retried; Attempt - PriorAttempts counts attempts in the current try.
+	// PriorAttempts is the number of attempts that do not count against
+	// the retry budget: those made before the run was last retried, and
+	// those handed back uncounted (see ReleaseTasks). Attempt -
+	// PriorAttempts counts attempts in the current try.
 	PriorAttempts int
 	// Woken is true for a sleep task whose timer fired: it only needs to be
 	// completed.
@@ -316,6 +366,27 @@ type ParentOutput struct {
 type Attempt struct {
 	Key     TaskKey
 	Attempt int
+}
+
+// Lease is a task a worker holds, as the store sees it.
+type Lease struct {
+	Attempt
+	// ClaimedAt is when the claim took the task (the time it was stamped
+	// with; see Time in the package documentation).
+	ClaimedAt time.Time
+}
+
+// Release holds what ReleaseTasks needs.
+type Release struct {
+	Worker   string
+	Attempts []Attempt
+	// Reason says why the worker gives the tasks back; it becomes the
+	// detail of their events.
+	Reason string
+	// Count makes the attempts count against the retry budget: their code
+	// ran, and may have done part of its work.
+	Count bool
+	Now   time.Time
 }
 
 // Results is a batch of task results for Finish.
@@ -395,7 +466,7 @@ type Recover struct {
 	Now         time.Time
 }
 
-// RecoverResult reports what RecoverTasks did.
+// RecoverResult reports what RecoverTasks or ReleaseTasks did.
 type RecoverResult struct {
 	Requeued []Attempt
 	Failed   []Attempt

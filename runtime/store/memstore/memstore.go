@@ -100,9 +100,21 @@ func (s *Store) event(r *run, step int, typ dag.EventType, attempt int, at time.
 	})
 }
 
-// setStatus changes a task's status, keeping the running set and the
-// tenant's running count in step. Callers hold s.mu.
-func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) {
+// stamp returns the time a change of t at now is recorded at: now, or the
+// task's previous change when that is later (see store's Time), and makes
+// it the task's latest change. Callers hold s.mu.
+func stamp(t *task, now time.Time) time.Time {
+	if now.Before(t.rec.UpdatedAt) {
+		now = t.rec.UpdatedAt
+	}
+	t.rec.UpdatedAt = now
+	return now
+}
+
+// setStatus changes a task's status at now, keeping the running set and
+// the tenant's running count in step, and returns the time the change is
+// recorded at (see stamp). Callers hold s.mu.
+func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) time.Time {
 	if t.rec.Status == dag.TaskRunning && status != dag.TaskRunning {
 		delete(s.running, t.rec.Key)
 		s.queue.tenantRunning(t.run.rec.Tenant, -1)
@@ -121,18 +133,21 @@ func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) {
 		t.run.unresolved++
 	}
 	t.rec.Status = status
-	t.rec.UpdatedAt = now
+	at := stamp(t, now)
 	if status.Terminal() {
-		t.rec.FinishedAt = now
+		t.rec.FinishedAt = at
 	} else {
 		t.rec.FinishedAt = time.Time{}
 	}
+	return at
 }
 
-// enqueue puts a task on the ready queue. Callers hold s.mu.
-func (s *Store) enqueue(t *task, wake bool, now time.Time) {
-	s.setStatus(t, dag.TaskQueued, now)
+// enqueue puts a task on the ready queue and returns the time it was
+// queued at. Callers hold s.mu.
+func (s *Store) enqueue(t *task, wake bool, now time.Time) time.Time {
+	at := s.setStatus(t, dag.TaskQueued, now)
 	s.queue.push(t, wake)
+	return at
 }
 
 // notify sends a notification to every listener that has room for it.

@@ -19,9 +19,6 @@ func (s *Store) CreateRuns(_ context.Context, p store.CreateRuns) ([]store.Creat
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, nr := range p.Runs {
-		if _, dup := s.runs[nr.ID]; dup {
-			return nil, fmt.Errorf("creating run: id %s already used", nr.ID)
-		}
 		for i, nt := range nr.Tasks {
 			if nt.Step != i {
 				return nil, fmt.Errorf("creating run: task %d has step %d; tasks must be in step order", i, nt.Step)
@@ -31,6 +28,10 @@ func (s *Store) CreateRuns(_ context.Context, p store.CreateRuns) ([]store.Creat
 	out := make([]store.CreateRunResult, len(p.Runs))
 	queued := false
 	for i, nr := range p.Runs {
+		if _, earlier := s.runs[nr.ID]; earlier {
+			out[i] = store.CreateRunResult{ID: nr.ID, Created: true}
+			continue
+		}
 		key := idemKey{nr.Workflow, nr.Tenant, nr.IdempotencyKey}
 		if nr.IdempotencyKey != "" {
 			if id, ok := s.idem[key]; ok {
@@ -81,8 +82,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	queued := false
 	for i, t := range r.tasks {
 		if r.pending[i] == 0 && t.rec.Kind != dag.KindOnFailure {
-			s.enqueue(t, false, now)
-			s.event(r, i, dag.EventQueued, 0, now, "")
+			s.event(r, i, dag.EventQueued, 0, s.enqueue(t, false, now), "")
 			queued = true
 		}
 	}
@@ -143,8 +143,8 @@ func (s *Store) CancelRun(_ context.Context, id uuid.UUID, now time.Time) (bool,
 	s.endRun(r, dag.RunCancelled, now)
 	for i, t := range r.tasks {
 		if dag.Cancels(t.rec.Status) {
-			s.setStatus(t, dag.TaskCancelled, now)
-			s.event(r, i, dag.EventCancelled, t.rec.Attempt, now, "run cancelled")
+			at := s.setStatus(t, dag.TaskCancelled, now)
+			s.event(r, i, dag.EventCancelled, t.rec.Attempt, at, "run cancelled")
 		}
 	}
 	return true, nil
@@ -175,8 +175,7 @@ func (s *Store) RetryRun(_ context.Context, p store.RetryRun) (bool, error) {
 		t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
 		r.pending[reset.Step] = reset.Pending
 		if reset.Pending == 0 && t.rec.Kind != dag.KindOnFailure {
-			s.enqueue(t, false, p.Now)
-			s.event(r, reset.Step, dag.EventQueued, t.rec.Attempt, p.Now, "run retried")
+			s.event(r, reset.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
 			queued = true
 			continue
 		}
@@ -208,12 +207,12 @@ func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
 		if i == r.onFailure || !dag.Cancels(t.rec.Status) {
 			continue
 		}
-		s.setStatus(t, dag.TaskCancelled, now)
-		s.event(r, i, dag.EventCancelled, t.rec.Attempt, now, "run failed")
+		at := s.setStatus(t, dag.TaskCancelled, now)
+		s.event(r, i, dag.EventCancelled, t.rec.Attempt, at, "run failed")
 	}
 	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == dag.TaskPending {
-		s.enqueue(r.tasks[r.onFailure], false, now)
-		s.event(r, r.onFailure, dag.EventQueued, r.tasks[r.onFailure].rec.Attempt, now, "")
+		h := r.tasks[r.onFailure]
+		s.event(r, r.onFailure, dag.EventQueued, h.rec.Attempt, s.enqueue(h, false, now), "")
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
 	return true

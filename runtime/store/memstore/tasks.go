@@ -33,15 +33,15 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	out := make([]store.ClaimedTask, 0, len(entries))
 	for _, e := range entries {
 		t, r := e.task, e.task.run
-		s.setStatus(t, dag.TaskRunning, p.Now)
+		at := s.setStatus(t, dag.TaskRunning, p.Now)
 		t.rec.Worker = p.Worker
-		t.claimedAt = p.Now
+		t.claimedAt = at
 		if !e.wake {
 			t.rec.Attempt++
 		}
 		plain := t.plain && !e.wake
 		if plain {
-			s.event(r, t.rec.Key.Step, dag.EventStarted, t.rec.Attempt, p.Now, "")
+			s.event(r, t.rec.Key.Step, dag.EventStarted, t.rec.Attempt, at, "")
 		}
 		var parents []store.ParentOutput
 		for _, p := range t.parents {
@@ -73,7 +73,7 @@ func (s *Store) StartTasks(_ context.Context, tasks []store.Attempt, now time.Ti
 	defer s.mu.Unlock()
 	for _, a := range tasks {
 		if t, ok := s.owned(a); ok {
-			s.event(t.run, a.Key.Step, dag.EventStarted, a.Attempt, now, "")
+			s.event(t.run, a.Key.Step, dag.EventStarted, a.Attempt, stamp(t, now), "")
 		}
 	}
 	return nil
@@ -96,13 +96,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		if c.Skipped {
 			status, typ = dag.TaskSkipped, dag.EventSkipped
 		}
-		s.setStatus(t, status, r.Now)
+		at := s.setStatus(t, status, r.Now)
 		t.rec.Output = append([]byte(nil), c.Output...)
-		s.event(run, c.Key.Step, typ, c.Attempt.Attempt, r.Now, c.Detail)
+		s.event(run, c.Key.Step, typ, c.Attempt.Attempt, at, c.Detail)
 		for _, child := range dag.Resolve(run.pending, c.Children) {
 			if ct := run.tasks[child]; ct.rec.Status == dag.TaskPending && run.rec.Status == dag.RunRunning {
-				s.enqueue(ct, false, r.Now)
-				s.event(run, child, dag.EventQueued, ct.rec.Attempt, r.Now, "")
+				// Queued no earlier than the parent that resolved it.
+				s.event(run, child, dag.EventQueued, ct.rec.Attempt, s.enqueue(ct, false, at), "")
 				queued = true
 			}
 		}
@@ -117,13 +117,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, rt.Attempt)
 			continue
 		}
+		at := s.setStatus(t, dag.TaskRetrying, r.Now)
 		if rt.TimedOut {
-			s.event(t.run, rt.Key.Step, dag.EventTimedOut, rt.Attempt.Attempt, r.Now, rt.Error)
+			s.event(t.run, rt.Key.Step, dag.EventTimedOut, rt.Attempt.Attempt, at, rt.Error)
 		}
-		s.setStatus(t, dag.TaskRetrying, r.Now)
 		t.rec.Error, t.rec.WakeAt = rt.Error, rt.At
 		s.timers.push(t, rt.At)
-		s.event(t.run, rt.Key.Step, dag.EventRetrying, rt.Attempt.Attempt, r.Now, rt.Error)
+		s.event(t.run, rt.Key.Step, dag.EventRetrying, rt.Attempt.Attempt, at, rt.Error)
 	}
 	for _, f := range r.Failures {
 		t, ok := s.owned(f.Attempt)
@@ -131,12 +131,12 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, f.Attempt)
 			continue
 		}
+		at := s.setStatus(t, dag.TaskFailed, r.Now)
 		if f.TimedOut {
-			s.event(t.run, f.Key.Step, dag.EventTimedOut, f.Attempt.Attempt, r.Now, f.Error)
+			s.event(t.run, f.Key.Step, dag.EventTimedOut, f.Attempt.Attempt, at, f.Error)
 		}
-		s.setStatus(t, dag.TaskFailed, r.Now)
 		t.rec.Error = f.Error
-		s.event(t.run, f.Key.Step, dag.EventFailed, f.Attempt.Attempt, r.Now, f.Error)
+		s.event(t.run, f.Key.Step, dag.EventFailed, f.Attempt.Attempt, at, f.Error)
 		if t.rec.Kind != dag.KindOnFailure && s.failRun(t.run, f.Key.Step, f.Error, r.Now) {
 			res.Finished = append(res.Finished, t.run.rec.ID)
 		}
@@ -147,10 +147,10 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, sl.Attempt)
 			continue
 		}
-		s.setStatus(t, dag.TaskSleeping, r.Now)
+		at := s.setStatus(t, dag.TaskSleeping, r.Now)
 		t.rec.WakeAt = sl.Until
 		s.timers.push(t, sl.Until)
-		s.event(t.run, sl.Key.Step, dag.EventSleeping, sl.Attempt.Attempt, r.Now, "until "+sl.Until.UTC().Format(time.RFC3339Nano))
+		s.event(t.run, sl.Key.Step, dag.EventSleeping, sl.Attempt.Attempt, at, "until "+sl.Until.UTC().Format(time.RFC3339Nano))
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
@@ -159,17 +159,46 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 }
 
 // Heartbeat implements store.Tasks.
-func (s *Store) Heartbeat(_ context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
+func (s *Store) Heartbeat(_ context.Context, worker string, now time.Time) ([]store.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.workers[worker] = now
-	var lost []store.Attempt
-	for _, a := range tasks {
-		if t, ok := s.owned(a); !ok || t.rec.Worker != worker {
-			lost = append(lost, a)
+	if now.After(s.workers[worker]) {
+		s.workers[worker] = now
+	}
+	var held []store.Lease
+	for _, t := range s.running {
+		if t.rec.Worker == worker {
+			held = append(held, store.Lease{Attempt: store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}, ClaimedAt: t.claimedAt})
 		}
 	}
-	return lost, nil
+	return held, nil
+}
+
+// ReleaseTasks implements store.Tasks.
+func (s *Store) ReleaseTasks(_ context.Context, p store.Release) (store.RecoverResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var res store.RecoverResult
+	for _, a := range p.Attempts {
+		t, ok := s.owned(a)
+		if !ok || t.rec.Worker != p.Worker {
+			continue
+		}
+		if p.Count {
+			s.requeueOrFail(t, p.Reason, p.Now, &res)
+			continue
+		}
+		wake := wokenSleep(t)
+		if !wake {
+			t.prior++ // the attempt does not count
+		}
+		s.event(t.run, a.Key.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, wake, p.Now), p.Reason)
+		res.Requeued = append(res.Requeued, a)
+	}
+	if len(res.Requeued) > 0 {
+		s.notify(store.Notification{Kind: store.TasksReady})
+	}
+	return res, nil
 }
 
 // RecoverTasks implements store.Tasks.
@@ -196,33 +225,41 @@ func (s *Store) RecoverTasks(_ context.Context, p store.Recover) (store.RecoverR
 		stale = stale[:p.Limit]
 	}
 	var res store.RecoverResult
-	queued := false
 	for _, t := range stale {
-		a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
-		detail := "worker " + t.rec.Worker + " stopped heartbeating"
-		// A sleep step runs no code, so losing its worker costs no attempt;
-		// once woken (it has a wake time) it goes back to be completed.
-		if t.rec.Kind == dag.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
-			s.event(t.run, t.rec.Key.Step, dag.EventRetrying, t.rec.Attempt, p.Now, detail)
-			s.enqueue(t, t.rec.Kind == dag.KindSleep && !t.rec.WakeAt.IsZero(), p.Now)
-			s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, p.Now, "")
-			res.Requeued = append(res.Requeued, a)
-			queued = true
-			continue
-		}
-		s.setStatus(t, dag.TaskFailed, p.Now)
-		t.rec.Error = detail
-		s.event(t.run, t.rec.Key.Step, dag.EventFailed, t.rec.Attempt, p.Now, detail)
-		if t.rec.Kind != dag.KindOnFailure {
-			s.failRun(t.run, t.rec.Key.Step, detail, p.Now)
-		}
-		res.Failed = append(res.Failed, a)
+		s.requeueOrFail(t, "worker "+t.rec.Worker+" stopped heartbeating", p.Now, &res)
 	}
-	if queued {
+	if len(res.Requeued) > 0 {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
 	return res, nil
 }
+
+// requeueOrFail ends a running attempt that counts against the retry
+// budget without a result: the task is queued again when it has attempts
+// left (a sleep step runs no code, so losing its worker costs no attempt;
+// once woken it goes back to be completed), and fails like a step that
+// failed for good otherwise. Callers hold s.mu.
+func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.RecoverResult) {
+	a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
+	if t.rec.Kind == dag.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
+		at := s.enqueue(t, wokenSleep(t), now)
+		s.event(t.run, t.rec.Key.Step, dag.EventRetrying, t.rec.Attempt, at, detail)
+		s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, at, "")
+		res.Requeued = append(res.Requeued, a)
+		return
+	}
+	at := s.setStatus(t, dag.TaskFailed, now)
+	t.rec.Error = detail
+	s.event(t.run, t.rec.Key.Step, dag.EventFailed, t.rec.Attempt, at, detail)
+	if t.rec.Kind != dag.KindOnFailure {
+		s.failRun(t.run, t.rec.Key.Step, detail, now)
+	}
+	res.Failed = append(res.Failed, a)
+}
+
+// wokenSleep reports whether a running task is a sleep step whose timer
+// fired: it only needs completing.
+func wokenSleep(t *task) bool { return t.rec.Kind == dag.KindSleep && !t.rec.WakeAt.IsZero() }
 
 func compareUUID(a, b uuid.UUID) int {
 	for i := range a {

@@ -22,11 +22,9 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) (int, er
 		t := tm.task
 		switch t.rec.Status {
 		case dag.TaskSleeping:
-			s.enqueue(t, true, now)
-			s.event(t.run, t.rec.Key.Step, dag.EventWoken, t.rec.Attempt, now, "")
+			s.event(t.run, t.rec.Key.Step, dag.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
 		case dag.TaskRetrying:
-			s.enqueue(t, false, now)
-			s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, now, "")
+			s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
 		default:
 			continue
 		}

@@ -17,6 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -106,8 +108,33 @@ func isInvalidData(err error) bool {
 	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
 }
 
+// isTransient reports a passing fault: the connection was lost or could
+// not be made (class 08, a network error, the server closing it), the
+// server is shutting down or starting (57P01-57P03), out of connections
+// (53300), or the transaction lost a serialization conflict or deadlock
+// (40001, 40P01). The same operation may succeed when retried.
+func isTransient(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"),
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03",
+			pgErr.Code == "53300", pgErr.Code == "40001", pgErr.Code == "40P01":
+			return true
+		}
+		return false
+	}
+	// Connecting failed, the network failed under a query, or pgx knows
+	// the query was never sent (a connection found closed, for one).
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // wrap adds context to a database error, marks errors about the data as
-// store.ErrInvalidData, and hints when the schema is missing.
+// store.ErrInvalidData and passing faults as store.ErrTransient, and hints
+// when the schema is missing.
 func wrap(err error, op string) error {
 	switch {
 	case err == nil:
@@ -116,6 +143,8 @@ func wrap(err error, op string) error {
 		return fmt.Errorf("pgstore: %s: %w (has the schema been migrated? run `trellis migrate up`)", op, err)
 	case isInvalidData(err):
 		return fmt.Errorf("pgstore: %s: %w: %w", op, store.ErrInvalidData, err)
+	case isTransient(err):
+		return fmt.Errorf("pgstore: %s: %w: %w", op, store.ErrTransient, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }

@@ -89,9 +89,30 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 		created[id] = true
 	}
 	out := make([]store.CreateRunResult, len(p.Runs))
+	var earlier map[uuid.UUID]bool // created by an earlier try of this call
+	if len(ids) < len(p.Runs) {
+		var missing []uuid.UUID
+		for _, r := range p.Runs {
+			if !created[r.ID] {
+				missing = append(missing, r.ID)
+			}
+		}
+		existing, err := q.RunsExisting(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		earlier = make(map[uuid.UUID]bool, len(existing))
+		for _, id := range existing {
+			earlier[id] = true
+		}
+	}
 	tasks := dbsqlc.TasksInsertParams{Now: p.Now}
 	var dup dbsqlc.RunsByIdempotencyKeyParams
 	for i, r := range p.Runs {
+		if earlier[r.ID] {
+			out[i] = store.CreateRunResult{ID: r.ID, Created: true}
+			continue
+		}
 		if !created[r.ID] {
 			dup.Workflows = append(dup.Workflows, r.Workflow)
 			dup.Tenants = append(dup.Tenants, r.Tenant)
@@ -128,7 +149,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 			byKey[key{e.Workflow, e.Tenant, e.IdempotencyKey}] = e.ID
 		}
 		for i, r := range p.Runs {
-			if created[r.ID] {
+			if created[r.ID] || earlier[r.ID] {
 				continue
 			}
 			id, ok := byKey[key{r.Workflow, r.Tenant, r.IdempotencyKey}]

@@ -284,29 +284,60 @@ func cancelUnfinished(ctx context.Context, q *dbsqlc.Queries, runs []uuid.UUID, 
 	return err
 }
 
-// Heartbeat implements store.Tasks: one row per worker.
-func (s *Store) Heartbeat(ctx context.Context, worker string, tasks []store.Attempt, now time.Time) ([]store.Attempt, error) {
+// Heartbeat implements store.Tasks: one row per worker, and a read of the
+// leases it holds.
+func (s *Store) Heartbeat(ctx context.Context, worker string, now time.Time) ([]store.Lease, error) {
 	if err := s.q.WorkerHeartbeat(ctx, dbsqlc.WorkerHeartbeatParams{Worker: worker, Now: now}); err != nil {
 		return nil, wrap(err, "heartbeating")
 	}
-	if len(tasks) == 0 {
-		return nil, nil
-	}
 	rows, err := s.q.LeasesOf(ctx, worker)
 	if err != nil {
-		return nil, wrap(err, "heartbeating")
+		return nil, wrap(err, "reading leases")
 	}
-	held := make(map[store.Attempt]bool, len(rows))
-	for _, r := range rows {
-		held[store.Attempt{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Attempt: int(r.Attempt)}] = true
+	held := make([]store.Lease, len(rows))
+	for i, r := range rows {
+		held[i] = store.Lease{Attempt: attempt(r.RunID, r.Step, r.Attempt), ClaimedAt: r.ClaimedAt}
 	}
-	var lost []store.Attempt
-	for _, a := range tasks {
-		if !held[a] {
-			lost = append(lost, a)
+	return held, nil
+}
+
+// ReleaseTasks implements store.Tasks.
+func (s *Store) ReleaseTasks(ctx context.Context, p store.Release) (store.RecoverResult, error) {
+	var res store.RecoverResult
+	if len(p.Attempts) == 0 {
+		return res, nil
+	}
+	var runs []uuid.UUID
+	var runIDs []uuid.UUID
+	var steps []int16
+	var attempts []int32
+	for _, a := range p.Attempts {
+		runIDs = append(runIDs, a.Key.Run)
+		steps = append(steps, int16(a.Key.Step))
+		attempts = append(attempts, int32(a.Attempt))
+		runs = append(runs, a.Key.Run)
+	}
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		res = store.RecoverResult{}
+		if err := q.RunsLock(ctx, runs); err != nil {
+			return err
 		}
-	}
-	return lost, nil
+		if p.Count {
+			held, err := q.LeasesHeld(ctx, dbsqlc.LeasesHeldParams{RunIds: runIDs, Steps: steps, Attempts: attempts, Worker: p.Worker})
+			if err != nil {
+				return err
+			}
+			return s.requeueOrFail(ctx, q, held, func(dbsqlc.LeasesHeldRow) string { return p.Reason }, p.Now, &res)
+		}
+		rows, err := q.LeasesRelease(ctx, dbsqlc.LeasesReleaseParams{
+			RunIds: runIDs, Steps: steps, Attempts: attempts, Now: p.Now, Worker: p.Worker, Reason: p.Reason,
+		})
+		for _, r := range rows {
+			res.Requeued = append(res.Requeued, attempt(r.RunID, r.Step, r.Attempt))
+		}
+		return err
+	})
+	return res, wrap(err, "releasing tasks")
 }
 
 // RecoverTasks implements store.Tasks.
@@ -329,36 +360,48 @@ func (s *Store) RecoverTasks(ctx context.Context, p store.Recover) (store.Recove
 		if err != nil || len(stale) == 0 {
 			return err
 		}
-		requeue := dbsqlc.LeasesRequeueParams{Now: p.Now}
-		var failures []store.Failure
-		for _, l := range stale {
-			a := store.Attempt{Key: store.TaskKey{Run: l.RunID, Step: int(l.Step)}, Attempt: int(l.Attempt)}
-			detail := "worker " + l.Worker + " stopped heartbeating"
-			// A sleep step runs no code, so losing its worker costs no
-			// attempt; once woken (it has a wake time) it goes back to be
-			// completed.
-			if dag.Kind(l.Kind) == dag.KindSleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
-				requeue.RunIds = append(requeue.RunIds, l.RunID)
-				requeue.Steps = append(requeue.Steps, l.Step)
-				requeue.Attempts = append(requeue.Attempts, l.Attempt)
-				requeue.Wakes = append(requeue.Wakes, dag.Kind(l.Kind) == dag.KindSleep && l.WakeAt != nil)
-				requeue.Details = append(requeue.Details, detail)
-				res.Requeued = append(res.Requeued, a)
-				continue
-			}
-			failures = append(failures, store.Failure{Attempt: a, Error: detail})
-			res.Failed = append(res.Failed, a)
+		held := make([]dbsqlc.LeasesHeldRow, len(stale))
+		for i, l := range stale {
+			held[i] = dbsqlc.LeasesHeldRow(l)
 		}
-		if len(requeue.RunIds) > 0 {
-			if _, err := q.LeasesRequeue(ctx, requeue); err != nil {
-				return err
-			}
-		}
-		var fr store.FinishResult
-		if err := s.fail(ctx, q, failures, p.Now, &fr); err != nil {
+		detail := func(l dbsqlc.LeasesHeldRow) string { return "worker " + l.Worker + " stopped heartbeating" }
+		if err := s.requeueOrFail(ctx, q, held, detail, p.Now, &res); err != nil {
 			return err
 		}
 		return q.WorkersForget(ctx, p.StaleBefore)
 	})
 	return res, wrap(err, "recovering tasks")
+}
+
+// requeueOrFail ends running attempts that count against the retry budget
+// without a result: each task is queued again when it has attempts left
+// (a sleep step runs no code, so losing its worker costs no attempt; once
+// woken, it has a wake time, it goes back to be completed), and fails like
+// a step that failed for good otherwise. The caller holds the runs' locks
+// and the leases'.
+func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []dbsqlc.LeasesHeldRow, detail func(dbsqlc.LeasesHeldRow) string, now time.Time, res *store.RecoverResult) error {
+	requeue := dbsqlc.LeasesRequeueParams{Now: now}
+	var failures []store.Failure
+	for _, l := range leases {
+		a := attempt(l.RunID, l.Step, l.Attempt)
+		sleep := dag.Kind(l.Kind) == dag.KindSleep
+		if sleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
+			requeue.RunIds = append(requeue.RunIds, l.RunID)
+			requeue.Steps = append(requeue.Steps, l.Step)
+			requeue.Attempts = append(requeue.Attempts, l.Attempt)
+			requeue.Wakes = append(requeue.Wakes, sleep && l.WakeAt != nil)
+			requeue.Details = append(requeue.Details, detail(l))
+			res.Requeued = append(res.Requeued, a)
+			continue
+		}
+		failures = append(failures, store.Failure{Attempt: a, Error: detail(l)})
+		res.Failed = append(res.Failed, a)
+	}
+	if len(requeue.RunIds) > 0 {
+		if _, err := q.LeasesRequeue(ctx, requeue); err != nil {
+			return err
+		}
+	}
+	var fr store.FinishResult
+	return s.fail(ctx, q, failures, now, &fr)
 }

@@ -24,6 +24,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"CreateRunQueuesRoots", testCreateRunQueuesRoots},
 		{"IdempotencyKey", testIdempotencyKey},
 		{"CreateRunsInABatch", testCreateBatch},
+		{"CreateRunsIdempotentByID", testCreateByID},
+		{"EventTimesNeverGoBack", testEventTimesMonotonic},
 		{"ClaimMarksRunning", testClaimMarksRunning},
 		{"ClaimNeverTwice", testClaimNeverTwice},
 		{"ClaimFiltersWorkflows", testClaimFiltersWorkflows},
@@ -37,6 +39,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"RetryWaitsOnDurableTimer", testRetry},
 		{"SleepAndWake", testSleep},
 		{"Heartbeat", testHeartbeat},
+		{"ReleaseTasks", testRelease},
+		{"ReleaseWokenSleep", testReleaseWoken},
+		{"ReleaseCounted", testReleaseCounted},
 		{"RecoverRequeuesOrFails", testRecover},
 		{"CancelRun", testCancel},
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},
@@ -507,22 +512,22 @@ func testSleep(t *testing.T, f *fixture) {
 func testHeartbeat(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{})
 	a := f.claimOne(id, stepA)
-	ghost := store.Attempt{Key: store.TaskKey{Run: id, Step: stepB}, Attempt: 1}
-	lost, err := f.s.Heartbeat(f.ctx, "w1", []store.Attempt{attempt(a), ghost}, f.tick(time.Minute))
+	claimedAt := f.now
+	held, err := f.s.Heartbeat(f.ctx, "w1", f.tick(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cmp.Equal(lost, []store.Attempt{ghost}) {
-		t.Errorf("lost = %v, want only the task w1 does not own", lost)
+	want := []store.Lease{{Attempt: attempt(a), ClaimedAt: claimedAt}}
+	if diff := cmp.Diff(want, held, cmpTimes); diff != "" {
+		t.Errorf("leases of w1 (-want +got):\n%s", diff)
 	}
-	if lost, _ := f.s.Heartbeat(f.ctx, "w2", []store.Attempt{attempt(a)}, f.now); len(lost) != 1 {
-		t.Errorf("another worker heartbeated w1's task")
+	if held, _ := f.s.Heartbeat(f.ctx, "w2", f.now); len(held) != 0 {
+		t.Errorf("w2 holds %v, want nothing", held)
 	}
 	// The worker's fresh heartbeat keeps its task from being recovered,
-	// although the task was claimed long ago and the heartbeat named no
-	// task.
+	// although the task was claimed long ago.
 	f.tick(time.Hour)
-	if _, err := f.s.Heartbeat(f.ctx, "w1", nil, f.now); err != nil {
+	if _, err := f.s.Heartbeat(f.ctx, "w1", f.now); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.now.Add(-time.Second), Limit: 10, Now: f.now})
@@ -533,6 +538,9 @@ func testHeartbeat(t *testing.T, f *fixture) {
 	res, err = f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.tick(time.Minute), Limit: 10, Now: f.now})
 	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(a)}) {
 		t.Errorf("RecoverTasks after silence = %+v, %v; want a failed (out of attempts)", res, err)
+	}
+	if held, _ := f.s.Heartbeat(f.ctx, "w1", f.now); len(held) != 0 {
+		t.Errorf("w1 still holds %v after its task was recovered", held)
 	}
 }
 

@@ -12,14 +12,81 @@ import (
 	"github.com/google/uuid"
 )
 
+const leasesHeld = `-- name: LeasesHeld :many
+SELECT l.run_id, l.step, l.attempt, l.worker, t.kind, t.max_attempts, t.prior_attempts, t.wake_at
+FROM trellis_leases l
+JOIN trellis_tasks t ON t.run_id = l.run_id AND t.step = l.step
+JOIN (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt) AS i
+    ON i.run_id = l.run_id AND i.step = l.step AND i.attempt = l.attempt
+WHERE l.worker = $4 AND t.status = 'RUNNING' AND t.attempt = l.attempt
+ORDER BY l.run_id, l.step
+FOR UPDATE OF l
+`
+
+type LeasesHeldParams struct {
+	RunIds   []uuid.UUID
+	Steps    []int16
+	Attempts []int32
+	Worker   string
+}
+
+type LeasesHeldRow struct {
+	RunID         uuid.UUID
+	Step          int16
+	Attempt       int32
+	Worker        string
+	Kind          int16
+	MaxAttempts   int32
+	PriorAttempts int32
+	WakeAt        *time.Time
+}
+
+// Locks the given leases of a worker whose tasks are still RUNNING in
+// those attempts, with what ending the attempts needs. The caller holds
+// the runs' locks.
+func (q *Queries) LeasesHeld(ctx context.Context, arg LeasesHeldParams) ([]LeasesHeldRow, error) {
+	rows, err := q.db.Query(ctx, leasesHeld,
+		arg.RunIds,
+		arg.Steps,
+		arg.Attempts,
+		arg.Worker,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeasesHeldRow{}
+	for rows.Next() {
+		var i LeasesHeldRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Attempt,
+			&i.Worker,
+			&i.Kind,
+			&i.MaxAttempts,
+			&i.PriorAttempts,
+			&i.WakeAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const leasesOf = `-- name: LeasesOf :many
-SELECT run_id, step, attempt FROM trellis_leases WHERE worker = $1
+SELECT run_id, step, attempt, claimed_at FROM trellis_leases WHERE worker = $1
 `
 
 type LeasesOfRow struct {
-	RunID   uuid.UUID
-	Step    int16
-	Attempt int32
+	RunID     uuid.UUID
+	Step      int16
+	Attempt   int32
+	ClaimedAt time.Time
 }
 
 // The leases a worker holds.
@@ -32,6 +99,80 @@ func (q *Queries) LeasesOf(ctx context.Context, worker string) ([]LeasesOfRow, e
 	items := []LeasesOfRow{}
 	for rows.Next() {
 		var i LeasesOfRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Attempt,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const leasesRelease = `-- name: LeasesRelease :many
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt
+), released AS (
+    UPDATE trellis_tasks t
+    SET status = 'QUEUED', updated_at = greatest($4::timestamptz, t.updated_at),
+        prior_attempts = t.prior_attempts + CASE WHEN t.kind = 1 AND t.wake_at IS NOT NULL THEN 0 ELSE 1 END
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+      AND t.worker = $5::text
+    RETURNING t.run_id, t.step, t.attempt, t.kind = 1 AND t.wake_at IS NOT NULL AS wake, t.updated_at AS at
+), dropped AS (
+    DELETE FROM trellis_leases l USING released r WHERE l.run_id = r.run_id AND l.step = r.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'QUEUED', attempt, at, nullif($6::text, '') FROM released
+), queued AS (
+    SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
+    FROM released q JOIN trellis_runs r ON r.id = q.run_id
+)
+SELECT run_id, step, attempt FROM released WHERE (SELECT n FROM queued) >= 0
+`
+
+type LeasesReleaseParams struct {
+	RunIds   []uuid.UUID
+	Steps    []int16
+	Attempts []int32
+	Now      time.Time
+	Worker   string
+	Reason   string
+}
+
+type LeasesReleaseRow struct {
+	RunID   uuid.UUID
+	Step    int16
+	Attempt int32
+}
+
+// Hands tasks a worker holds back to the ready queue (woken sleep tasks to
+// be completed) without counting the attempt against the retry budget,
+// and drops their leases. The caller holds the runs' locks. Returns the
+// tasks released.
+func (q *Queries) LeasesRelease(ctx context.Context, arg LeasesReleaseParams) ([]LeasesReleaseRow, error) {
+	rows, err := q.db.Query(ctx, leasesRelease,
+		arg.RunIds,
+		arg.Steps,
+		arg.Attempts,
+		arg.Now,
+		arg.Worker,
+		arg.Reason,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeasesReleaseRow{}
+	for rows.Next() {
+		var i LeasesReleaseRow
 		if err := rows.Scan(&i.RunID, &i.Step, &i.Attempt); err != nil {
 			return nil, err
 		}
@@ -49,17 +190,17 @@ WITH input AS (
            unnest($3::int[]) AS attempt, unnest($4::boolean[]) AS wake, unnest($5::text[]) AS detail
 ), requeued AS (
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = $6
+    SET status = 'QUEUED', updated_at = greatest($6::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake, i.detail
+    RETURNING t.run_id, t.step, t.attempt, i.wake, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING requeued r WHERE l.run_id = r.run_id AND l.step = r.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'RETRYING', attempt, $6, detail FROM requeued
+    SELECT run_id, step, 'RETRYING', attempt, at, detail FROM requeued
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, $6, NULL FROM requeued
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM requeued
 )
 SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM requeued q JOIN trellis_runs r ON r.id = q.run_id

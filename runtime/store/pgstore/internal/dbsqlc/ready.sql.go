@@ -38,18 +38,20 @@ WITH picked AS (
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
     RETURNING q.run_id, q.step, q.wake, q.tenant
 ), claimed AS (
+    -- Stamped no earlier than the task's last change (its QUEUED event),
+    -- whatever the caller's clock says.
     UPDATE trellis_tasks t
-    SET status = 'RUNNING', worker = $3::text, updated_at = $4,
+    SET status = 'RUNNING', worker = $3::text, updated_at = greatest($4::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
-    SELECT run_id, step, attempt, $3, tenant, $4 FROM claimed
+    SELECT run_id, step, attempt, $3, tenant, at FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'STARTED', attempt, $4 FROM claimed WHERE plain
+    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
@@ -166,18 +168,20 @@ WITH running AS (
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
     RETURNING q.run_id, q.step, q.wake, q.tenant
 ), claimed AS (
+    -- Stamped no earlier than the task's last change (its QUEUED event),
+    -- whatever the caller's clock says.
     UPDATE trellis_tasks t
-    SET status = 'RUNNING', worker = $5::text, updated_at = $6,
+    SET status = 'RUNNING', worker = $5::text, updated_at = greatest($6::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
     WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
-    SELECT run_id, step, attempt, $5, tenant, $6 FROM claimed
+    SELECT run_id, step, attempt, $5, tenant, at FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'STARTED', attempt, $6 FROM claimed WHERE plain
+    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,

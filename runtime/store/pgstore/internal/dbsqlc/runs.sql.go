@@ -168,6 +168,31 @@ func (q *Queries) RunsByIdempotencyKey(ctx context.Context, arg RunsByIdempotenc
 	return items, nil
 }
 
+const runsExisting = `-- name: RunsExisting :many
+SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[])
+`
+
+// Those of the given run ids that exist.
+func (q *Queries) RunsExisting(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, runsExisting, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runsFail = `-- name: RunsFail :many
 WITH failed AS (
     UPDATE trellis_runs r
@@ -226,7 +251,7 @@ FROM (
            unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
            unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
 ) AS i
-ON CONFLICT (workflow, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id
 `
 
@@ -241,8 +266,9 @@ type RunsInsertParams struct {
 	Unresolved      []int32
 }
 
-// Creates runs, except those whose idempotency key another run of the
-// workflow and tenant holds. Returns the ids of the runs created.
+// Creates runs, except those whose id exists (an earlier try of the same
+// call created them) or whose idempotency key another run of the workflow
+// and tenant holds. Returns the ids of the runs created.
 func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, runsInsert,
 		arg.Now,

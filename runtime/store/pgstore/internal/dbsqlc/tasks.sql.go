@@ -69,16 +69,16 @@ func (q *Queries) TaskList(ctx context.Context, runID uuid.UUID) ([]TaskListRow,
 const tasksCancelUnfinished = `-- name: TasksCancelUnfinished :many
 WITH cancelled AS (
     UPDATE trellis_tasks t
-    SET status = 'CANCELLED', updated_at = $1, finished_at = $1
+    SET status = 'CANCELLED', updated_at = greatest($1::timestamptz, t.updated_at), finished_at = greatest($1::timestamptz, t.updated_at)
     WHERE t.run_id = ANY ($2::uuid[])
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
       AND (t.kind <> 2 OR $3::boolean)
-    RETURNING t.run_id, t.step, t.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'CANCELLED', attempt, $1, $4::text FROM cancelled
+    SELECT run_id, step, 'CANCELLED', attempt, at, $4::text FROM cancelled
 )
 SELECT run_id, step, attempt FROM cancelled
 `
@@ -136,17 +136,20 @@ WITH locked AS (
     ) AS i
     WHERE (SELECT count(*) FROM locked) >= 0
 ), applied AS (
+    -- Each change of a task is stamped no earlier than its previous one
+    -- (RETURNING reads the new updated_at).
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
-        output = i.output, updated_at = $8, finished_at = $8
+        output = i.output, updated_at = greatest($8::timestamptz, t.updated_at), finished_at = greatest($8::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail
+    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
 ), edges AS (
-    SELECT e.run_id, e.child, count(*) AS n
+    -- A child is queued no earlier than the parents that resolved it.
+    SELECT e.run_id, e.child, count(*) AS n, max(a.at) AS at
     FROM (SELECT unnest($9::uuid[]) AS run_id, unnest($10::smallint[]) AS parent, unnest($11::smallint[]) AS child) AS e
     JOIN applied a ON a.run_id = e.run_id AND a.step = e.parent
     GROUP BY e.run_id, e.child
@@ -154,10 +157,10 @@ WITH locked AS (
     UPDATE trellis_tasks t
     SET pending = t.pending - e.n,
         status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
-        updated_at = $8
+        updated_at = greatest(e.at, t.updated_at)
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at
 ), ready AS (
     SELECT s.run_id, s.step, r.tenant, r.workflow
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
@@ -172,10 +175,10 @@ WITH locked AS (
     RETURNING r.id, r.unresolved = 0 AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, $8, nullif(detail, '')
+    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
     FROM applied
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, $8, NULL FROM resolved WHERE ready
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready
 ), queued AS (
     SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
     FROM ready
@@ -287,18 +290,18 @@ WITH input AS (
     SELECT run_id, step, attempt, error, timed_out, ord, kind, nth FROM live WHERE kind = 2 OR nth = 1
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'FAILED', error = c.error, updated_at = $6, finished_at = $6
+    SET status = 'FAILED', error = c.error, updated_at = greatest($6::timestamptz, t.updated_at), finished_at = greatest($6::timestamptz, t.updated_at)
     FROM chosen c
     WHERE t.run_id = c.run_id AND t.step = c.step AND t.status = 'RUNNING' AND t.attempt = c.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord
+    RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, $6, error FROM applied WHERE timed_out
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'FAILED', attempt, $6, error FROM applied
+    SELECT run_id, step, 'FAILED', attempt, at, error FROM applied
 )
 SELECT true AS applied, a.run_id, a.step, a.attempt, a.kind, a.error::text AS error
 FROM applied a
@@ -430,12 +433,12 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 const tasksQueueHandlers = `-- name: TasksQueueHandlers :one
 WITH handlers AS (
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = $1
+    SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at)
     WHERE t.run_id = ANY ($2::uuid[]) AND t.kind = 2 AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt
+    RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'QUEUED', attempt, $1 FROM handlers
+    SELECT run_id, step, 'QUEUED', attempt, at FROM handlers
 )
 SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM handlers h JOIN trellis_runs r ON r.id = h.run_id
@@ -461,13 +464,13 @@ WITH input AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
         pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
-        worker = NULL, wake_at = NULL, updated_at = $3, finished_at = NULL
+        worker = NULL, wake_at = NULL, updated_at = greatest($3::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
     WHERE t.run_id = $4 AND t.step = i.step AND t.status <> 'RUNNING'
-    RETURNING t.run_id, t.step, t.attempt, t.status
+    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'QUEUED', attempt, $3, 'run retried' FROM reset WHERE status = 'QUEUED'
+    SELECT run_id, step, 'QUEUED', attempt, at, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
 SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM reset s JOIN trellis_runs r ON r.id = s.run_id
@@ -501,10 +504,10 @@ WITH input AS (
     SELECT run_id, step, attempt, error, timed_out, wake_at FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt, unnest($4::text[]) AS error, unnest($5::boolean[]) AS timed_out, unnest($6::timestamptz[]) AS wake_at) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = $7
+    SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = greatest($7::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at
+    RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -514,9 +517,9 @@ WITH input AS (
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, $7, error FROM applied WHERE timed_out
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'RETRYING', attempt, $7, error FROM applied
+    SELECT run_id, step, 'RETRYING', attempt, at, error FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -574,10 +577,10 @@ WITH input AS (
     SELECT run_id, step, attempt, wake_at FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt, unnest($4::timestamptz[]) AS wake_at) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = $5
+    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = greatest($5::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake_at
+    RETURNING t.run_id, t.step, t.attempt, i.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -587,7 +590,7 @@ WITH input AS (
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'SLEEPING', attempt, $5,
+    SELECT run_id, step, 'SLEEPING', attempt, at,
            'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
     FROM applied
 )
@@ -639,7 +642,7 @@ func (q *Queries) TasksSleep(ctx context.Context, arg TasksSleepParams) ([]Tasks
 
 const tasksStart = `-- name: TasksStart :exec
 INSERT INTO trellis_events (run_id, step, type, attempt, at)
-SELECT t.run_id, t.step, 'STARTED', t.attempt, $1
+SELECT t.run_id, t.step, 'STARTED', t.attempt, greatest($1::timestamptz, t.updated_at) AS at
 FROM trellis_tasks t
 JOIN (SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step, unnest($4::int[]) AS attempt) AS k
     ON t.run_id = k.run_id AND t.step = k.step AND t.attempt = k.attempt
@@ -653,7 +656,8 @@ type TasksStartParams struct {
 	Attempts []int32
 }
 
-// Writes STARTED events for claimed tasks that run their code.
+// Writes STARTED events for claimed tasks that run their code, no earlier
+// than their claim.
 func (q *Queries) TasksStart(ctx context.Context, arg TasksStartParams) error {
 	_, err := q.db.Exec(ctx, tasksStart,
 		arg.Now,

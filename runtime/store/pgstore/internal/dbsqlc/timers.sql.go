@@ -40,14 +40,14 @@ WITH due AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
     -- is queued for its next attempt.
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = $1
+    SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at)
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING')
-    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake
+    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, $1 FROM woken
+    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken
 ), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id

@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// How the engine meets store failures: operations a caller waits on
+// (creating runs, reading a run for Wait) are retried while the failure is
+// transient, for up to transientBudget; the loops of a started engine
+// (claiming, heartbeating, recording, firing timers) simply try again on
+// their next round; and a task the engine cannot go on with is handed back
+// (see handBack), never left RUNNING without an attempt.
+
+// transientBudget bounds how long a caller-facing operation retries a
+// transient store failure (a database restart takes a few seconds).
+const transientBudget = 15 * time.Second
+
+// isTransient reports a store failure worth retrying.
+func isTransient(err error) bool { return errors.Is(err, store.ErrTransient) }
+
+// retryTransient calls op until it succeeds, fails for another reason,
+// ctx ends or transientBudget has passed, backing off between tries.
+func retryTransient(ctx context.Context, c clock.Clock, op func() error) error {
+	deadline := c.Now().Add(transientBudget)
+	backoff := 50 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !isTransient(err) || !c.Now().Before(deadline) {
+			return err
+		}
+		if clock.Sleep(ctx, c, backoff) != nil {
+			return err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// handBack gives tasks this engine will not go on with back to the queue:
+// it forgets their attempts, then releases them in the store; count says
+// whether the attempts count against the steps' retries (their code ran).
+// When the store cannot be reached, the next reconciliations (see
+// claims.reconcile) find the tasks leased but not owned and release them
+// then, without counting.
+func (e *Engine) handBack(ctx context.Context, tasks []store.Attempt, reason string, count bool) {
+	if len(tasks) == 0 {
+		return
+	}
+	e.claims.release(tasks...)
+	res, err := e.store.ReleaseTasks(ctx, store.Release{
+		Worker: e.cfg.WorkerID, Attempts: tasks, Reason: reason, Count: count, Now: e.clock.Now(),
+	})
+	if err != nil {
+		e.log.Warn("handing tasks back failed; reconciliation will retry", "tasks", len(tasks), "reason", reason, "error", err)
+		return
+	}
+	if n := len(res.Requeued) + len(res.Failed); n > 0 {
+		e.log.Info("handed tasks back", "requeued", len(res.Requeued), "failed", len(res.Failed), "reason", reason)
+		e.wake()
+	}
+}
+
+// faultLog logs the failures of a recurring operation once per outage
+// rather than once per round: the first failure, a reminder every
+// faultReminder while it lasts, and the recovery.
+type faultLog struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	ops map[string]*outage
+}
+
+type outage struct {
+	since, logged time.Time
+	failures      int
+}
+
+const faultReminder = 30 * time.Second
+
+func newFaultLog(log *slog.Logger) *faultLog {
+	return &faultLog{log: log, ops: map[string]*outage{}}
+}
+
+// failed records a failure of op at now.
+func (f *faultLog) failed(op string, err error, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.ops[op]
+	if !ok {
+		o = &outage{since: now}
+		f.ops[op] = o
+	}
+	o.failures++
+	if !ok || now.Sub(o.logged) >= faultReminder {
+		o.logged = now
+		f.log.Error(op+" failed; retrying", "error", err, "failures", o.failures, "since", o.since)
+	}
+}
+
+// ok records a success of op at now, logging the end of an outage.
+func (f *faultLog) ok(op string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o, ok := f.ops[op]; ok {
+		delete(f.ops, op)
+		f.log.Info(op+" works again", "failures", o.failures, "outage", now.Sub(o.since))
+	}
+}

@@ -1,0 +1,303 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// flaky wraps a store and injects the failures a lost connection causes:
+// an operation that takes effect but whose answer never arrives, or one
+// that fails before it is sent. Each counter is how many calls to fail.
+type flaky struct {
+	store.Store
+	loseClaim   atomic.Int32 // claims that take their tasks but answer with an error
+	failStart   atomic.Int32 // StartTasks calls that fail
+	failFinish  atomic.Int32 // Finish calls that fail (before taking effect)
+	loseCreate  atomic.Int32 // CreateRuns calls that take effect but answer with an error
+	failGetRun  atomic.Int32 // GetRun calls that fail
+	failRelease atomic.Int32 // ReleaseTasks calls that fail
+}
+
+var errLost = fmt.Errorf("test: connection lost: %w", store.ErrTransient)
+
+func take(n *atomic.Int32) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+func (f *flaky) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedTask, error) {
+	got, err := f.Store.ClaimTasks(ctx, p)
+	if err == nil && len(got) > 0 && take(&f.loseClaim) {
+		return nil, errLost
+	}
+	return got, err
+}
+
+func (f *flaky) StartTasks(ctx context.Context, tasks []store.Attempt, now time.Time) error {
+	if take(&f.failStart) {
+		return errLost
+	}
+	return f.Store.StartTasks(ctx, tasks, now)
+}
+
+func (f *flaky) Finish(ctx context.Context, r store.Results) (store.FinishResult, error) {
+	if take(&f.failFinish) {
+		return store.FinishResult{}, errLost
+	}
+	return f.Store.Finish(ctx, r)
+}
+
+func (f *flaky) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
+	res, err := f.Store.CreateRuns(ctx, p)
+	if err == nil && take(&f.loseCreate) {
+		return nil, errLost
+	}
+	return res, err
+}
+
+func (f *flaky) GetRun(ctx context.Context, id runtime.RunID) (store.Run, error) {
+	if take(&f.failGetRun) {
+		return store.Run{}, errLost
+	}
+	return f.Store.GetRun(ctx, id)
+}
+
+func (f *flaky) ReleaseTasks(ctx context.Context, p store.Release) (store.RecoverResult, error) {
+	if take(&f.failRelease) {
+		return store.RecoverResult{}, errLost
+	}
+	return f.Store.ReleaseTasks(ctx, p)
+}
+
+// gateSpec is a -> b, where b has a condition and so is started by the
+// worker (not by its claim).
+func gateSpec(name string) *runtime.WorkflowSpec {
+	return &runtime.WorkflowSpec{
+		Name: name, InputSchema: `{"type":"object","properties":{"skip":{"type":"boolean"}}}`,
+		Steps: []runtime.StepSpec{
+			{Name: "a"},
+			{Name: "b", Parents: []string{"a"}, SkipIf: []string{"has(input.skip) && input.skip"}},
+		},
+	}
+}
+
+// detailOf returns the details of a run's events of one type and step.
+func detailOf(t *testing.T, e *runtime.Engine, id runtime.RunID, step string, typ dag.EventType) []string {
+	t.Helper()
+	events, err := e.Events(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range events {
+		if ev.Step == step && ev.Type == typ {
+			out = append(out, ev.Detail)
+		}
+	}
+	return out
+}
+
+func testLostClaimIsReconciled(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	f.loseClaim.Store(1)
+	spec := fanSpec("lost-claim", 0)
+	var c counter
+	e := newEngine(t, f, "w")
+	w, err := e.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), nil)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if f.loseClaim.Load() != 0 {
+		t.Fatal("no claim answer was lost")
+	}
+	c.exactlyOnce(t, []runtime.RunID{res.ID}, []string{"a", "b1", "b2", "b3", "b4", "c"})
+	// The task whose claim answer was lost was found by reconciliation.
+	handedBack := 0
+	events, _ := e.Events(t.Context(), res.ID)
+	for _, ev := range events {
+		if ev.Type == dag.EventQueued && ev.Detail == "worker w held the task without running it" {
+			handedBack++
+		}
+	}
+	if handedBack == 0 {
+		t.Errorf("no task was handed back by reconciliation: %+v", events)
+	}
+}
+
+func testStartFailureHandsBack(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	f.failStart.Store(1)
+	spec := gateSpec("start-fails")
+	var c counter
+	e := newEngine(t, f, "w")
+	w, err := e.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), nil)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	c.exactlyOnce(t, []runtime.RunID{res.ID}, []string{"a", "b"})
+	details := detailOf(t, e, res.ID, "b", dag.EventQueued)
+	if len(details) != 2 || !strings.HasPrefix(details[1], "the worker could not start the task") {
+		t.Errorf("b's QUEUED events say %q, want a second one for the hand-back", details)
+	}
+}
+
+func testFinishRetried(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	f.failFinish.Store(3)
+	spec := fanSpec("finish-retried", 0)
+	var c counter
+	e := newEngine(t, f, "w")
+	w, err := e.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), nil)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	c.exactlyOnce(t, []runtime.RunID{res.ID}, []string{"a", "b1", "b2", "b3", "b4", "c"})
+}
+
+// testStopHandsBackUnrecorded: a worker that cannot record a result before
+// its grace period ends gives the task back, and the attempt does not
+// count: the step's code ran to completion.
+func testStopHandsBackUnrecorded(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	spec := &runtime.WorkflowSpec{Name: "unrecorded", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}}}
+	var mu sync.Mutex
+	var attempts []int
+	ran := make(chan struct{}, 2)
+	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			mu.Lock()
+			attempts = append(attempts, req.Info.Attempt)
+			mu.Unlock()
+			ran <- struct{}{}
+			return json.RawMessage(`{}`), nil
+		},
+	}}
+	first := newEngine(t, f, "first")
+	w, err := first.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.failFinish.Store(1 << 20) // the database is gone for the first worker
+	if err := first.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := first.Stop(ctx); err == nil {
+		t.Fatal("Stop reported a clean drain although the result was never recorded")
+	}
+	f.failFinish.Store(0)
+	second := newEngine(t, s, "second")
+	w2, err := second.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, second)
+	res, err := w2.Wait(waitCtx(t), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(attempts) != "[1 1]" {
+		t.Errorf("attempts seen by the code = %v, want [1 1]: a hand-back is not an attempt", attempts)
+	}
+	details := detailOf(t, second, ref.ID, "s", dag.EventQueued)
+	if len(details) != 2 || details[1] != "worker first stopped before the task's result was recorded" {
+		t.Errorf("QUEUED details = %q", details)
+	}
+}
+
+func testWaitRidesOutOutage(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	spec := fanSpec("wait-outage", 0)
+	var c counter
+	e := newEngine(t, f, "w")
+	w, err := e.Register(spec, c.handlers(spec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.failGetRun.Store(5)
+	start(t, e)
+	res, err := w.Wait(waitCtx(t), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	if f.failGetRun.Load() != 0 {
+		t.Errorf("%d injected failures left unused", f.failGetRun.Load())
+	}
+}
+
+func testTriggerRetriedOnce(t *testing.T, s store.Store) {
+	f := &flaky{Store: s}
+	e := newEngine(t, f, "w")
+	w, err := e.Workflow(fanSpec("trigger-retried", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.loseCreate.Store(1)
+	refs, err := w.TriggerMany(t.Context(), []json.RawMessage{nil, nil, nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.loseCreate.Load() != 0 {
+		t.Fatal("no answer was lost")
+	}
+	for _, ref := range refs {
+		if ref.Existing {
+			t.Errorf("run %s reported as existing: the retry found the runs its first try created", ref.ID)
+		}
+		if _, err := e.Result(t.Context(), ref.ID); err != nil {
+			t.Errorf("run %s: %v", ref.ID, err)
+		}
+	}
+	// Claiming finds exactly one root per run: nothing was created twice.
+	claimed, err := s.ClaimTasks(t.Context(), store.Claim{Worker: "probe", Limit: 100, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 3 {
+		t.Errorf("claimed %d roots, want 3", len(claimed))
+	}
+}

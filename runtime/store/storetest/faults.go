@@ -1,0 +1,202 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// cmpTimes compares times as instants (Postgres keeps microseconds and
+// its own location).
+var cmpTimes = cmpopts.EquateApproxTime(time.Microsecond)
+
+func testRelease(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{maxAttempts: 1})
+	a := f.claimOne(id, stepA)
+	// Another worker, or another attempt, cannot release w1's task.
+	for _, p := range []store.Release{
+		{Worker: "w2", Attempts: []store.Attempt{attempt(a)}},
+		{Worker: "w1", Attempts: []store.Attempt{{Key: a.Key, Attempt: a.Attempt + 1}}},
+	} {
+		p.Now = f.now
+		if got, err := f.s.ReleaseTasks(f.ctx, p); err != nil || len(got.Requeued)+len(got.Failed) != 0 {
+			t.Fatalf("ReleaseTasks(%+v) = %v, %v; want nothing released", p, got, err)
+		}
+	}
+	got, err := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(a)}, Reason: "handed back", Now: f.tick(time.Second)})
+	if err != nil || !cmp.Equal(got.Requeued, []store.Attempt{attempt(a)}) || len(got.Failed) != 0 {
+		t.Fatalf("ReleaseTasks = %+v, %v; want a released", got, err)
+	}
+	if held, _ := f.s.Heartbeat(f.ctx, "w1", f.now); len(held) != 0 {
+		t.Errorf("w1 still holds %v", held)
+	}
+	// Released again, and released once only.
+	if got, _ := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(a)}, Now: f.now}); len(got.Requeued) != 0 {
+		t.Errorf("released twice: %v", got)
+	}
+	// The next claim is a new attempt, but not one more against the budget
+	// of one attempt: the task can still complete, and its late result
+	// under the old attempt is stale.
+	again := f.claimOne(id, stepA)
+	if again.Attempt <= a.Attempt || again.Attempt-again.PriorAttempts != 1 {
+		t.Errorf("claim after release: attempt %d (prior %d), want a new attempt counted as the first", again.Attempt, again.PriorAttempts)
+	}
+	if r := f.complete(a, `{}`); len(r.Stale) != 1 {
+		t.Error("the released attempt's result was applied")
+	}
+	f.complete(again, `{}`)
+	want := []string{"a:QUEUED", "a:STARTED", "a:QUEUED", "a:STARTED", "a:COMPLETED"}
+	if diff := cmp.Diff(want, f.events(id)[:5]); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	evs, _ := f.s.ListEvents(f.ctx, id)
+	if evs[2].Detail != "handed back" {
+		t.Errorf("QUEUED after release has detail %q, want the reason", evs[2].Detail)
+	}
+	// A counted release is a used attempt: out of attempts, the task fails
+	// and its run with it.
+	b := f.claim(1)
+	res, err := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(b[0])}, Reason: "stopped mid-step", Count: true, Now: f.now})
+	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(b[0])}) || len(res.Requeued) != 0 {
+		t.Errorf("counted ReleaseTasks of %v = %+v, %v; want it failed, out of its single attempt", keys(b), res, err)
+	}
+	if r := f.run(id); r.Status != dag.RunFailed || r.Error != "stopped mid-step" {
+		t.Errorf("run = %s (%q), want FAILED with the reason", r.Status, r.Error)
+	}
+}
+
+func testReleaseCounted(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{maxAttempts: 2})
+	a := f.claimOne(id, stepA)
+	res, err := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(a)}, Reason: "stopped mid-step", Count: true, Now: f.now})
+	if err != nil || !cmp.Equal(res.Requeued, []store.Attempt{attempt(a)}) {
+		t.Fatalf("counted ReleaseTasks = %+v, %v; want a requeued", res, err)
+	}
+	again := f.claimOne(id, stepA)
+	if again.Attempt-again.PriorAttempts != 2 {
+		t.Errorf("attempt after a counted release = %d, want 2", again.Attempt-again.PriorAttempts)
+	}
+	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted}
+	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
+		t.Errorf("trail (-want +got):\n%s", diff)
+	}
+}
+
+func testReleaseWoken(t *testing.T, f *fixture) {
+	id := uuid.Must(uuid.NewV7())
+	_, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
+		ID: id, Workflow: "nap", Version: "nap@v1", Tenant: "default", Input: []byte(`{}`),
+		Tasks: []store.NewTask{{Step: 0, Kind: dag.KindSleep, MaxAttempts: 1}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.claimOne(id, 0)
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), Until: f.now.Add(time.Minute)}}})
+	if n, _ := f.s.FireTimers(f.ctx, f.tick(time.Minute), 10); n != 1 {
+		t.Fatal("the sleep did not wake")
+	}
+	woken := f.claimOne(id, 0)
+	if got, _ := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(woken)}, Now: f.now}); len(got.Requeued) != 1 {
+		t.Fatal("the woken sleep was not released")
+	}
+	again := f.claimOne(id, 0)
+	if !again.Woken || again.Attempt != woken.Attempt || again.Plain {
+		t.Errorf("claim after release = %+v, want the woken sleep to complete", again)
+	}
+}
+
+func testCreateByID(t *testing.T, f *fixture) {
+	id := uuid.Must(uuid.NewV7())
+	run := store.NewRun{ID: id, Workflow: "diamond", Version: "diamond@v1", Tenant: "default", Input: []byte(`{}`), Tasks: diamondTasks(1)}
+	keyed := run
+	keyed.ID, keyed.IdempotencyKey = uuid.Must(uuid.NewV7()), "k"
+	for try := range 2 {
+		res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{run, keyed}})
+		if err != nil {
+			t.Fatalf("try %d: %v", try, err)
+		}
+		want := []store.CreateRunResult{{ID: run.ID, Created: true}, {ID: keyed.ID, Created: true}}
+		if diff := cmp.Diff(want, res); diff != "" {
+			t.Errorf("try %d (-want +got):\n%s", try, diff)
+		}
+	}
+	if got := f.claim(10); len(got) != 2 {
+		t.Errorf("claimed %d roots, want one per run", len(got))
+	}
+}
+
+// testEventTimesMonotonic gives every operation a time earlier than the
+// one before, as engines whose clocks disagree would: each task's events
+// still never go back in time, and children are queued no earlier than
+// their parents resolved.
+func testEventTimesMonotonic(t *testing.T, f *fixture) {
+	back := func() time.Time { return f.tick(-time.Second) }
+	id := f.createDiamond(runOpts{maxAttempts: 2})
+	f.tick(time.Hour)
+	f.now = f.now.Add(-30 * time.Minute)
+	a := f.claim(1, func(c *store.Claim) { c.Now = back() })[0]
+	f.finish(store.Results{Now: back(), Retries: []store.Retry{{Attempt: attempt(a), Error: "x", At: f.now}}})
+	if n, _ := f.s.FireTimers(f.ctx, f.now.Add(time.Hour), 10); n != 1 {
+		t.Fatal("the retry timer did not fire")
+	}
+	a = f.claim(1, func(c *store.Claim) { c.Now = back() })[0]
+	res, err := f.s.Finish(f.ctx, store.Results{Now: back(), Completions: []store.Completion{{Attempt: attempt(a), Children: diamondChildren[stepA]}}})
+	if err != nil || len(res.Stale) != 0 {
+		t.Fatalf("Finish = %+v, %v", res, err)
+	}
+	bc := f.claim(2, func(c *store.Claim) { c.Now = back() })
+	for _, c := range bc {
+		if !c.Plain {
+			if err := f.s.StartTasks(f.ctx, []store.Attempt{attempt(c)}, back()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.finish(store.Results{Now: back(), Sleeps: []store.Sleep{{Attempt: attempt(bc[0]), Until: f.now.Add(time.Minute)}}})
+	f.finish(store.Results{Now: back(), Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
+	if _, err := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: back(), Reset: []store.ResetTask{{Step: bc[1].Key.Step}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.CancelRun(f.ctx, id, back()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := f.s.ListEvents(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEventTimes(t, evs, [][]int{stepB: {stepA}, stepC: {stepA}, stepD: {stepB, stepC}})
+}
+
+// checkEventTimes checks that each task's events never go back in time and
+// that a task is queued no earlier than each of its parents resolved.
+func checkEventTimes(t *testing.T, evs []store.Event, parents [][]int) {
+	t.Helper()
+	last := map[int]store.Event{}
+	resolved := map[int]time.Time{}
+	for _, e := range evs {
+		if prev, ok := last[e.Step]; ok && e.At.Before(prev.At) {
+			t.Errorf("step %s: %s at %v comes before the earlier %s at %v", stepNames[e.Step], e.Type, e.At, prev.Type, prev.At)
+		}
+		last[e.Step] = e
+		switch e.Type {
+		case dag.EventCompleted, dag.EventSkipped:
+			resolved[e.Step] = e.At
+		case dag.EventQueued:
+			if e.Step >= len(parents) {
+				continue
+			}
+			for _, p := range parents[e.Step] {
+				if at, ok := resolved[p]; ok && e.At.Before(at) {
+					t.Errorf("step %s queued at %v, before its parent %s resolved at %v", stepNames[e.Step], e.At, stepNames[p], at)
+				}
+			}
+		}
+	}
+}
