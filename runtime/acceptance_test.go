@@ -61,6 +61,8 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"CancelStopsRunningStep", testCancelRunning},
 		{"RetryFromFailedKeepsOutputs", testRetryRun},
 		{"InvalidInputRefused", testInvalidInput},
+		{"RequiredInputNamedByPath", testRequiredInputNamed},
+		{"InvalidOutputFailsTheStep", testInvalidOutput},
 		{"RunManyIsAllOrNothing", testRunMany},
 	}
 	for _, tt := range tests {
@@ -1055,5 +1057,120 @@ func testRunMany(t *testing.T, newH newHarness) {
 	}
 	if n := steps.calls.count("first"); n != 3 {
 		t.Errorf("first ran %d times, want 3", n)
+	}
+}
+
+// --- outputs are checked against their schema --------------------------
+
+// gradeSteps returns the verdict and score the input asks for, and a tag
+// named by the label.
+type gradeSteps struct {
+	calls   calls
+	failure runtime.Failure
+}
+
+func (s *gradeSteps) Grade(_ context.Context, in wf.GradesInput) (wf.GradesGradeOutput, error) {
+	s.calls.add("grade")
+	out := wf.GradesGradeOutput{Verdict: wf.GradesGradeOutputVerdict(in.Verdict), Score: in.Score}
+	if in.Label != nil {
+		out.Tags = []wf.GradesGradeOutputTagsItem{{Name: "first"}, {Name: *in.Label}}
+	}
+	return out, nil
+}
+
+func (s *gradeSteps) Publish(context.Context, wf.GradesInput, wf.GradesPublishParents) error {
+	s.calls.add("publish")
+	return nil
+}
+
+func (s *gradeSteps) Report(_ context.Context, _ wf.GradesInput, f runtime.Failure) error {
+	s.calls.add("report")
+	s.failure = f
+	return nil
+}
+
+func testInvalidOutput(t *testing.T, newH newHarness) {
+	empty := ""
+	for _, tc := range []struct {
+		name   string
+		in     wf.GradesInput
+		fields []string
+	}{
+		{"outside its enum", wf.GradesInput{Verdict: "maybe", Score: 3}, []string{"output.verdict"}},
+		{"below its minimum", wf.GradesInput{Verdict: "pass", Score: -1}, []string{"output.score"}},
+		{"both, and deep", wf.GradesInput{Verdict: "meh", Score: -1, Label: &empty}, []string{"output.score", "output.tags[1].name", "output.verdict"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newH(t)
+			steps := &gradeSteps{}
+			client, err := wf.RegisterGrades(h.Engine, steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := client.Run(t.Context(), tc.in)
+			var re *runtime.RunFailedError
+			if !errors.As(err, &re) || re.Step != "grade" {
+				t.Fatalf("Run = %+v, %v; want the run failed at grade", res, err)
+			}
+			for _, field := range tc.fields {
+				if !strings.Contains(re.Message, field+": ") {
+					t.Errorf("failure %q does not name %s", re.Message, field)
+				}
+			}
+			if !strings.HasPrefix(re.Message, "step grade returned an output that does not match its schema: ") {
+				t.Errorf("failure %q does not say which step returned what", re.Message)
+			}
+			// Not retried, despite maxRetries: 2; the child never ran, and
+			// the invalid output was not kept.
+			if diff := cmp.Diff([]string{"grade", "report"}, steps.calls.list()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if res.Grade != nil {
+				t.Errorf("the invalid output is readable: %+v", res.Grade)
+			}
+			if steps.failure.Step != "grade" {
+				t.Errorf("the failure handler saw %+v", steps.failure)
+			}
+		})
+	}
+	t.Run("valid", func(t *testing.T) {
+		h := newH(t)
+		client, err := wf.RegisterGrades(h.Engine, &gradeSteps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		label := "x"
+		res, err := client.Run(t.Context(), wf.GradesInput{Verdict: "pass", Score: 0, Label: &label})
+		if err != nil || res.Grade == nil || len(res.Grade.Tags) != 2 {
+			t.Fatalf("Run = %+v, %v", res, err)
+		}
+	})
+}
+
+// testRequiredInputNamed: a missing required property is reported at its
+// own path, however deep.
+func testRequiredInputNamed(t *testing.T, newH newHarness) {
+	h := newH(t)
+	w, err := h.Engine.Workflow(wf.GradesSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string][]string{
+		`{}`:                                  {"input.score", "input.verdict"},
+		`{"verdict":"x","score":1,"meta":{}}`: {"input.meta.seed"},
+		`{"verdict":1,"score":1}`:             {"input.verdict"},
+	} {
+		_, err := w.Trigger(t.Context(), json.RawMessage(in))
+		var ie *runtime.InputError
+		if !errors.As(err, &ie) {
+			t.Fatalf("%s: error = %v, want an *InputError", in, err)
+		}
+		var fields []string
+		for _, p := range ie.Problems {
+			fields = append(fields, p.Field)
+		}
+		if diff := cmp.Diff(want, fields); diff != "" {
+			t.Errorf("%s: fields (-want +got):\n%s\n(%v)", in, diff, err)
+		}
 	}
 }

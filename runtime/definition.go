@@ -1,30 +1,26 @@
 package runtime
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/dag"
 )
 
 // Definition is a compiled WorkflowSpec: its validated graph, its
-// conditions compiled to CEL programs and its input schema compiled for
-// validation. A Definition is immutable and safe for concurrent use.
+// conditions compiled to CEL programs and its input and output schemas
+// compiled for validation. A Definition is immutable and safe for
+// concurrent use.
 type Definition struct {
 	spec    WorkflowSpec
 	version string
 	graph   *dag.Graph
-	input   *jsonschema.Schema
+	input   *schema
+	outputs []*schema              // per step index; nil for steps without output
 	envs    []*condition.Env       // per step index; nil for steps without conditions
 	conds   [][]*condition.Program // per step index
 }
@@ -74,6 +70,15 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	d.graph = g
 	if d.input, err = compileSchema(spec.Name+".input", spec.InputSchema); err != nil {
 		return nil, fmt.Errorf("compiling workflow %s: input schema: %w", spec.Name, err)
+	}
+	d.outputs = make([]*schema, len(g.Steps))
+	for i, s := range spec.Steps {
+		if s.OutputSchema == "" {
+			continue
+		}
+		if d.outputs[i], err = compileSchema(spec.Name+"."+s.Name+".output", s.OutputSchema); err != nil {
+			return nil, fmt.Errorf("compiling workflow %s: step %s: output schema: %w", spec.Name, s.Name, err)
+		}
 	}
 	d.envs = make([]*condition.Env, len(g.Steps))
 	d.conds = make([][]*condition.Program, len(g.Steps))
@@ -139,23 +144,6 @@ func policy(r RetryPolicy) dag.Policy {
 	}
 }
 
-func compileSchema(name, text string) (*jsonschema.Schema, error) {
-	if strings.TrimSpace(text) == "" {
-		text = `{"type":"object"}`
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(s string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("schema refers to %s; only references into $defs of the same schema are supported", s)
-	}
-	url := "trellis:///" + name + ".json"
-	if err := c.AddResource(url, strings.NewReader(text)); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
 // Name is the workflow's name.
 func (d *Definition) Name() string { return d.spec.Name }
 
@@ -171,52 +159,46 @@ func (d *Definition) Spec() WorkflowSpec { return d.spec }
 func (d *Definition) Graph() *dag.Graph { return d.graph }
 
 // ValidateInput checks a run input against the input schema. The error
-// names every offending field by its JSON path.
+// names every offending field by its path (input.items[0].sku).
 func (d *Definition) ValidateInput(input json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(input))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return &InputError{Workflow: d.spec.Name, Problems: []FieldProblem{{Field: "input", Message: "not valid JSON: " + err.Error()}}}
-	}
-	err := d.input.Validate(v)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	problems, err := d.input.problems("input", input)
+	if err != nil {
 		return fmt.Errorf("validating input of %s: %w", d.spec.Name, err)
 	}
-	ie := &InputError{Workflow: d.spec.Name}
-	collectProblems(ve, &ie.Problems)
-	sort.Slice(ie.Problems, func(i, j int) bool { return ie.Problems[i].Field < ie.Problems[j].Field })
-	return ie
+	if len(problems) > 0 {
+		return &InputError{Workflow: d.spec.Name, Problems: problems}
+	}
+	return nil
 }
 
-func collectProblems(ve *jsonschema.ValidationError, out *[]FieldProblem) {
-	if len(ve.Causes) == 0 {
-		*out = append(*out, FieldProblem{Field: fieldPath(ve.InstanceLocation), Message: ve.Message})
-		return
+// ValidateOutput checks what a step returned against its output schema;
+// a step without one accepts anything. The error names the step and every
+// offending field by its path (output.items[0].sku).
+func (d *Definition) ValidateOutput(step string, output json.RawMessage) error {
+	s, ok := d.graph.Step(step)
+	if !ok {
+		return fmt.Errorf("workflow %s has no step %s", d.spec.Name, step)
 	}
-	for _, c := range ve.Causes {
-		collectProblems(c, out)
-	}
+	return d.validateOutput(s.Index, output)
 }
 
-// fieldPath turns a JSON pointer (/items/0/sku) into the path a Go or JS
-// developer reads (input.items[0].sku).
-func fieldPath(pointer string) string {
-	var b strings.Builder
-	b.WriteString("input")
-	for _, tok := range strings.Split(pointer, "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		if tok != "" && strings.Trim(tok, "0123456789") == "" {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		b.WriteString("." + tok)
+func (d *Definition) validateOutput(step int, output json.RawMessage) error {
+	sch := d.outputs[step]
+	if sch == nil {
+		return nil
 	}
-	return b.String()
+	if len(output) == 0 {
+		output = json.RawMessage("null")
+	}
+	name := d.graph.Steps[step].Name
+	problems, err := sch.problems("output", output)
+	if err != nil {
+		return fmt.Errorf("validating the output of step %s: %w", name, err)
+	}
+	if len(problems) > 0 {
+		return &OutputError{Workflow: d.spec.Name, Step: name, Problems: problems}
+	}
+	return nil
 }
 
 // conditions returns the compiled skipIf programs of a step and the

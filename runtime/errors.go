@@ -11,6 +11,9 @@ var (
 	// ErrInvalidInput is matched by an *InputError: the run input does not
 	// satisfy the workflow's input schema, and nothing was written.
 	ErrInvalidInput = errors.New("invalid run input")
+	// ErrInvalidOutput is matched by an *OutputError: a step returned an
+	// output that does not satisfy its output schema.
+	ErrInvalidOutput = errors.New("invalid step output")
 	// ErrRunFailed is matched by a *RunFailedError returned by Run and Wait
 	// when a step failed permanently.
 	ErrRunFailed = errors.New("run failed")
@@ -28,11 +31,20 @@ var (
 	ErrStopped = errors.New("engine stopped")
 )
 
-// FieldProblem is one reason an input was refused.
+// FieldProblem is one reason an input or output was refused.
 type FieldProblem struct {
-	// Field is the path of the offending value, such as input.items[0].sku.
+	// Field is the path of the offending value, such as input.items[0].sku
+	// or output.score.
 	Field   string
 	Message string
+}
+
+func joinProblems(problems []FieldProblem) string {
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.Field + ": " + p.Message
+	}
+	return strings.Join(parts, "; ")
 }
 
 // InputError lists every problem found in a run input.
@@ -42,15 +54,27 @@ type InputError struct {
 }
 
 func (e *InputError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.Field + ": " + p.Message
-	}
-	return fmt.Sprintf("invalid input for workflow %s: %s", e.Workflow, strings.Join(parts, "; "))
+	return fmt.Sprintf("invalid input for workflow %s: %s", e.Workflow, joinProblems(e.Problems))
 }
 
 // Is makes errors.Is(err, ErrInvalidInput) true.
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// OutputError lists every problem found in a step's output. The attempt
+// that returned it fails for good: retrying the same code is not expected
+// to return a different shape, and the step's children never see it.
+type OutputError struct {
+	Workflow string
+	Step     string
+	Problems []FieldProblem
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("step %s returned an output that does not match its schema: %s", e.Step, joinProblems(e.Problems))
+}
+
+// Is makes errors.Is(err, ErrInvalidOutput) true.
+func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput }
 
 // RunFailedError tells which step made a run fail, and why.
 type RunFailedError struct {

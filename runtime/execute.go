@@ -181,6 +181,10 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		case len(out) > 0 && !json.Valid(out):
 			err = NonRetryable(errors.New("step returned invalid JSON"))
 		default:
+			if verr := j.def.validateOutput(j.step.Index, out); verr != nil {
+				err = NonRetryable(verr)
+				break
+			}
 			res.Completions = []store.Completion{{Attempt: a, Output: out, Children: j.step.Children}}
 			return res, true
 		}
