@@ -287,3 +287,24 @@ WITH input AS (
 SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM reset s JOIN trellis_runs r ON r.id = s.run_id
 WHERE s.status = 'QUEUED';
+
+-- name: TasksStuck :many
+-- Tasks making no progress since @before, oldest first: running under a
+-- lease claimed before it, queued before it, or waiting on a timer that
+-- was due before it. Reads only the live tables and the rows they point to.
+SELECT s.run_id, s.step, t.status, t.attempt, s.worker, s.since, r.workflow, r.version, r.tenant
+FROM (
+    SELECT l.run_id, l.step, l.worker, l.claimed_at AS since
+    FROM trellis_leases l WHERE l.claimed_at < @before::timestamptz
+    UNION ALL
+    SELECT q.run_id, q.step, '' AS worker, qt.updated_at AS since
+    FROM trellis_ready q JOIN trellis_tasks qt ON qt.run_id = q.run_id AND qt.step = q.step
+    WHERE qt.updated_at < @before::timestamptz
+    UNION ALL
+    SELECT m.run_id, m.step, '' AS worker, m.wake_at AS since
+    FROM trellis_timers m WHERE m.wake_at < @before::timestamptz
+) s
+JOIN trellis_tasks t ON t.run_id = s.run_id AND t.step = s.step
+JOIN trellis_runs r ON r.id = s.run_id
+ORDER BY s.since, s.run_id, s.step
+LIMIT @lim;

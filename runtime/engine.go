@@ -61,6 +61,12 @@ type Config struct {
 	// TenantConcurrency, when positive, caps the running tasks of any one
 	// tenant across all engines sharing the store.
 	TenantConcurrency int
+	// StuckAfter is how long a run may make no progress (a task running
+	// past it and its step's timeout, queued and unclaimed, or waiting on
+	// a timer overdue by it) before the leader logs it as stuck, with the
+	// tasks holding it up and the workers holding them (default 10m;
+	// negative: never). See Engine.StuckRuns.
+	StuckAfter time.Duration
 	// Manual marks an engine that is driven by hand (by a test kit) and is
 	// never started: Wait (and so a generated client's Run) then drives it,
 	// processing ready tasks and firing due timers until the run ends or
@@ -98,6 +104,9 @@ func (c *Config) setDefaults() error {
 		if *d <= 0 {
 			*d = defaults[i]
 		}
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = 10 * time.Minute
 	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)

@@ -59,6 +59,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
 		{"TriggerRetriedOnce", testTriggerRetriedOnce},
+		{"StuckRunIsReported", testStuckRunIsReported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

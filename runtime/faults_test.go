@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,5 +300,76 @@ func testTriggerRetriedOnce(t *testing.T, s store.Store) {
 	}
 	if len(claimed) != 3 {
 		t.Errorf("claimed %d roots, want 3", len(claimed))
+	}
+}
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func testStuckRunIsReported(t *testing.T, s store.Store) {
+	var logs syncBuffer
+	spec := &runtime.WorkflowSpec{Name: "hangs", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}, {Name: "t", Parents: []string{"s"}}}}
+	release := make(chan struct{})
+	e := newEngine(t, s, "w", func(c *runtime.Config) {
+		c.StuckAfter = 300 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, _ *runtime.StepRequest) (json.RawMessage, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, nil
+		},
+		"t": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "run making no progress") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no stuck run logged; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	line := logs.String()[strings.Index(logs.String(), "run making no progress"):]
+	line = line[:strings.IndexByte(line, '\n')]
+	for _, want := range []string{"run=" + ref.ID.String(), "workflow=hangs", "s RUNNING since", "on worker w"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("stuck log line %q lacks %q", line, want)
+		}
+	}
+	runs, err := e.StuckRuns(t.Context())
+	if err != nil || len(runs) != 1 || runs[0].ID != ref.ID || len(runs[0].Tasks) != 1 || runs[0].Tasks[0].Step != "s" || runs[0].Tasks[0].Worker != "w" {
+		t.Errorf("StuckRuns = %+v, %v", runs, err)
+	}
+	close(release)
+	if res, err := w.Wait(waitCtx(t), ref.ID); err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	if runs, _ := e.StuckRuns(t.Context()); len(runs) != 0 {
+		t.Errorf("StuckRuns after completion = %+v", runs)
 	}
 }

@@ -536,15 +536,23 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	}
 }
 
-// maintainLoop runs the store's housekeeping while this engine leads. It
-// is a loop of its own so that slow housekeeping (a vacuum) never delays
-// the timers the leader fires.
+// maintainLoop runs the store's housekeeping while this engine leads, and
+// logs runs that make no progress. It is a loop of its own so that slow
+// housekeeping (a vacuum) never delays the timers the leader fires.
 func (e *Engine) maintainLoop(ctx context.Context) {
 	warned := false
-	for clock.Sleep(ctx, e.clock, maintainInterval) == nil {
+	var stuck stuckWatch
+	var nextMaintain time.Time
+	for clock.Sleep(ctx, e.clock, min(maintainInterval, e.stuckCheckInterval())) == nil {
 		if !e.leader.Load() {
 			continue
 		}
+		e.checkStuck(ctx, &stuck)
+		now := e.clock.Now()
+		if now.Before(nextMaintain) {
+			continue
+		}
+		nextMaintain = now.Add(maintainInterval)
 		if err := e.store.Maintain(ctx); err != nil && ctx.Err() == nil && !warned {
 			e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
 			warned = true

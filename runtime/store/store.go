@@ -178,6 +178,12 @@ type Tasks interface {
 	// when out of attempts). Tasks already finished, cancelled or recovered
 	// are left alone.
 	ReleaseTasks(ctx context.Context, p Release) (RecoverResult, error)
+	// StuckTasks lists up to Limit tasks that have made no progress since
+	// Before, oldest first: RUNNING tasks claimed before it, QUEUED tasks
+	// queued before it, and SLEEPING or RETRYING tasks whose timer was due
+	// before it and has not fired. It reads only live work, so it stays
+	// cheap however much history the store keeps.
+	StuckTasks(ctx context.Context, p Stuck) ([]StuckTask, error)
 	// RecoverTasks finds up to Limit RUNNING tasks claimed before
 	// StaleBefore whose worker has not heartbeated since StaleBefore (it
 	// died) and, atomically for each, queues it again when it has attempts
@@ -457,6 +463,27 @@ type RetryRun struct {
 type ResetTask struct {
 	Step    int
 	Pending int
+}
+
+// Stuck holds what StuckTasks needs.
+type Stuck struct {
+	Before time.Time
+	Limit  int
+}
+
+// StuckTask is a task making no progress.
+type StuckTask struct {
+	Key      TaskKey
+	Workflow string
+	Version  string
+	Tenant   string
+	Status   dag.TaskStatus
+	Attempt  int
+	// Worker holds a RUNNING task.
+	Worker string
+	// Since is when the task was claimed (RUNNING), queued (QUEUED), or
+	// its timer was due (SLEEPING, RETRYING).
+	Since time.Time
 }
 
 // Recover holds what RecoverTasks needs.

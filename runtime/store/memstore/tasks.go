@@ -269,3 +269,45 @@ func compareUUID(a, b uuid.UUID) int {
 	}
 	return 0
 }
+
+// StuckTasks implements store.Tasks.
+func (s *Store) StuckTasks(_ context.Context, p store.Stuck) ([]store.StuckTask, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.StuckTask
+	add := func(t *task, worker string, since time.Time) {
+		r := t.run.rec
+		out = append(out, store.StuckTask{
+			Key: t.rec.Key, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
+			Status: t.rec.Status, Attempt: t.rec.Attempt, Worker: worker, Since: since,
+		})
+	}
+	for _, t := range s.running {
+		if t.claimedAt.Before(p.Before) {
+			add(t, t.rec.Worker, t.claimedAt)
+		}
+	}
+	for _, e := range s.queue.entries {
+		if e.valid() && e.task.rec.UpdatedAt.Before(p.Before) {
+			add(e.task, "", e.task.rec.UpdatedAt)
+		}
+	}
+	for _, tm := range s.timers.timers {
+		if tm.gen == tm.task.gen && tm.at.Before(p.Before) {
+			add(tm.task, "", tm.at)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.StuckTask) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		if c := compareUUID(a.Key.Run, b.Key.Run); c != 0 {
+			return c
+		}
+		return a.Key.Step - b.Key.Step
+	})
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
+}

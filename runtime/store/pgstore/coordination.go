@@ -53,9 +53,15 @@ type elector struct {
 
 const leaderKey = `hashtextextended(current_schema() || '.trellis.leader', 0)`
 
+// leaderOpTimeout bounds each round trip of the elector, so that a
+// connection that hangs (rather than breaks) cannot hold the leader's loop.
+const leaderOpTimeout = 5 * time.Second
+
 func (e *elector) TryLead(ctx context.Context) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, leaderOpTimeout)
+	defer cancel()
 	if e.conn != nil && e.conn.Ping(ctx) != nil {
 		// The connection broke, and the lock went with it.
 		e.closeLocked()

@@ -405,3 +405,23 @@ func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []d
 	var fr store.FinishResult
 	return s.fail(ctx, q, failures, now, &fr)
 }
+
+// StuckTasks implements store.Tasks.
+func (s *Store) StuckTasks(ctx context.Context, p store.Stuck) ([]store.StuckTask, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.q.TasksStuck(ctx, dbsqlc.TasksStuckParams{Before: p.Before, Lim: int32(limit)})
+	if err != nil {
+		return nil, wrap(err, "listing stuck tasks")
+	}
+	out := make([]store.StuckTask, len(rows))
+	for i, r := range rows {
+		out[i] = store.StuckTask{
+			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Workflow: r.Workflow, Version: r.Version,
+			Tenant: r.Tenant, Status: dag.TaskStatus(r.Status), Attempt: int(r.Attempt), Worker: r.Worker, Since: r.Since,
+		}
+	}
+	return out, nil
+}

@@ -200,3 +200,47 @@ func checkEventTimes(t *testing.T, evs []store.Event, parents [][]int) {
 		}
 	}
 }
+
+func testStuckTasks(t *testing.T, f *fixture) {
+	start := f.now
+	running := f.createDiamond(runOpts{tenant: "acme"})
+	a := f.claimOne(running, stepA)
+	sleeping := f.createDiamond(runOpts{})
+	s := f.claimOne(sleeping, stepA)
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(s), Until: start.Add(time.Minute)}}})
+	f.tick(time.Hour)
+	queued := f.createDiamond(runOpts{}) // queued an hour later than the others
+	stuck := func(before time.Time) []store.StuckTask {
+		t.Helper()
+		got, err := f.s.StuckTasks(f.ctx, store.Stuck{Before: before, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// Half an hour in: the claimed task, and the sleep whose timer was due
+	// after a minute and has not fired. The fresh run is not stuck.
+	got := stuck(start.Add(30 * time.Minute))
+	want := []store.StuckTask{
+		{Key: a.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", Status: dag.TaskRunning, Attempt: 1, Worker: "w1", Since: start},
+		{Key: s.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "default", Status: dag.TaskSleeping, Attempt: 1, Since: start.Add(time.Minute)},
+	}
+	if diff := cmp.Diff(want, got, cmpTimes); diff != "" {
+		t.Errorf("stuck half an hour in (-want +got):\n%s", diff)
+	}
+	if got := stuck(f.tick(time.Hour)); len(got) != 3 || got[2].Key.Run != queued || got[2].Status != dag.TaskQueued {
+		t.Errorf("stuck two hours in = %+v, want the queued task last", got)
+	}
+	if got, _ := f.s.StuckTasks(f.ctx, store.Stuck{Before: f.now, Limit: 1}); len(got) != 1 {
+		t.Errorf("Limit 1 returned %d", len(got))
+	}
+	// Progress unsticks: once the timer fires, the task is queued (anew).
+	if n, _ := f.s.FireTimers(f.ctx, f.now, 10); n != 1 {
+		t.Fatal("the timer did not fire")
+	}
+	for _, st := range stuck(f.now) {
+		if st.Key == s.Key {
+			t.Errorf("the woken sleep is still reported: %+v", st)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ReleaseTasks", testRelease},
 		{"ReleaseWokenSleep", testReleaseWoken},
 		{"ReleaseCounted", testReleaseCounted},
+		{"StuckTasks", testStuckTasks},
 		{"RecoverRequeuesOrFails", testRecover},
 		{"CancelRun", testCancel},
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},

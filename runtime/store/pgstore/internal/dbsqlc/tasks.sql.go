@@ -668,6 +668,75 @@ func (q *Queries) TasksStart(ctx context.Context, arg TasksStartParams) error {
 	return err
 }
 
+const tasksStuck = `-- name: TasksStuck :many
+SELECT s.run_id, s.step, t.status, t.attempt, s.worker, s.since, r.workflow, r.version, r.tenant
+FROM (
+    SELECT l.run_id, l.step, l.worker, l.claimed_at AS since
+    FROM trellis_leases l WHERE l.claimed_at < $1::timestamptz
+    UNION ALL
+    SELECT q.run_id, q.step, '' AS worker, qt.updated_at AS since
+    FROM trellis_ready q JOIN trellis_tasks qt ON qt.run_id = q.run_id AND qt.step = q.step
+    WHERE qt.updated_at < $1::timestamptz
+    UNION ALL
+    SELECT m.run_id, m.step, '' AS worker, m.wake_at AS since
+    FROM trellis_timers m WHERE m.wake_at < $1::timestamptz
+) s
+JOIN trellis_tasks t ON t.run_id = s.run_id AND t.step = s.step
+JOIN trellis_runs r ON r.id = s.run_id
+ORDER BY s.since, s.run_id, s.step
+LIMIT $2
+`
+
+type TasksStuckParams struct {
+	Before time.Time
+	Lim    int32
+}
+
+type TasksStuckRow struct {
+	RunID    uuid.UUID
+	Step     int16
+	Status   string
+	Attempt  int32
+	Worker   string
+	Since    time.Time
+	Workflow string
+	Version  string
+	Tenant   string
+}
+
+// Tasks making no progress since @before, oldest first: running under a
+// lease claimed before it, queued before it, or waiting on a timer that
+// was due before it. Reads only the live tables and the rows they point to.
+func (q *Queries) TasksStuck(ctx context.Context, arg TasksStuckParams) ([]TasksStuckRow, error) {
+	rows, err := q.db.Query(ctx, tasksStuck, arg.Before, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksStuckRow{}
+	for rows.Next() {
+		var i TasksStuckRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Status,
+			&i.Attempt,
+			&i.Worker,
+			&i.Since,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tasksUnqueueUnfinished = `-- name: TasksUnqueueUnfinished :exec
 WITH unqueued AS (
     DELETE FROM trellis_ready q
