@@ -147,15 +147,18 @@ FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step = i.step);
 
 -- name: TasksSleep :many
--- Puts sleep tasks to sleep on a durable timer. Returns the stale results.
+-- Puts sleep tasks to sleep on a durable timer, each for its duration from
+-- the time its SLEEPING event is stamped. Returns the stale results.
 WITH input AS (
-    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@wake_ats::timestamptz[]) AS wake_at) AS i
+    SELECT * FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@micros::bigint[]) AS micros) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = greatest(@now::timestamptz, t.updated_at)
+    SET status = 'SLEEPING',
+        wake_at = greatest(@now::timestamptz, t.updated_at) + i.micros * interval '1 microsecond',
+        updated_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake_at, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step

@@ -85,7 +85,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 				Detail: detail, Children: step.Children})
 			continue
 		case step.Kind == dag.KindSleep:
-			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, Until: now.Add(step.Sleep)})
+			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
 			continue
 		}
 		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed, planned: now})

@@ -437,10 +437,12 @@ type Failure struct {
 	TimedOut bool
 }
 
-// Sleep puts a sleep task to sleep until Until.
+// Sleep puts a sleep task to sleep for For, measured from the time its
+// SLEEPING event is stamped, so the event log never shows a sleep shorter
+// than declared however late the result is recorded.
 type Sleep struct {
 	Attempt
-	Until time.Time
+	For time.Duration
 }
 
 // FinishResult reports what Finish did not apply, and the runs it ended.

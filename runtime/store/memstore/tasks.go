@@ -148,9 +148,10 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			continue
 		}
 		at := s.setStatus(t, dag.TaskSleeping, r.Now)
-		t.rec.WakeAt = sl.Until
-		s.timers.push(t, sl.Until)
-		s.event(t.run, sl.Key.Step, dag.EventSleeping, sl.Attempt.Attempt, at, "until "+sl.Until.UTC().Format(time.RFC3339Nano))
+		until := at.Add(sl.For)
+		t.rec.WakeAt = until
+		s.timers.push(t, until)
+		s.event(t.run, sl.Key.Step, dag.EventSleeping, sl.Attempt.Attempt, at, "until "+until.UTC().Format(time.RFC3339Nano))
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})

@@ -211,7 +211,7 @@ func (s *Store) sleep(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 		p.RunIds = append(p.RunIds, sl.Key.Run)
 		p.Steps = append(p.Steps, int16(sl.Key.Step))
 		p.Attempts = append(p.Attempts, int32(sl.Attempt.Attempt))
-		p.WakeAts = append(p.WakeAts, sl.Until)
+		p.Micros = append(p.Micros, sl.For.Microseconds())
 	}
 	rows, err := q.TasksSleep(ctx, p)
 	for _, row := range rows {

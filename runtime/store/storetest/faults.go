@@ -98,7 +98,7 @@ func testReleaseWoken(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	a := f.claimOne(id, 0)
-	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), Until: f.now.Add(time.Minute)}}})
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: time.Minute}}})
 	if n, _ := f.s.FireTimers(f.ctx, f.tick(time.Minute), 10); n != 1 {
 		t.Fatal("the sleep did not wake")
 	}
@@ -159,7 +159,7 @@ func testEventTimesMonotonic(t *testing.T, f *fixture) {
 			}
 		}
 	}
-	f.finish(store.Results{Now: back(), Sleeps: []store.Sleep{{Attempt: attempt(bc[0]), Until: f.now.Add(time.Minute)}}})
+	f.finish(store.Results{Now: back(), Sleeps: []store.Sleep{{Attempt: attempt(bc[0]), For: time.Minute}}})
 	f.finish(store.Results{Now: back(), Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
 	if _, err := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: back(), Reset: []store.ResetTask{{Step: bc[1].Key.Step}}}); err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func testStuckTasks(t *testing.T, f *fixture) {
 	a := f.claimOne(running, stepA)
 	sleeping := f.createDiamond(runOpts{})
 	s := f.claimOne(sleeping, stepA)
-	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(s), Until: start.Add(time.Minute)}}})
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(s), For: time.Minute}}})
 	f.tick(time.Hour)
 	queued := f.createDiamond(runOpts{}) // queued an hour later than the others
 	stuck := func(before time.Time) []store.StuckTask {

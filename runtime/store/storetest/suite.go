@@ -485,7 +485,7 @@ func testSleep(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{})
 	a := f.claimOne(id, stepA)
 	until := f.now.Add(24 * time.Hour)
-	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), Until: until}}})
+	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: 24 * time.Hour}}})
 	tasks, _ := f.s.ListTasks(f.ctx, id)
 	if tasks[stepA].Status != dag.TaskSleeping || !tasks[stepA].WakeAt.Equal(until) {
 		t.Fatalf("a = %s until %v", tasks[stepA].Status, tasks[stepA].WakeAt)

@@ -574,13 +574,15 @@ func (q *Queries) TasksRetry(ctx context.Context, arg TasksRetryParams) ([]Tasks
 
 const tasksSleep = `-- name: TasksSleep :many
 WITH input AS (
-    SELECT run_id, step, attempt, wake_at FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt, unnest($4::timestamptz[]) AS wake_at) AS i
+    SELECT run_id, step, attempt, micros FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt, unnest($4::bigint[]) AS micros) AS i
 ), applied AS (
     UPDATE trellis_tasks t
-    SET status = 'SLEEPING', wake_at = i.wake_at, updated_at = greatest($5::timestamptz, t.updated_at)
+    SET status = 'SLEEPING',
+        wake_at = greatest($5::timestamptz, t.updated_at) + i.micros * interval '1 microsecond',
+        updated_at = greatest($5::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.wake_at, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -603,7 +605,7 @@ type TasksSleepParams struct {
 	RunIds   []uuid.UUID
 	Steps    []int16
 	Attempts []int32
-	WakeAts  []time.Time
+	Micros   []int64
 	Now      time.Time
 }
 
@@ -613,13 +615,14 @@ type TasksSleepRow struct {
 	Attempt int32
 }
 
-// Puts sleep tasks to sleep on a durable timer. Returns the stale results.
+// Puts sleep tasks to sleep on a durable timer, each for its duration from
+// the time its SLEEPING event is stamped. Returns the stale results.
 func (q *Queries) TasksSleep(ctx context.Context, arg TasksSleepParams) ([]TasksSleepRow, error) {
 	rows, err := q.db.Query(ctx, tasksSleep,
 		arg.RunIds,
 		arg.Steps,
 		arg.Attempts,
-		arg.WakeAts,
+		arg.Micros,
 		arg.Now,
 	)
 	if err != nil {
