@@ -6,6 +6,10 @@
 // in parallel) never see each other's rows. Without a reachable database
 // the test is skipped, unless TRELLIS_REQUIRE_DB=1, which CI sets so that
 // Postgres tests fail instead of silently not running.
+//
+// Tests that stop, crash or restart Postgres use a Server instead: a
+// throwaway cluster of their own, made with initdb on a free port, so
+// they never disturb other tests or the machine's server.
 package pgtest
 
 import (
@@ -42,7 +46,7 @@ func Required() bool { return os.Getenv("TRELLIS_REQUIRE_DB") == "1" }
 // testing migrations and commands that take a connection string.
 func EmptySchema(t testing.TB) string {
 	t.Helper()
-	schema := newSchema(t)
+	schema := newSchema(t, URL())
 	return pgstore.WithSearchPath(URL(), schema)
 }
 
@@ -57,10 +61,17 @@ func Pool(t testing.TB) *pgxpool.Pool {
 // start other processes on the same schema).
 func PoolWithSchema(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
-	schema := newSchema(t)
+	return PoolWithSchemaAt(t, URL())
+}
+
+// PoolWithSchemaAt is PoolWithSchema on the database at url (a Server's,
+// for one).
+func PoolWithSchemaAt(t testing.TB, url string) (*pgxpool.Pool, string) {
+	t.Helper()
+	schema := newSchema(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := Connect(ctx, schema)
+	pool, err := ConnectAt(ctx, url, schema)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -73,16 +84,16 @@ func PoolWithSchema(t testing.TB) (*pgxpool.Pool, string) {
 
 // newSchema creates an empty schema, dropped when the test ends; it skips
 // or fails the test when there is no database (see Required).
-func newSchema(t testing.TB) string {
+func newSchema(t testing.TB, url string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, URL())
+	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		if Required() {
-			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", URL(), err)
+			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", url, err)
 		}
-		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", URL(), err)
+		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", url, err)
 	}
 	defer admin.Close(ctx)
 	schema := "trellis_test_" + randomHex(6)
@@ -92,7 +103,7 @@ func newSchema(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, URL())
+		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
 			return
@@ -107,7 +118,12 @@ func newSchema(t testing.TB) string {
 
 // Connect opens a pool on URL whose connections use the given schema.
 func Connect(ctx context.Context, schema string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(URL())
+	return ConnectAt(ctx, URL(), schema)
+}
+
+// ConnectAt opens a pool on url whose connections use the given schema.
+func ConnectAt(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
