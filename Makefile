@@ -5,7 +5,7 @@ GO      ?= go
 SQLC    ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.30.0
 TRELLIS ?= $(GO) run ./cmd/trellis
 
-.PHONY: all test test-short generate check-generated lint lint-examples example bench ci
+.PHONY: all test test-short soak generate check-generated lint lint-examples example bench ci
 
 all: lint lint-examples test
 
@@ -18,6 +18,11 @@ test:
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
 	$(GO) test -count=1 ./...
+
+## soak: the fault suite at full size (3,000 runs, 20 kill -9s, 6 Postgres
+## stops and crashes per test) on throwaway clusters; about 10 minutes.
+soak:
+	TRELLIS_SOAK=1 $(GO) test -count=1 -v -timeout 60m -run '^TestFault' ./runtime/store/pgstore/
 
 ## generate: regenerate all checked-in generated code: workflow code
 ## (go generate) and the Postgres queries (sqlc, pinned version).

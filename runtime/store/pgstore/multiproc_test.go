@@ -30,6 +30,7 @@ import (
 const (
 	workerSchemaEnv = "TRELLIS_WORKER_SCHEMA"
 	workerNameEnv   = "TRELLIS_WORKER_NAME"
+	workerURLEnv    = "TRELLIS_WORKER_URL" // the database, when not pgtest.URL()
 	// Worker timing: fast enough for tests, with heartbeats well inside
 	// the stale limit.
 	workerHeartbeat = 200 * time.Millisecond
@@ -38,18 +39,22 @@ const (
 
 func TestMain(m *testing.M) {
 	if schema := os.Getenv(workerSchemaEnv); schema != "" {
-		os.Exit(workerMain(schema, os.Getenv(workerNameEnv)))
+		url := os.Getenv(workerURLEnv)
+		if url == "" {
+			url = pgtest.URL()
+		}
+		os.Exit(workerMain(url, schema, os.Getenv(workerNameEnv)))
 	}
 	os.Exit(m.Run())
 }
 
 // workerMain is a worker process: it runs an engine with the multiproc
 // workflows until SIGTERM (graceful) or SIGKILL.
-func workerMain(schema, name string) int {
+func workerMain(url, schema, name string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("pid", os.Getpid())
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		log.Error("config", "error", err)
 		return 1
@@ -77,6 +82,10 @@ func workerMain(schema, name string) int {
 		return 1
 	}
 	if _, err := multiproc.RegisterPing(engine, &pingSteps{rec}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
+	if _, err := multiproc.RegisterChaos(engine, &chaosSteps{journal: &journal{pool: pool, worker: name}}); err != nil {
 		log.Error("register", "error", err)
 		return 1
 	}
@@ -171,20 +180,29 @@ func (s *pingSteps) Pong(ctx context.Context, _ multiproc.PingInput) error { ret
 // cluster is a set of worker processes on one schema, and a client.
 type cluster struct {
 	t       *testing.T
+	url     string
 	schema  string
 	pool    *pgxpool.Pool
 	engine  *runtime.Engine
 	fulfil  *multiproc.FulfilClient
 	ping    *multiproc.PingClient
+	chaos   *multiproc.ChaosClient
 	workers map[string]*exec.Cmd
+	logs    []string // log files of every worker started
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	return newClusterAt(t, pgtest.URL())
+}
+
+// newClusterAt is newCluster on the database at url.
+func newClusterAt(t *testing.T, url string) *cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("multi-process tests are skipped in -short mode")
 	}
-	pool, schema := pgtest.PoolWithSchema(t)
+	pool, schema := pgtest.PoolWithSchemaAt(t, url)
 	if _, err := pool.Exec(t.Context(), `CREATE TABLE exec_log (
 		run_id uuid NOT NULL, step text NOT NULL, attempt int NOT NULL,
 		worker text NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
@@ -203,7 +221,12 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, workers: map[string]*exec.Cmd{}}
+	chaos, err := multiproc.NewChaosClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
+		workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.
@@ -215,12 +238,13 @@ func (c *cluster) start(name string) {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerSchemaEnv+"="+c.schema, workerNameEnv+"="+name)
+	cmd.Env = append(os.Environ(), workerSchemaEnv+"="+c.schema, workerNameEnv+"="+name, workerURLEnv+"="+c.url)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	c.workers[name] = cmd
+	c.logs = append(c.logs, logPath)
 	c.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
