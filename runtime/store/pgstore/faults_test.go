@@ -80,12 +80,25 @@ func (j *journal) record(ctx context.Context, plannedFail bool) error {
 		_, err := j.pool.Exec(ctx, `INSERT INTO chaos_log (exec_id, run_id, step, attempt, worker, pid, planned_fail)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (exec_id) DO NOTHING`,
 			id, info.RunID, info.Step, info.Attempt, j.worker, os.Getpid(), plannedFail)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(chaosWork):
+		return nil
+	}
 }
+
+// chaosWork is how long a chaos step works after journaling, so that a
+// kill -9 catches steps in flight, whose tasks must then run again.
+const chaosWork = 10 * time.Millisecond
 
 type chaosSteps struct{ journal *journal }
 
@@ -125,6 +138,7 @@ type faultRig struct {
 	names     int
 	kills     []*kill
 	lastFault time.Time
+	triggered time.Time // when the last trigger returned
 }
 
 // kill is one kill -9 and what the killed process held.
@@ -200,6 +214,7 @@ func (r *faultRig) trigger(from, to, workers int, pace time.Duration) []runtime.
 		}()
 	}
 	group.Wait()
+	r.triggered = time.Now()
 	if len(errs) > 0 {
 		r.t.Fatalf("triggers failed for good: %v", errors.Join(errs...))
 	}
@@ -261,7 +276,12 @@ func (r *faultRig) restart(mode string, down time.Duration) {
 func (r *faultRig) check(ids []runtime.RunID) {
 	t := r.t
 	t.Helper()
-	ctx, cancel := context.WithDeadline(t.Context(), r.lastFault.Add(settleBound))
+	// Runs triggered after the last fault need time of their own.
+	since := r.lastFault
+	if r.triggered.After(since) {
+		since = r.triggered
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), since.Add(settleBound))
 	defer cancel()
 	for _, id := range ids {
 		res, err := r.engine.Wait(ctx, id)
@@ -269,7 +289,8 @@ func (r *faultRig) check(ids []runtime.RunID) {
 			t.Fatalf("run %s did not complete within %v of the last fault: %v, %+v", id, settleBound, err, res)
 		}
 	}
-	t.Logf("%d runs completed %v after the last fault", len(ids), time.Since(r.lastFault).Round(time.Millisecond))
+	t.Logf("%d runs completed %v after the last fault, %v after the last trigger", len(ids),
+		time.Since(r.lastFault).Round(time.Millisecond), time.Since(r.triggered).Round(time.Millisecond))
 	r.checkNothingLeft(ids)
 	resolved := r.checkEvents(ids)
 	r.checkExecutions(resolved)
@@ -461,7 +482,8 @@ func TestFaultWorkersAndLeaderKilled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ids = r.trigger(0, size.runs, 1, 25*time.Millisecond)
+		// Pace the triggers so that they last as long as the kills.
+		ids = r.trigger(0, size.runs, 1, time.Duration(size.kills)*1750*time.Millisecond/time.Duration(size.runs))
 	}()
 	for i := range size.kills {
 		time.Sleep(time.Duration(1000+rand.IntN(1500)) * time.Millisecond)
