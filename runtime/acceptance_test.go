@@ -59,6 +59,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"IdempotencyKey", testIdempotency},
 		{"CancelSleepingRun", testCancelSleeping},
 		{"CancelStopsRunningStep", testCancelRunning},
+		{"FailedSiblingStopsBlockedStep", testSiblingStopsBlocked},
 		{"RetryFromFailedKeepsOutputs", testRetryRun},
 		{"InvalidInputRefused", testInvalidInput},
 		{"RequiredInputNamedByPath", testRequiredInputNamed},
@@ -540,6 +541,8 @@ type opsSteps struct {
 	failures  []runtime.Failure
 	started   chan struct{} // receives when work starts, if set
 	sawCancel chan error    // receives the cause when work sees its context end, if set
+	// sidecarFails makes sidecar fail for good once work has started.
+	sidecarFails bool
 }
 
 func (s *opsSteps) Prepare(context.Context, wf.OpsInput) (wf.OpsPrepareOutput, error) {
@@ -584,6 +587,10 @@ func (s *opsSteps) Work(ctx context.Context, in wf.OpsInput, p wf.OpsWorkParents
 
 func (s *opsSteps) Sidecar(context.Context, wf.OpsInput, wf.OpsSidecarParents) error {
 	s.calls.add("sidecar")
+	if s.sidecarFails {
+		<-s.started
+		return runtime.NonRetryable(errors.New("sidecar broke"))
+	}
 	return nil
 }
 
@@ -856,6 +863,29 @@ func testCancelRunning(t *testing.T, newH newHarness) {
 	checkTrail(t, h, ref.ID, "work", trail(queued, started, cancelled))
 	if n := steps.calls.count("alert"); n != 0 {
 		t.Error("onFailure ran for a cancelled run")
+	}
+}
+
+// A step that blocks until cancelled, claimed in the same batch as a
+// sibling that fails for good: the failure is recorded while the step
+// still runs, which fails the run and so stops the step. (Recording a
+// batch only once all its steps returned would wait forever here.)
+func testSiblingStopsBlocked(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &opsSteps{started: make(chan struct{}, 1), sawCancel: make(chan error, 1), sidecarFails: true}
+	client := registerOps(t, h, steps)
+	res, err := client.Run(t.Context(), wf.OpsInput{Mode: wf.OpsInputModeTimeout})
+	var failed *runtime.RunFailedError
+	if !errors.As(err, &failed) || failed.Step != "sidecar" {
+		t.Fatalf("Run = %v, want the run failed at sidecar", err)
+	}
+	if cause := <-steps.sawCancel; cause == nil || errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("work's context ended with %v, want a cancellation", cause)
+	}
+	checkTrail(t, h, res.ID, "work", trail(queued, started, cancelled))
+	checkTrail(t, h, res.ID, "sidecar", trail(queued, started, dag.EventFailed))
+	if n := steps.calls.count("alert"); n != 1 {
+		t.Errorf("onFailure ran %d times, want once", n)
 	}
 }
 

@@ -54,7 +54,11 @@ func (noopOrders) NotifyAdmin(context.Context, workflow.OrderProcessingInput, ru
 func BenchmarkMemoryOrderWorkflow(b *testing.B) {
 	ctx := context.Background()
 	vc := clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Clock: vc, Manual: true, ClaimBatch: 256})
+	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Clock: vc, ClaimBatch: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	driver, err := runtime.NewDriver(engine)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,9 +74,9 @@ func BenchmarkMemoryOrderWorkflow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	claims := drain(b, engine)
+	claims := drain(b, driver)
 	vc.Advance(24 * time.Hour)
-	claims += drain(b, engine)
+	claims += drain(b, driver)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	// Seven tasks a run; the sleep is claimed twice (to sleep, then to
@@ -84,22 +88,12 @@ func BenchmarkMemoryOrderWorkflow(b *testing.B) {
 	b.ReportMetric(float64(7*b.N)/elapsed.Seconds(), "tasks/s")
 }
 
-func drain(b *testing.B, e *runtime.Engine) int {
-	total := 0
-	for {
-		fired, err := e.FireTimers(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := e.ProcessReady(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		total += n
-		if fired == 0 && n == 0 {
-			return total
-		}
+func drain(b *testing.B, d *runtime.Driver) int {
+	n, err := d.RunUntilIdle(context.Background())
+	if err != nil {
+		b.Fatal(err)
 	}
+	return n
 }
 
 // BenchmarkMemoryEngineFanOut runs b.N runs of a -> (b1..b4) -> c (six

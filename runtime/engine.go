@@ -67,12 +67,6 @@ type Config struct {
 	// tasks holding it up and the workers holding them (default 10m;
 	// negative: never). See Engine.StuckRuns.
 	StuckAfter time.Duration
-	// Manual marks an engine that is driven by hand (by a test kit) and is
-	// never started: Wait (and so a generated client's Run) then drives it,
-	// processing ready tasks and firing due timers until the run ends or
-	// can go no further without the clock moving, and returns the run's
-	// state at that point.
-	Manual bool
 }
 
 func (c *Config) setDefaults() error {
@@ -116,8 +110,8 @@ func (c *Config) setDefaults() error {
 
 // Engine executes workflows against a store. One engine per process is
 // typical; any number of engines (in any number of processes) may share a
-// store. Register workflows, then Start; or, in tests, drive it by hand
-// with ProcessReady and FireTimers (see the trellistest package).
+// store. Register workflows, then Start; or, in tests, run it by hand
+// with a Driver (see the trellistest package).
 type Engine struct {
 	cfg   Config
 	store store.Store
@@ -134,7 +128,8 @@ type Engine struct {
 	faults      *faultLog
 	started     bool
 	stopping    bool
-	lifecycle   *lifecycle
+	lifecycle   *lifecycle // set while started
+	driver      *Driver    // set while driven by hand
 	localWakeup chan struct{}
 	leader      atomic.Bool
 }
@@ -144,7 +139,7 @@ type registration struct {
 	handlers Handlers
 }
 
-// New returns an engine; it does nothing until Start (or a manual drive).
+// New returns an engine; it does nothing until Start (or a Driver runs it).
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err

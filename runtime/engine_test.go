@@ -449,8 +449,15 @@ func (r refusing) Finish(ctx context.Context, res store.Results) (store.FinishRe
 	return r.Store.Finish(ctx, res)
 }
 
+// testRefused runs on a started engine and on one run by a Driver (as
+// the test kit does): both record results through the same pipeline.
 func testRefused(t *testing.T, s store.Store) {
-	e := newEngine(t, refusing{s}, "w")
+	t.Run("Started", func(t *testing.T) { refused(t, s, false) })
+	t.Run("Driven", func(t *testing.T) { refused(t, s, true) })
+}
+
+func refused(t *testing.T, s store.Store, driven bool) {
+	e := newEngine(t, refusing{s}, fmt.Sprintf("w-%t", driven))
 	spec := &runtime.WorkflowSpec{Name: "mixed", InputSchema: `{"type":"object","properties":{"poison":{"type":"boolean"}}}`,
 		Steps: []runtime.StepSpec{{Name: "s"}}}
 	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
@@ -469,7 +476,13 @@ func testRefused(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, e)
+	if driven {
+		if _, err := runtime.NewDriver(e); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		start(t, e)
+	}
 	for i, ref := range refs {
 		res, err := w.Wait(waitCtx(t), ref.ID)
 		if i == 1 {
@@ -481,5 +494,26 @@ func testRefused(t *testing.T, s store.Store) {
 		if err != nil || string(res.Outputs["s"]) != `"fine"` {
 			t.Errorf("run %d: %+v, %v", i, res, err)
 		}
+	}
+}
+
+func TestDriverAndStartExcludeEachOther(t *testing.T) {
+	e, err := runtime.New(runtime.Config{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.NewDriver(e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.NewDriver(e); err == nil {
+		t.Error("a second driver was accepted")
+	}
+	if err := e.Start(t.Context()); err == nil {
+		t.Error("an engine with a driver started")
+	}
+	started := newEngine(t, memstore.New(), "started")
+	start(t, started)
+	if _, err := runtime.NewDriver(started); err == nil {
+		t.Error("a started engine accepted a driver")
 	}
 }

@@ -24,8 +24,8 @@ var (
 	// ErrNotRetryable is returned by RetryRun for a run that has not failed
 	// or been cancelled.
 	ErrNotRetryable = errors.New("run is not failed or cancelled")
-	// ErrStillRunning is returned by Wait on a manual engine (see
-	// Config.Manual) for a run that cannot go on until the clock moves.
+	// ErrStillRunning is returned by Wait on an engine run by a Driver for
+	// a run that cannot go on until the clock moves.
 	ErrStillRunning = errors.New("run is still running")
 	// ErrStopped is returned when the engine has been stopped.
 	ErrStopped = errors.New("engine stopped")

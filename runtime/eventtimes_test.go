@@ -103,13 +103,18 @@ func checkEventTimes(t *testing.T, s store.Store, seed uint64) {
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	type engine struct {
 		e     *runtime.Engine
+		d     *runtime.Driver
 		w     *runtime.Workflow
 		clock *clock.Virtual
 	}
 	var engines []engine
 	for i := range 3 {
 		vc := clock.NewVirtual(base.Add(time.Duration(r.IntN(1200)-600) * time.Second))
-		e, err := runtime.New(runtime.Config{Store: s, Clock: vc, Manual: true, WorkerID: fmt.Sprintf("%s-e%d", name, i)})
+		e, err := runtime.New(runtime.Config{Store: s, Clock: vc, WorkerID: fmt.Sprintf("%s-e%d", name, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := runtime.NewDriver(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +122,7 @@ func checkEventTimes(t *testing.T, s store.Store, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		engines = append(engines, engine{e, w, vc})
+		engines = append(engines, engine{e, d, w, vc})
 	}
 	ctx := t.Context()
 	var runs []runtime.RunID
@@ -135,10 +140,7 @@ func checkEventTimes(t *testing.T, s store.Store, seed uint64) {
 		}
 	}
 	step := func(en engine) {
-		if _, err := en.e.FireTimers(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := en.e.ProcessReady(ctx); err != nil {
+		if _, err := en.d.RunUntilIdle(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"math"
 	"sync"
 	"time"
 
@@ -15,21 +15,16 @@ import (
 // maxFlush bounds how many results go to the store in one Finish call.
 const maxFlush = 512
 
-// lifecycle holds what a started engine runs: its loops and its steps.
+// lifecycle holds what a started engine runs: its loops around the
+// pipeline.
 type lifecycle struct {
-	cancel       context.CancelFunc      // stops the loops
-	stepCancel   context.CancelCauseFunc // stops running steps (drain timeout)
-	stopClaiming chan struct{}           // closed by Stop
-	claimDone    chan struct{}           // closed when the claim loop returns
-	flushStop    chan struct{}           // closed by Stop once steps drained
-	flushed      chan struct{}           // closed when the flusher returns
-	abandon      chan struct{}           // closed when Stop stops waiting for steps
-	results      chan store.Results      // from steps and the planner to the flusher
-	slots        chan struct{}           // one token per running step
-	timerWakeup  chan struct{}           // a timer was set here: recompute the leader's wait
+	p            *pipeline
+	cancel       context.CancelFunc // stops the loops
+	stopClaiming chan struct{}      // closed by Stop
+	claimDone    chan struct{}      // closed when the claim loop returns
+	flushStop    chan struct{}      // closed by Stop once steps drained
+	flushed      chan struct{}      // closed when the flusher returns
 	loops        sync.WaitGroup
-	steps        sync.WaitGroup
-	stepCtx      context.Context
 }
 
 // Start begins executing: claiming ready tasks of registered workflows,
@@ -38,33 +33,55 @@ type lifecycle struct {
 // stops the engine abruptly; use Stop for a graceful shutdown.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.started || e.stopping {
+	switch {
+	case e.started || e.stopping:
+		e.mu.Unlock()
 		return errors.New("engine: Start called twice")
+	case e.driver != nil:
+		e.mu.Unlock()
+		return errors.New("engine: a Driver runs this engine by hand; it cannot be started")
 	}
-	if e.cfg.Manual {
-		return errors.New("engine: a Manual engine is driven by hand and cannot be started")
+	e.started = true // reserved: Register and NewDriver refuse from now on
+	e.mu.Unlock()
+
+	lc, err := e.startLoops(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.started = false
+		return err
 	}
+	e.lifecycle = lc
+	e.log.Info("engine started", "workflows", e.names, "concurrency", e.cfg.Concurrency)
+	return nil
+}
+
+// startLoops says this worker is alive, subscribes to wake-ups and starts
+// the loops. A database that is briefly down (restarting) is waited for.
+func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	// Say we are alive before claiming anything.
-	if _, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now()); err != nil {
-		return fmt.Errorf("engine: registering worker: %w", err)
+	err := retryTransient(ctx, e.clock, func() error {
+		_, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: registering worker: %w", err)
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
-	notes, err := e.store.Listen(loopCtx)
+	var notes <-chan store.Notification
+	err = retryTransient(ctx, e.clock, func() (err error) {
+		notes, err = e.store.Listen(loopCtx)
+		return err
+	})
 	if err != nil {
 		cancel()
-		return fmt.Errorf("engine: listening for wake-ups: %w", err)
+		return nil, fmt.Errorf("engine: listening for wake-ups: %w", err)
 	}
-	stepCtx, stepCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lc := &lifecycle{
-		cancel: cancel, stepCancel: stepCancel, stepCtx: stepCtx,
+		p: newPipeline(e, ctx), cancel: cancel,
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
-		flushStop: make(chan struct{}), flushed: make(chan struct{}), abandon: make(chan struct{}),
-		results:     make(chan store.Results, 2*e.cfg.Concurrency),
-		slots:       make(chan struct{}, e.cfg.Concurrency),
-		timerWakeup: make(chan struct{}, 1),
+		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
-	e.lifecycle, e.started = lc, true
 	lc.loops.Add(6)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
@@ -72,8 +89,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
-	e.log.Info("engine started", "workflows", e.names, "concurrency", e.cfg.Concurrency)
-	return nil
+	return lc, nil
 }
 
 // Stop shuts the engine down gracefully: it stops claiming, lets running
@@ -87,7 +103,7 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	lc := e.lifecycle
-	if !e.started || e.stopping {
+	if lc == nil || e.stopping {
 		e.mu.Unlock()
 		return nil
 	}
@@ -97,15 +113,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 	close(lc.stopClaiming)
 	<-lc.claimDone
 	drained := make(chan struct{})
-	go func() { lc.steps.Wait(); close(drained) }()
+	go func() { lc.p.steps.Wait(); close(drained) }()
 	var err error
 	select {
 	case <-drained:
 	case <-ctx.Done():
 		err = fmt.Errorf("engine: stopped before running steps finished: %w", ctx.Err())
 		e.claims.abandonRunning()
-		close(lc.abandon)
-		lc.stepCancel(ErrStopped)
+		close(lc.p.abandon)
+		lc.p.stepCancel(ErrStopped)
 	}
 	// Record what the drained steps returned before stopping the loops
 	// (heartbeats included: the tasks are still ours until recorded).
@@ -119,7 +135,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	lc.cancel()
 	lc.loops.Wait()
-	lc.stepCancel(ErrStopped)
+	lc.p.stepCancel(ErrStopped)
 	// What is still owned was abandoned mid-step (an attempt, as if the
 	// worker had died), or its result could not be recorded: give it back
 	// now rather than after StaleAfter. Should that fail too, the tasks are
@@ -140,14 +156,14 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		// Take one slot (waiting for a step to finish if all are busy), then
 		// as many more as are free, up to a batch.
 		select {
-		case lc.slots <- struct{}{}:
+		case lc.p.slots <- struct{}{}:
 		case <-lc.stopClaiming:
 			return
 		case <-ctx.Done():
 			return
 		}
 		free := e.gatherSlots(lc)
-		n, err := e.claimAndRun(ctx, lc, free)
+		n, err := lc.p.claimAndRun(ctx, free)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.faults.failed("claiming tasks", err, e.clock.Now())
@@ -177,19 +193,8 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 // to the batch window for more, so that a busy engine claims in batches
 // rather than a task at a time; an idle engine claims at once.
 func (e *Engine) gatherSlots(lc *lifecycle) int {
-	free := 1
-	take := func() bool {
-		select {
-		case lc.slots <- struct{}{}:
-			free++
-			return true
-		default:
-			return false
-		}
-	}
-	for free < e.cfg.ClaimBatch && take() {
-	}
-	busy := len(lc.slots) > free
+	free := 1 + lc.p.takeSlots(e.cfg.ClaimBatch-1)
+	busy := len(lc.p.slots) > free
 	if free >= e.cfg.ClaimBatch/2 || !busy || e.cfg.BatchWindow <= 0 {
 		return free
 	}
@@ -197,7 +202,7 @@ func (e *Engine) gatherSlots(lc *lifecycle) int {
 	defer t.Stop()
 	for free < e.cfg.ClaimBatch/2 {
 		select {
-		case lc.slots <- struct{}{}:
+		case lc.p.slots <- struct{}{}:
 			free++
 		case <-t.C():
 			return free
@@ -208,105 +213,26 @@ func (e *Engine) gatherSlots(lc *lifecycle) int {
 	return free
 }
 
-// claimAndRun claims up to free tasks, hands their immediate results to the
-// flusher and starts their steps; slots not used by a step are released.
-// A step keeps its slot until its result is with the flusher, so that the
-// tasks this engine holds stay bounded when recording falls behind.
-func (e *Engine) claimAndRun(ctx context.Context, lc *lifecycle, free int) (int, error) {
-	release := func(n int) {
-		for range n {
-			<-lc.slots
-		}
-	}
-	names := e.workflowNames()
-	if len(names) == 0 {
-		// Without code for any workflow there is nothing to claim: this
-		// engine only triggers runs.
-		release(free)
-		return 0, nil
-	}
-	claimed, err := e.claim(ctx, names, free)
-	if err != nil {
-		release(free)
-		return 0, err
-	}
-	jobs, immediate, err := e.plan(ctx, claimed)
-	if err != nil {
-		e.handBack(ctx, attemptsOf(claimed), "the worker could not start the task: "+cleanText(err.Error()), false)
-		release(free)
-		return len(claimed), err
-	}
-	release(free - len(jobs))
-	if immediate.Len() > 0 {
-		lc.results <- immediate
-	}
-	for _, j := range jobs {
-		lc.steps.Add(1)
-		go func() {
-			defer lc.steps.Done()
-			defer func() { <-lc.slots }()
-			res, ok := e.execute(lc.stepCtx, j)
-			if !ok {
-				return
-			}
-			select {
-			case <-lc.abandon:
-			case lc.results <- res:
-			}
-		}()
-	}
-	return len(claimed), nil
-}
-
-// claim claims up to limit ready tasks of the named workflows and owns
-// them. While the claim is under way, reconciliation leaves its tasks be.
-func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, error) {
-	now := e.clock.Now()
-	token := e.claims.begin(now)
-	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-		Worker: e.cfg.WorkerID, Workflows: workflows, Limit: limit,
-		TenantLimit: e.cfg.TenantConcurrency, Now: now,
-	})
-	e.claims.end(token, claimed)
-	return claimed, err
-}
-
-func attemptsOf(tasks []store.ClaimedTask) []store.Attempt {
-	out := make([]store.Attempt, len(tasks))
-	for i, t := range tasks {
-		out[i] = attemptOf(t)
-	}
-	return out
-}
-
 // flushLoop records results in batches: whatever arrived while the
 // previous Finish was in flight goes in the next one.
 func (e *Engine) flushLoop(ctx context.Context, lc *lifecycle) {
 	for {
 		var batch store.Results
 		select {
-		case r := <-lc.results:
+		case r := <-lc.p.results:
 			merge(&batch, r)
 		case <-lc.flushStop:
 			// Record what is buffered, then stop.
-			for {
-				select {
-				case r := <-lc.results:
-					merge(&batch, r)
-					continue
-				default:
-				}
-				break
-			}
+			lc.p.drain(&batch, math.MaxInt)
 			if batch.Len() > 0 {
-				e.finish(ctx, lc, batch)
+				lc.p.record(ctx, batch)
 			}
 			return
 		case <-ctx.Done():
 			return
 		}
 		e.gatherResults(lc, &batch)
-		e.finish(ctx, lc, batch)
+		lc.p.record(ctx, batch)
 	}
 }
 
@@ -321,119 +247,21 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 		}
 	}()
 	for batch.Len() < maxFlush {
-		select {
-		case r := <-lc.results:
-			merge(batch, r)
-			continue
-		default:
-		}
-		if len(lc.slots) == 0 || e.cfg.BatchWindow <= 0 {
+		lc.p.drain(batch, maxFlush)
+		if batch.Len() >= maxFlush || len(lc.p.slots) == 0 || e.cfg.BatchWindow <= 0 {
 			return // no step running: nothing more is coming soon
 		}
 		if t == nil {
 			t = e.clock.NewTimer(e.cfg.BatchWindow)
 		}
 		select {
-		case r := <-lc.results:
+		case r := <-lc.p.results:
 			merge(batch, r)
 		case <-t.C():
 			return
 		case <-lc.flushStop:
 			return
 		}
-	}
-}
-
-// finish records a batch, retrying while the store fails: a result is
-// never dropped while the engine runs (its tasks stay owned and
-// heartbeated meanwhile, and Stop hands back what could not be recorded).
-// When the store refuses the data itself, retrying cannot help: the
-// results are recorded one by one, and one the store refuses becomes a
-// failure of its task.
-func (e *Engine) finish(ctx context.Context, lc *lifecycle, batch store.Results) {
-	backoff := 100 * time.Millisecond
-	for {
-		res, err := e.store.Finish(ctx, batch)
-		if err == nil {
-			e.faults.ok("recording task results", e.clock.Now())
-			e.afterFinish(batch, res)
-			if lc != nil && (len(batch.Retries) > 0 || len(batch.Sleeps) > 0) {
-				select {
-				case lc.timerWakeup <- struct{}{}:
-				default:
-				}
-			}
-			return
-		}
-		if errors.Is(err, store.ErrInvalidData) {
-			e.finishRefused(ctx, lc, batch, err)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		e.faults.failed("recording task results", err, e.clock.Now())
-		t := e.clock.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// finishRefused records a batch the store refused: result by result, so
-// that one bad result does not hold up the others, turning a refused
-// result into a failure of its task (and giving up on the task, which is
-// then recovered like a dead worker's, should even that be refused).
-func (e *Engine) finishRefused(ctx context.Context, lc *lifecycle, batch store.Results, cause error) {
-	if batch.Len() > 1 {
-		for _, one := range split(batch) {
-			e.finish(ctx, lc, one)
-		}
-		return
-	}
-	a := attempts(batch)[0]
-	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
-		e.log.Error("the store refused a task's failure too; handing the task back", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
-		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", false)
-		return
-	}
-	e.log.Error("the store refused a task result; failing the task", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
-	e.finish(ctx, lc, store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}})
-}
-
-const refusedPrefix = "the store refused this task's result: "
-
-// split breaks a batch into batches of one result each.
-func split(batch store.Results) []store.Results {
-	var out []store.Results
-	for _, c := range batch.Completions {
-		out = append(out, store.Results{Now: batch.Now, Completions: []store.Completion{c}})
-	}
-	for _, r := range batch.Retries {
-		out = append(out, store.Results{Now: batch.Now, Retries: []store.Retry{r}})
-	}
-	for _, f := range batch.Failures {
-		out = append(out, store.Results{Now: batch.Now, Failures: []store.Failure{f}})
-	}
-	for _, s := range batch.Sleeps {
-		out = append(out, store.Results{Now: batch.Now, Sleeps: []store.Sleep{s}})
-	}
-	return out
-}
-
-// afterFinish wakes whoever waits on what a Finish changed.
-func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
-	e.claims.release(attempts(batch)...)
-	for _, id := range res.Finished {
-		e.claims.stopRun(id, errRunEnded)
-		e.runFinished(id)
-	}
-	if len(batch.Completions) > 0 || len(res.Finished) > 0 {
-		e.wake() // children (or a failure handler) may be queued
 	}
 }
 
@@ -511,10 +339,10 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 		}
 		if lead {
 			now := e.clock.Now()
-			_, err := e.FireTimers(ctx)
+			_, err := e.fireTimers(ctx)
 			track("firing timers", err)
 			if now.Sub(steadySince) >= 2*e.cfg.HeartbeatInterval && !now.Before(nextRecover) {
-				_, err := e.RecoverTasks(ctx)
+				_, err := e.recoverTasks(ctx)
 				track("recovering tasks", err)
 				nextRecover = now.Add(e.cfg.HeartbeatInterval)
 			}
@@ -529,7 +357,7 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-lc.timerWakeup:
+		case <-lc.p.timerSet:
 		case <-t.C():
 		}
 		t.Stop()

@@ -124,12 +124,15 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 // Wait waits until the run ends and returns its result, whose Err is
 // returned as the error. It returns early with ctx's error. It rides out
 // transient store failures (a database restart, a lost connection) and
-// returns other errors. On a Manual engine it drives the engine instead
-// of waiting (see Config.Manual), and a run that is still waiting on time
+// returns other errors. On an engine with a Driver it drives the engine
+// instead of waiting (see Driver), and a run that is still waiting on time
 // is returned with ErrStillRunning.
 func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	if e.cfg.Manual {
-		return e.waitManual(ctx, id)
+	e.mu.Lock()
+	d := e.driver
+	e.mu.Unlock()
+	if d != nil {
+		return d.wait(ctx, id)
 	}
 	w := e.addWaiter(id)
 	defer e.removeWaiter(id, w)
@@ -156,29 +159,6 @@ func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 		}
 		t.Stop()
 	}
-}
-
-// waitManual drives a manual engine until the run ends or nothing more
-// can happen without the clock moving.
-func (e *Engine) waitManual(ctx context.Context, id RunID) (*RunResult, error) {
-	for {
-		fired, err := e.FireTimers(ctx)
-		if err != nil {
-			return nil, err
-		}
-		processed, err := e.ProcessReady(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if fired == 0 && processed == 0 {
-			break
-		}
-	}
-	res, err := e.Result(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return res, res.Err()
 }
 
 // waiter is the callers of Wait for one run: its channel is closed (and

@@ -85,8 +85,12 @@ func run(args []string, out io.Writer) error {
 // clock.
 func demo(ctx context.Context, st store.Store, out io.Writer) error {
 	vc := clock.NewVirtual(time.Now().UTC().Truncate(time.Second))
-	engine, err := runtime.New(runtime.Config{Store: st, Clock: vc, Manual: true})
+	engine, err := runtime.New(runtime.Config{Store: st, Clock: vc})
 	if err != nil {
+		return err
+	}
+	// A driver runs the engine by hand: nothing happens until Wait.
+	if _, err := runtime.NewDriver(engine); err != nil {
 		return err
 	}
 	orders, err := workflow.RegisterOrderProcessing(engine, &shop{out: out, clock: vc, start: vc.Now()})
@@ -107,7 +111,7 @@ func demo(ctx context.Context, st store.Store, out io.Writer) error {
 		refs = append(refs, ref)
 	}
 	for {
-		// On a manual engine, Wait runs everything that can run now.
+		// With a driver, Wait runs everything that can run now.
 		running := 0
 		for _, ref := range refs {
 			_, err := orders.Wait(ctx, ref.ID)

@@ -14,6 +14,13 @@
 // Generated clients' Run and Wait drive the engine themselves; RunUntilIdle,
 // Advance and Settle drive it explicitly; Trail, Steps, Events and Output
 // inspect what happened.
+//
+// The harness runs its engine with a runtime.Driver: tasks take the same
+// path as on a started engine (claimed in batches, steps run concurrently,
+// each result recorded as it arrives), so a step that blocks until it is
+// cancelled ends when its run fails or is cancelled. A step that blocks
+// until its timeout needs the clock moved while it runs: call
+// h.Clock.Advance from another goroutine.
 package trellistest
 
 import (
@@ -42,6 +49,7 @@ type T interface {
 type Harness struct {
 	t      T
 	Engine *runtime.Engine
+	Driver *runtime.Driver
 	Clock  *clock.Virtual
 	Store  store.Store
 	// Start is when the harness's clock started.
@@ -63,7 +71,7 @@ func WithConfig(f func(*runtime.Config)) Option { return Option(f) }
 func New(t T, opts ...Option) *Harness {
 	t.Helper()
 	vc := clock.NewVirtual(start())
-	cfg := runtime.Config{Store: memstore.New(), Clock: vc, Manual: true, WorkerID: "trellistest"}
+	cfg := runtime.Config{Store: memstore.New(), Clock: vc, WorkerID: "trellistest"}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -71,29 +79,22 @@ func New(t T, opts ...Option) *Harness {
 	if err != nil {
 		t.Fatalf("trellistest: %v", err)
 	}
-	return &Harness{t: t, Engine: e, Clock: vc, Store: cfg.Store, Start: vc.Now()}
+	d, err := runtime.NewDriver(e)
+	if err != nil {
+		t.Fatalf("trellistest: %v", err)
+	}
+	return &Harness{t: t, Engine: e, Driver: d, Clock: vc, Store: cfg.Store, Start: vc.Now()}
 }
 
 // RunUntilIdle fires due timers and executes ready tasks until nothing more
 // can happen at the current time. It returns how many tasks it processed.
 func (h *Harness) RunUntilIdle() int {
 	h.t.Helper()
-	ctx := h.t.Context()
-	total := 0
-	for {
-		fired, err := h.Engine.FireTimers(ctx)
-		if err != nil {
-			h.t.Fatalf("trellistest: %v", err)
-		}
-		n, err := h.Engine.ProcessReady(ctx)
-		if err != nil {
-			h.t.Fatalf("trellistest: %v", err)
-		}
-		total += n
-		if fired == 0 && n == 0 {
-			return total
-		}
+	n, err := h.Driver.RunUntilIdle(h.t.Context())
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
 	}
+	return n
 }
 
 // Advance moves the virtual clock forward by d, firing the durable timers

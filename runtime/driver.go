@@ -1,0 +1,155 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Driver runs an engine by hand instead of Start: nothing happens until
+// it is told to, so that a test on a virtual clock is deterministic (see
+// the trellistest package, which owns one). Its tasks go through the same
+// pipeline as a started engine's: claimed in batches, steps run
+// concurrently, each result recorded as soon as it is returned, refused
+// results failing their task. A step that blocks until it is cancelled
+// therefore ends as soon as its run fails or is cancelled, whatever else
+// is running.
+//
+// While an engine has a driver, its Wait (and so a generated client's
+// Run) drives the engine instead of waiting: it runs everything that can
+// run at the clock's current time and returns the run's state, with
+// ErrStillRunning when the run waits on time.
+type Driver struct {
+	e  *Engine
+	p  *pipeline
+	mu sync.Mutex // one drive at a time
+}
+
+// NewDriver makes d the driver of e, which must not be started; an engine
+// has at most one driver.
+func NewDriver(e *Engine) (*Driver, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.started:
+		return nil, errors.New("runtime.NewDriver: the engine is started")
+	case e.driver != nil:
+		return nil, errors.New("runtime.NewDriver: the engine already has a driver")
+	}
+	d := &Driver{e: e, p: newPipeline(e, context.Background())}
+	e.driver = d
+	return d, nil
+}
+
+// Engine is the engine d drives.
+func (d *Driver) Engine() *Engine { return d.e }
+
+// RunUntilIdle fires the timers that are due and runs the tasks that are
+// ready, recording each result as it arrives and running the tasks it
+// makes ready, until no timer is due, no task is ready and no step is
+// running: nothing more can happen without the clock moving. It returns
+// how many tasks it claimed. A step that blocks keeps it waiting until the
+// step returns or is cancelled (its run fails or is cancelled, or its
+// timeout passes on the engine's clock, moved by another goroutine).
+func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, p := d.e, d.p
+	total := 0
+	for {
+		fired, err := e.fireTimers(ctx)
+		if err != nil {
+			return total, err
+		}
+		claimed := 0
+		if free := p.takeSlots(e.cfg.ClaimBatch); free > 0 {
+			claimed, err = p.claimAndRun(ctx, free)
+			total += claimed
+			if err != nil {
+				return total, fmt.Errorf("claiming tasks: %w", err)
+			}
+		}
+		// Steps hand over their result before they stop counting as
+		// running: once none runs, every result is in the pipeline.
+		running := p.running.Load()
+		var batch store.Results
+		p.drain(&batch, maxFlush)
+		if batch.Len() == 0 && fired == 0 && claimed == 0 {
+			if running == 0 {
+				return total, nil
+			}
+			// Only running steps can make progress: wait for one to end
+			// (with a result, or dropping it because its run ended).
+			select {
+			case r := <-p.results:
+				merge(&batch, r)
+				p.drain(&batch, maxFlush)
+			case <-p.stepEnded:
+			case <-ctx.Done():
+				return total, ctx.Err()
+			}
+		}
+		if batch.Len() > 0 {
+			p.record(ctx, batch)
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+		}
+	}
+}
+
+// wait drives the engine until nothing more can happen now and returns
+// the run's state.
+func (d *Driver) wait(ctx context.Context, id RunID) (*RunResult, error) {
+	if _, err := d.RunUntilIdle(ctx); err != nil {
+		return nil, err
+	}
+	res, err := d.e.Result(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
+// fireTimers fires every durable timer that is due: sleeping tasks wake
+// and retrying tasks are queued for their next attempt. It returns how
+// many fired.
+func (e *Engine) fireTimers(ctx context.Context) (int, error) {
+	const batch = 1000
+	total := 0
+	for {
+		n, err := e.store.FireTimers(ctx, e.clock.Now(), batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("firing timers: %w", err)
+		}
+		if n < batch {
+			return total, nil
+		}
+	}
+}
+
+// recoverTasks re-queues (or fails, when out of attempts) running tasks
+// whose worker stopped heartbeating more than Config.StaleAfter ago.
+func (e *Engine) recoverTasks(ctx context.Context) (store.RecoverResult, error) {
+	const batch = 1000
+	var total store.RecoverResult
+	for {
+		now := e.clock.Now()
+		res, err := e.store.RecoverTasks(ctx, store.Recover{StaleBefore: now.Add(-e.cfg.StaleAfter), Limit: batch, Now: now})
+		total.Requeued = append(total.Requeued, res.Requeued...)
+		total.Failed = append(total.Failed, res.Failed...)
+		if err != nil {
+			return total, fmt.Errorf("recovering tasks: %w", err)
+		}
+		if n := len(res.Requeued) + len(res.Failed); n > 0 {
+			e.log.Info("recovered tasks of dead workers", "requeued", len(res.Requeued), "failed", len(res.Failed))
+		}
+		if len(res.Requeued)+len(res.Failed) < batch {
+			return total, nil
+		}
+	}
+}
