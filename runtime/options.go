@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/effectivelabs/trellis/runtime/store"
+
 // DefaultTenant is the tenant of runs triggered without WithTenant.
 const DefaultTenant = "default"
 
@@ -13,9 +15,9 @@ type RunOptions struct {
 	IdempotencyKey string
 	// Tx is a store transaction to create the run in, so that the run
 	// exists if and only if the caller's transaction commits. Only stores
-	// that support transactions accept it (the Postgres store takes a
-	// pgx.Tx; see pgstore.WithTx).
-	Tx any
+	// that support transactions accept it (on Postgres, pgstore.Tx(tx)
+	// wraps a pgx.Tx).
+	Tx store.Tx
 }
 
 // RunOption sets a trigger option.
@@ -31,9 +33,11 @@ func WithIdempotencyKey(key string) RunOption {
 	return func(o *RunOptions) { o.IdempotencyKey = key }
 }
 
-// WithTx creates the run inside the caller's store transaction. For the
-// Postgres store, tx is a pgx.Tx.
-func WithTx(tx any) RunOption {
+// WithTx creates the run inside the caller's store transaction: on
+// Postgres, runtime.WithTx(pgstore.Tx(tx)) with tx a pgx.Tx. The run
+// exists if and only if tx commits; use it with RunNoWait (Run would wait
+// for a run the caller has not committed yet).
+func WithTx(tx store.Tx) RunOption {
 	return func(o *RunOptions) { o.Tx = tx }
 }
 

@@ -247,7 +247,16 @@ type Notification struct {
 type CreateRuns struct {
 	Runs []NewRun
 	Now  time.Time
-	Tx   any
+	Tx   Tx
+}
+
+// Tx is a caller's transaction that a store can create runs in. Each store
+// that supports them has a Tx type of its own (pgstore.Tx wraps a pgx.Tx),
+// so that passing anything else where a transaction is expected does not
+// compile.
+type Tx interface {
+	// StoreTx marks a store's transaction type; it does nothing.
+	StoreTx()
 }
 
 // NewRun is one run to create. Its id is new; keys of runs in one batch

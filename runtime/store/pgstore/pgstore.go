@@ -25,7 +25,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
@@ -77,9 +76,15 @@ func WithSearchPath(conn, schema string) string {
 	return conn + " search_path=" + schema
 }
 
-// WithTx creates a run inside the caller's transaction: the run exists if
-// and only if tx commits. Pass it to a generated client's RunNoWait.
-func WithTx(tx pgx.Tx) runtime.RunOption { return runtime.WithTx(tx) }
+// Tx wraps a caller's transaction for runtime.WithTx: a run triggered
+// with runtime.WithTx(pgstore.Tx(tx)) is created inside tx (in a savepoint,
+// so that a failure leaves tx usable) and exists if and only if tx
+// commits.
+func Tx(tx pgx.Tx) store.Tx { return callerTx{tx} }
+
+type callerTx struct{ tx pgx.Tx }
+
+func (callerTx) StoreTx() {}
 
 // inTx runs fn in a transaction on the pool.
 func (s *Store) inTx(ctx context.Context, fn func(q *dbsqlc.Queries) error) error {

@@ -36,7 +36,7 @@ func (s *Store) LoadWorkflow(ctx context.Context, version string) (store.Workflo
 const createChunk = 2000
 
 // CreateRuns implements store.Runs: three statements per createChunk
-// runs. With p.Tx (a pgx.Tx) the runs are created in the caller's
+// runs. With p.Tx (see Tx) the runs are created in the caller's
 // transaction, inside a savepoint so that a failure leaves it usable.
 func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
 	var out []store.CreateRunResult
@@ -55,10 +55,10 @@ func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.Cre
 	switch tx := p.Tx.(type) {
 	case nil:
 		err = s.inTx(ctx, create)
-	case pgx.Tx:
-		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return create(s.q.WithTx(sp)) })
+	case callerTx:
+		err = pgx.BeginFunc(ctx, tx.tx, func(sp pgx.Tx) error { return create(s.q.WithTx(sp)) })
 	default:
-		return nil, fmt.Errorf("pgstore: creating runs: the transaction is a %T, want a pgx.Tx: %w", p.Tx, store.ErrTxUnsupported)
+		return nil, fmt.Errorf("pgstore: creating runs: the transaction is a %T, want a pgstore.Tx: %w", p.Tx, store.ErrTxUnsupported)
 	}
 	return out, wrap(err, "creating runs")
 }

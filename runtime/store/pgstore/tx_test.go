@@ -43,7 +43,7 @@ func TestTriggerInCallerTransaction(t *testing.T) {
 	if _, err := tx.Exec(ctx, `INSERT INTO orders VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := client.RunNoWait(ctx, multiproc.PingInput{}, pgstore.WithTx(tx))
+	gone, err := client.RunNoWait(ctx, multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestTriggerInCallerTransaction(t *testing.T) {
 		if _, err := tx.Exec(ctx, `INSERT INTO orders VALUES (2)`); err != nil {
 			return err
 		}
-		ref, err := client.RunNoWait(ctx, multiproc.PingInput{}, pgstore.WithTx(tx))
+		ref, err := client.RunNoWait(ctx, multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx)))
 		if err != nil {
 			return err
 		}
@@ -87,12 +87,13 @@ func TestTriggerInCallerTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := client.Run(ctx, multiproc.PingInput{}, pgstore.WithTx(tx)); err == nil {
+	if _, err := client.Run(ctx, multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx))); err == nil {
 		t.Error("Run inside a transaction did not refuse")
 	}
 
-	// Anything but a pgx.Tx is refused, and the caller's transaction goes on.
-	if _, err := client.RunNoWait(ctx, multiproc.PingInput{}, runtime.WithTx("not a transaction")); !errors.Is(err, errTxUnsupported()) {
+	// Another store's transaction is refused, and the caller's transaction
+	// goes on. (Anything that is not a store.Tx does not compile.)
+	if _, err := client.RunNoWait(ctx, multiproc.PingInput{}, runtime.WithTx(otherTx{})); !errors.Is(err, errTxUnsupported()) {
 		t.Errorf("a foreign transaction = %v", err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO orders VALUES (3)`); err != nil {
@@ -112,9 +113,14 @@ func TestMemoryStoreRefusesTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(t.Context())
-	if _, err := client.RunNoWait(t.Context(), multiproc.PingInput{}, pgstore.WithTx(tx)); !errors.Is(err, errTxUnsupported()) {
+	if _, err := client.RunNoWait(t.Context(), multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx))); !errors.Is(err, errTxUnsupported()) {
 		t.Errorf("memory store with a transaction = %v, want ErrTxUnsupported", err)
 	}
 }
 
 func errTxUnsupported() error { return store.ErrTxUnsupported }
+
+// otherTx is a transaction of some other store.
+type otherTx struct{}
+
+func (otherTx) StoreTx() {}
