@@ -22,6 +22,39 @@ const (
 // TaskStatus is the status of one step within a run.
 type TaskStatus = dag.TaskStatus
 
+// Task statuses. A task is created PENDING (or QUEUED when it has no
+// parents), is claimed (RUNNING), may wait (SLEEPING for a sleep step,
+// RETRYING during a retry backoff) and ends COMPLETED, SKIPPED, FAILED or
+// CANCELLED.
+const (
+	TaskPending   = dag.TaskPending
+	TaskQueued    = dag.TaskQueued
+	TaskRunning   = dag.TaskRunning
+	TaskSleeping  = dag.TaskSleeping
+	TaskRetrying  = dag.TaskRetrying
+	TaskCompleted = dag.TaskCompleted
+	TaskSkipped   = dag.TaskSkipped
+	TaskFailed    = dag.TaskFailed
+	TaskCancelled = dag.TaskCancelled
+)
+
+// EventType names a state change in a run's event log.
+type EventType = dag.EventType
+
+// Event types, one per state change of a task.
+const (
+	EventQueued    = dag.EventQueued
+	EventStarted   = dag.EventStarted
+	EventCompleted = dag.EventCompleted
+	EventFailed    = dag.EventFailed
+	EventRetrying  = dag.EventRetrying
+	EventSkipped   = dag.EventSkipped
+	EventSleeping  = dag.EventSleeping
+	EventWoken     = dag.EventWoken
+	EventCancelled = dag.EventCancelled
+	EventTimedOut  = dag.EventTimedOut
+)
+
 // RunRef refers to a run that was triggered.
 type RunRef struct {
 	ID       RunID

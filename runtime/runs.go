@@ -345,7 +345,7 @@ func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 // Event is one entry of a run's event log.
 type Event struct {
 	Step    string
-	Type    dag.EventType
+	Type    EventType
 	Attempt int
 	At      time.Time
 	// Detail is the error of a failure, the reason of a skip, or empty.

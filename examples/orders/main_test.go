@@ -13,7 +13,6 @@ import (
 
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
@@ -69,14 +68,14 @@ func TestChargeRetrySchedule(t *testing.T) {
 	ref, _ := orders.RunNoWait(ctx, workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
 	h.Settle() // retries (1s, 2s) and the 24h fraud window pass at once
 	want := []time.Duration{0, time.Second, 3 * time.Second}
-	if got := h.Times(ref.ID, "charge", dag.EventStarted); !slices.Equal(got, want) {
+	if got := h.Times(ref.ID, "charge", runtime.EventStarted); !slices.Equal(got, want) {
 		t.Errorf("charge attempts started at %v, want %v", got, want)
 	}
 	res, err := orders.Wait(ctx, ref.ID)
 	if err != nil || res.Status != runtime.RunCompleted || res.Charge == nil || *res.Charge.ChargeID != "ch_o-1" {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
-	if got := h.Times(ref.ID, "ship", dag.EventStarted); !slices.Equal(got, []time.Duration{3*time.Second + 24*time.Hour}) {
+	if got := h.Times(ref.ID, "ship", runtime.EventStarted); !slices.Equal(got, []time.Duration{3*time.Second + 24*time.Hour}) {
 		t.Errorf("ship started at %v, want the fraud window after the charge", got)
 	}
 }

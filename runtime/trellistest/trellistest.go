@@ -30,7 +30,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 )
@@ -170,9 +169,9 @@ func (h *Harness) Events(id runtime.RunID) []runtime.Event {
 
 // Trail returns the event types of one step of a run, in order: for
 // example [QUEUED STARTED RETRYING QUEUED STARTED COMPLETED].
-func (h *Harness) Trail(id runtime.RunID, step string) []dag.EventType {
+func (h *Harness) Trail(id runtime.RunID, step string) []runtime.EventType {
 	h.t.Helper()
-	var out []dag.EventType
+	var out []runtime.EventType
 	for _, ev := range h.Events(id) {
 		if ev.Step == step {
 			out = append(out, ev.Type)
@@ -183,7 +182,7 @@ func (h *Harness) Trail(id runtime.RunID, step string) []dag.EventType {
 
 // Times returns when each event of a type of one step of a run happened,
 // relative to h.Start: the way to check a retry schedule.
-func (h *Harness) Times(id runtime.RunID, step string, typ dag.EventType) []time.Duration {
+func (h *Harness) Times(id runtime.RunID, step string, typ runtime.EventType) []time.Duration {
 	h.t.Helper()
 	var out []time.Duration
 	for _, ev := range h.Events(id) {
