@@ -176,7 +176,7 @@ func (c *claims) owned() []store.Attempt {
 // results were recorded, or their tasks were cancelled or recovered
 // elsewhere), and orphans, the leases this worker has owned no attempt
 // for at this reconciliation and the previous one.
-func (c *claims) reconcile(before []store.Attempt, held []store.Lease) (lost, orphans []store.Attempt) {
+func (c *claims) reconcile(before []store.Attempt, held []store.Lease) (lost []store.Attempt, orphans []store.Lease) {
 	leased := make(map[store.Attempt]bool, len(held))
 	for _, l := range held {
 		leased[l.Attempt] = true
@@ -206,7 +206,7 @@ func (c *claims) reconcile(before []store.Attempt, held []store.Lease) (lost, or
 		}
 		suspects[l.Attempt] = true
 		if c.suspects[l.Attempt] {
-			orphans = append(orphans, l.Attempt)
+			orphans = append(orphans, l)
 		}
 	}
 	c.suspects = suspects

@@ -54,6 +54,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"UnstorableResultsFailTheirTask", testUnstorable},
 		{"RefusedResultDoesNotStallOthers", testRefused},
 		{"LostClaimIsReconciled", testLostClaimIsReconciled},
+		{"EarlierProcessLeaseCounts", testEarlierProcessLeaseCounts},
 		{"StartFailureHandsBack", testStartFailureHandsBack},
 		{"FinishRetried", testFinishRetried},
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},

@@ -373,3 +373,54 @@ func testStuckRunIsReported(t *testing.T, s store.Store) {
 		t.Errorf("StuckRuns after completion = %+v", runs)
 	}
 }
+
+// testEarlierProcessLeaseCounts: a worker restarted under the same id
+// finds the leases its earlier process died holding. Their code may have
+// run, so handing them back counts as an attempt, as a dead worker's
+// tasks do; otherwise a step that crashes its process would run forever.
+func testEarlierProcessLeaseCounts(t *testing.T, s store.Store) {
+	spec := &runtime.WorkflowSpec{Name: "restarted", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "a",
+		Retry: runtime.RetryPolicy{MaxRetries: 1, InitialDelay: time.Millisecond, BackoffFactor: 1, MaxDelay: time.Millisecond}}}}
+	var attempts []int
+	var mu sync.Mutex
+	e := newEngine(t, s, "w")
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"a": func(ctx context.Context, _ *runtime.StepRequest) (json.RawMessage, error) {
+			info, _ := runtime.InfoFromContext(ctx)
+			mu.Lock()
+			attempts = append(attempts, info.Attempt)
+			mu.Unlock()
+			return nil, nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The earlier process claimed the task a minute ago, then died.
+	claimed, err := s.ClaimTasks(t.Context(), store.Claim{Worker: "w", Workflows: []string{"restarted"}, Limit: 1, Now: time.Now().Add(-time.Minute)})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim = %v, %v", claimed, err)
+	}
+	start(t, e)
+	res, err := w.Wait(waitCtx(t), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 1 || attempts[0] != 2 {
+		t.Errorf("a ran as attempts %v, want [2]: the earlier process's attempt counts", attempts)
+	}
+	events, _ := e.Events(t.Context(), ref.ID)
+	found := false
+	for _, ev := range events {
+		found = found || strings.Contains(ev.Detail, "an earlier process of worker w died holding the task")
+	}
+	if !found {
+		t.Errorf("no event says why the task was handed back: %+v", events)
+	}
+}

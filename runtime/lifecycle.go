@@ -19,6 +19,7 @@ const maxFlush = 512
 // pipeline.
 type lifecycle struct {
 	p            *pipeline
+	startedAt    time.Time          // the clock's reading at Start
 	cancel       context.CancelFunc // stops the loops
 	stopClaiming chan struct{}      // closed by Stop
 	claimDone    chan struct{}      // closed when the claim loop returns
@@ -59,6 +60,7 @@ func (e *Engine) Start(ctx context.Context) error {
 // startLoops says this worker is alive, subscribes to wake-ups and starts
 // the loops. A database that is briefly down (restarting) is waited for.
 func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
+	started := e.clock.Now()
 	// Say we are alive before claiming anything.
 	err := retryTransient(ctx, e.clock, func() error {
 		_, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now())
@@ -78,14 +80,14 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		return nil, fmt.Errorf("engine: listening for wake-ups: %w", err)
 	}
 	lc := &lifecycle{
-		p: newPipeline(e, ctx), cancel: cancel,
+		p: newPipeline(e, ctx), startedAt: started, cancel: cancel,
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
 		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
 	lc.loops.Add(6)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
-	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
@@ -269,7 +271,7 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 // tasks from being recovered) and reconciles what the store says it holds
 // with what it owns: code of tasks it no longer holds is stopped, and
 // tasks it holds no attempt for are handed back.
-func (e *Engine) heartbeatLoop(ctx context.Context) {
+func (e *Engine) heartbeatLoop(ctx context.Context, lc *lifecycle) {
 	for {
 		if clock.Sleep(ctx, e.clock, e.cfg.HeartbeatInterval) != nil {
 			return
@@ -291,7 +293,21 @@ func (e *Engine) heartbeatLoop(ctx context.Context) {
 		}
 		if len(orphans) > 0 {
 			e.log.Warn("found tasks leased to this worker that it runs no attempt for; handing them back", "count", len(orphans))
-			e.handBack(ctx, orphans, fmt.Sprintf("worker %s held the task without running it", e.cfg.WorkerID), false)
+			// Leases older than this engine were taken by an earlier process
+			// under the same worker id, which died: their code may have run,
+			// so they count as attempts, as a dead worker's tasks do (a step
+			// that crashes its process is not retried forever). Younger ones
+			// come from a claim whose answer was lost: their code never ran.
+			var earlier, lost []store.Attempt
+			for _, l := range orphans {
+				if l.ClaimedAt.Before(lc.startedAt) {
+					earlier = append(earlier, l.Attempt)
+				} else {
+					lost = append(lost, l.Attempt)
+				}
+			}
+			e.handBack(ctx, earlier, fmt.Sprintf("an earlier process of worker %s died holding the task", e.cfg.WorkerID), true)
+			e.handBack(ctx, lost, fmt.Sprintf("worker %s held the task without running it", e.cfg.WorkerID), false)
 		}
 	}
 }

@@ -429,15 +429,19 @@ func (r *faultRig) checkExecutions(resolved map[string]time.Time) {
 	for task, xs := range byTask {
 		plannedSeen := false
 		for _, x := range xs[:len(xs)-1] { // the last execution's result stands
+			// A killed process's execution is explained by its kill first:
+			// the planned failure may be what ran in it, and then runs
+			// again as the same attempt (the kill does not count).
+			if k := byPid[x.pid]; k != nil && k.held[task] {
+				duplicates++
+				k.reran++
+				continue
+			}
 			if x.planned && !plannedSeen {
 				plannedSeen = true
 				continue
 			}
 			duplicates++
-			if k := byPid[x.pid]; k != nil && k.held[task] {
-				k.reran++
-				continue
-			}
 			if unexplained++; unexplained <= 10 {
 				t.Errorf("%s ran again after an execution by pid %d at %v, which held no lease on it when killed (or was not killed)", task, x.pid, x.at)
 			}
