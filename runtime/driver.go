@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -69,7 +68,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			claimed, err = p.claimAndRun(ctx, free)
 			total += claimed
 			if err != nil {
-				return total, fmt.Errorf("claiming tasks: %w", err)
+				return total, err
 			}
 		}
 		// Steps hand over their result before they stop counting as
@@ -124,7 +123,7 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 		n, err := e.store.FireTimers(ctx, e.clock.Now(), batch)
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("firing timers: %w", err)
+			return total, err
 		}
 		if n < batch {
 			return total, nil
@@ -143,7 +142,7 @@ func (e *Engine) recoverTasks(ctx context.Context) (store.RecoverResult, error) 
 		total.Requeued = append(total.Requeued, res.Requeued...)
 		total.Failed = append(total.Failed, res.Failed...)
 		if err != nil {
-			return total, fmt.Errorf("recovering tasks: %w", err)
+			return total, err
 		}
 		if n := len(res.Requeued) + len(res.Failed); n > 0 {
 			e.log.Info("recovered tasks of dead workers", "requeued", len(res.Requeued), "failed", len(res.Failed))

@@ -95,7 +95,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 	}
 	if len(start) > 0 {
 		if err := e.store.StartTasks(ctx, start, now); err != nil {
-			return nil, store.Results{}, fmt.Errorf("recording started tasks: %w", err)
+			return nil, store.Results{}, err
 		}
 	}
 	return jobs, results, nil

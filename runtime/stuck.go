@@ -47,7 +47,7 @@ func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 	now := e.clock.Now()
 	tasks, err := e.store.StuckTasks(ctx, store.Stuck{Before: now.Add(-e.cfg.StuckAfter), Limit: 10 * maxStuckRuns})
 	if err != nil {
-		return nil, fmt.Errorf("listing stuck tasks: %w", err)
+		return nil, err
 	}
 	var out []StuckRun
 	index := map[RunID]int{}

@@ -41,6 +41,8 @@
 //
 // # Errors
 //
+// An adapter's errors name the adapter and the operation ("pgstore:
+// claiming tasks: ..."); the engine adds no operation of its own on top.
 // Adapters mark passing faults (a lost connection, a database restart, a
 // serialization failure or deadlock) with ErrTransient: the engine retries
 // those. An operation that fails that way may or may not have taken

@@ -1,0 +1,44 @@
+// Package runtime executes workflows: durable DAGs of steps, declared in
+// YAML and turned into typed Go by `trellis generate`.
+//
+// # The pieces
+//
+//   - An Engine runs workflows against a store.Store: the memory store
+//     (memstore, for tests and single processes) or Postgres (pgstore, any
+//     number of processes). Create one with New.
+//   - A WorkflowSpec is a workflow's declarative form. Generated code
+//     embeds one per YAML file and registers it, with the step code, on an
+//     engine: Register<Workflow>(engine, steps) returns a typed client
+//     whose Run, RunNoWait and Wait start and await runs. Without
+//     generated code, Engine.Register takes a spec and Handlers and returns
+//     a Workflow with the same methods on JSON.
+//   - Start makes an engine claim ready tasks, run their steps, record the
+//     results, heartbeat, and take part in leader election (the leader
+//     fires durable timers and recovers the tasks of dead workers). Stop
+//     shuts it down gracefully. An engine that only triggers runs need not
+//     be started.
+//   - A Driver runs an engine by hand instead, on the engine's clock, so
+//     that tests are deterministic; the trellistest package wraps one with
+//     a virtual clock.
+//
+// # What a run does
+//
+// Creating a run validates its input against the input schema and stores
+// the run and its tasks in one transaction. A step is ready when each of
+// its parents completed or was skipped; it is skipped when a skipIf
+// condition is true, or when all its parents were skipped. A failing step
+// is retried per its retry policy on a durable timer; a step that fails
+// for good fails the run, cancels what has not finished and runs the
+// workflow's failure handler. Sleep steps are durable timers that hold
+// nothing while they wait. Every state change is appended to the run's
+// event log (Engine.Events). Delivery is at least once: a step may run
+// again if its worker dies before its result is recorded, so steps
+// should be idempotent (StepInfo, from InfoFromContext, names the run,
+// step and attempt).
+//
+// # Options
+//
+// Triggers take RunOptions: WithTenant (the scheduler is fair across
+// tenants), WithIdempotencyKey, and WithTx to create a run inside the
+// caller's database transaction (runtime.WithTx(pgstore.Tx(tx))).
+package runtime
