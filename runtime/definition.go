@@ -31,7 +31,7 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	if spec == nil {
 		return nil, errors.New("compiling workflow: nil spec")
 	}
-	d := &Definition{spec: *spec}
+	d := &Definition{spec: spec.clone()} // the caller may change spec later
 	if err := checkName(spec.Name); err != nil {
 		return nil, fmt.Errorf("compiling workflow: %w", err)
 	}
@@ -152,11 +152,9 @@ func (d *Definition) Name() string { return d.spec.Name }
 // already in flight.
 func (d *Definition) Version() string { return d.version }
 
-// Spec returns a copy of the spec the definition was compiled from.
-func (d *Definition) Spec() WorkflowSpec { return d.spec }
-
-// Graph is the validated step graph.
-func (d *Definition) Graph() *dag.Graph { return d.graph }
+// Spec returns a copy of the spec the definition was compiled from;
+// changing it changes nothing here.
+func (d *Definition) Spec() WorkflowSpec { return d.spec.clone() }
 
 // ValidateInput checks a run input against the input schema. The error
 // names every offending field by its path (input.items[0].sku).

@@ -44,3 +44,22 @@ func TestDefinitionVersionIgnoresDocs(t *testing.T) {
 		t.Errorf("versions: %s, %s (docs changed), %s (a step added)", a.Version(), b.Version(), c.Version())
 	}
 }
+
+func TestSpecIsACopy(t *testing.T) {
+	spec := &runtime.WorkflowSpec{Name: "copy", InputSchema: `{"type":"object"}`,
+		Steps:     []runtime.StepSpec{{Name: "a"}, {Name: "b", Parents: []string{"a"}, SkipIf: []string{"true"}}},
+		OnFailure: &runtime.OnFailureSpec{Name: "alert"}}
+	def, err := runtime.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := def.Spec()
+	got.Steps[1].Parents[0] = "x"
+	got.Steps[1].SkipIf[0] = "false"
+	got.Steps[0].Name = "y"
+	got.OnFailure.Name = "z"
+	again := def.Spec()
+	if again.Steps[1].Parents[0] != "a" || again.Steps[1].SkipIf[0] != "true" || again.Steps[0].Name != "a" || again.OnFailure.Name != "alert" {
+		t.Errorf("changing a returned spec changed the definition: %+v", again)
+	}
+}

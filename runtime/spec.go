@@ -43,6 +43,22 @@ type StepSpec struct {
 	OutputSchema string `json:"outputSchema,omitempty"`
 }
 
+// clone returns a deep copy of s.
+func (s WorkflowSpec) clone() WorkflowSpec {
+	out := s
+	out.Steps = make([]StepSpec, len(s.Steps))
+	for i, st := range s.Steps {
+		st.Parents = append([]string(nil), st.Parents...)
+		st.SkipIf = append([]string(nil), st.SkipIf...)
+		out.Steps[i] = st
+	}
+	if s.OnFailure != nil {
+		f := *s.OnFailure
+		out.OnFailure = &f
+	}
+	return out
+}
+
 // IsSleep reports whether the step is a durable sleep.
 func (s *StepSpec) IsSleep() bool { return s.Sleep > 0 }
 
