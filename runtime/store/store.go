@@ -142,7 +142,10 @@ type Runs interface {
 // are dropped and reported as stale.
 type Tasks interface {
 	// ClaimTasks atomically takes up to Limit tasks from the ready queue in
-	// fair order (round robin over tenants), marks them RUNNING under a
+	// fair order: round robin over tenants, one task per tenant in turn,
+	// where a tenant that was idle joins the current round rather than
+	// queueing behind another tenant's backlog (Hatchet's block-based
+	// queue ids; each adapter implements it). It marks them RUNNING under a
 	// lease for the worker, and counts a new attempt (not for a
 	// woken sleep task, which has no attempts). Plain tasks get their
 	// STARTED event here. Each claimed task comes with its run's facts and

@@ -3,11 +3,9 @@ package memstore
 import (
 	"container/heap"
 	"time"
-
-	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// readyQueue is the fair ready queue (see store.BlockLength), ordered by
+// readyQueue is the fair ready queue (see fair.go), ordered by
 // queue id. Entries are invalidated lazily: an entry whose task has moved
 // on (its gen changed) is dropped when it reaches the front.
 type readyQueue struct {
@@ -50,15 +48,15 @@ func (q *readyQueue) frontier() int64 {
 		heap.Pop(&q.entries)
 	}
 	if len(q.entries) > 0 {
-		return store.BlockOf(q.entries[0].id)
+		return blockOf(q.entries[0].id)
 	}
 	return q.consumed
 }
 
 func (q *readyQueue) push(t *task, wake bool) {
 	ts := q.tenant(t.run.rec.Tenant)
-	ts.block = store.NextBlock(ts.block, q.frontier())
-	heap.Push(&q.entries, &entry{id: store.QueueID(ts.group, ts.block), task: t, gen: t.gen, wake: wake})
+	ts.block = nextBlock(ts.block, q.frontier())
+	heap.Push(&q.entries, &entry{id: queueID(ts.group, ts.block), task: t, gen: t.gen, wake: wake})
 }
 
 // claim takes up to limit valid entries in id order that pass accept,
@@ -74,7 +72,7 @@ func (q *readyQueue) claim(limit int, accept func(*entry) bool) []*entry {
 			passed = append(passed, e)
 			continue
 		}
-		if b := store.BlockOf(e.id); b > q.consumed {
+		if b := blockOf(e.id); b > q.consumed {
 			q.consumed = b
 		}
 		out = append(out, e)

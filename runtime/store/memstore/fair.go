@@ -1,9 +1,12 @@
-package store
+package memstore
 
 // Fair queueing across tenants, after Hatchet's block-based queue ids.
+// The Postgres store implements the same rule in SQL (schema/0001_init.sql,
+// trellis_enqueue), with the same block length; the conformance suite
+// checks both.
 //
 // The ready queue is read in ascending id order. The id space is cut into
-// blocks of BlockLength ids; every tenant owns one slot in each block (its
+// blocks of blockLength ids; every tenant owns one slot in each block (its
 // group, a small integer given to it the first time it queues work), and a
 // tenant's successive tasks go to successive blocks. Reading ids in order
 // therefore takes one task per tenant per block: round robin, with no
@@ -16,22 +19,22 @@ package store
 // backlog: with tenant B holding 10,000 queued tasks, tenant A's new task
 // is claimed right after B's task of the current block.
 
-// BlockLength is the number of queue ids per block, which is also the
+// blockLength is the number of queue ids per block, which is also the
 // maximum number of tenants.
-const BlockLength int64 = 1 << 20
+const blockLength int64 = 1 << 20
 
-// NextBlock returns the block for a tenant's next task, given the tenant's
+// nextBlock returns the block for a tenant's next task, given the tenant's
 // previous block (or -1 when it has none) and the frontier.
-func NextBlock(previous, frontier int64) int64 {
+func nextBlock(previous, frontier int64) int64 {
 	if previous+1 > frontier {
 		return previous + 1
 	}
 	return frontier
 }
 
-// QueueID is the queue id of a task of the tenant with the given group in
+// queueID is the queue id of a task of the tenant with the given group in
 // the given block.
-func QueueID(group, block int64) int64 { return block*BlockLength + group }
+func queueID(group, block int64) int64 { return block*blockLength + group }
 
-// BlockOf returns the block of a queue id.
-func BlockOf(id int64) int64 { return id / BlockLength }
+// blockOf returns the block of a queue id.
+func blockOf(id int64) int64 { return id / blockLength }
