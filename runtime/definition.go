@@ -31,7 +31,7 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	if spec == nil {
 		return nil, errors.New("compiling workflow: nil spec")
 	}
-	d := &Definition{spec: spec.clone()} // the caller may change spec later
+	d := &Definition{spec: spec.Clone()} // the caller may change spec later
 	if err := checkName(spec.Name); err != nil {
 		return nil, fmt.Errorf("compiling workflow: %w", err)
 	}
@@ -154,7 +154,7 @@ func (d *Definition) Version() string { return d.version }
 
 // Spec returns a copy of the spec the definition was compiled from;
 // changing it changes nothing here.
-func (d *Definition) Spec() WorkflowSpec { return d.spec.clone() }
+func (d *Definition) Spec() WorkflowSpec { return d.spec.Clone() }
 
 // ValidateInput checks a run input against the input schema. The error
 // names every offending field by its path (input.items[0].sku).

@@ -1,91 +1,24 @@
 package runtime
 
-import "time"
+import "github.com/effectivelabs/trellis/runtime/spec"
 
-// WorkflowSpec is the declarative form of a workflow: what a workflow YAML
-// file says, with defaults already applied. Generated code embeds one as a
-// literal (see the package documentation); nothing in it is executable, so
-// the same spec can be stored, compared and compiled by any process.
-type WorkflowSpec struct {
-	// Name is the workflow's name: lowercase letters, digits and '-'.
-	Name string `json:"name"`
-	// Description is free text for people.
-	Description string `json:"description,omitempty"`
-	// Source is the path of the YAML file the spec was generated from, for
-	// messages only.
-	Source string `json:"source,omitempty"`
-	// InputSchema is the JSON Schema (as JSON text) every run input must
-	// satisfy.
-	InputSchema string `json:"inputSchema"`
-	// Steps are the steps in the order the file lists them.
-	Steps []StepSpec `json:"steps"`
-	// OnFailure, when set, names a handler run once when a run fails.
-	OnFailure *OnFailureSpec `json:"onFailure,omitempty"`
-}
+// The model of a workflow lives in package spec, which the generator and
+// the engine share; these are its names as generated code uses them.
 
-// StepSpec declares one step of a workflow.
-type StepSpec struct {
-	// Name is unique within the workflow.
-	Name string `json:"name"`
-	// Parents are the steps this one waits for.
-	Parents []string `json:"parents,omitempty"`
-	// SkipIf are CEL conditions; the step is skipped when any is true.
-	SkipIf []string `json:"skipIf,omitempty"`
-	// Sleep, when positive, makes this a durable sleep step: it has no code
-	// and completes Sleep after it becomes ready.
-	Sleep time.Duration `json:"sleep,omitempty"`
-	// Retry says how a failing attempt is retried.
-	Retry RetryPolicy `json:"retry"`
-	// Timeout bounds one attempt; zero means no limit.
-	Timeout time.Duration `json:"timeout,omitempty"`
-	// OutputSchema is the JSON Schema (as JSON text) of the step's output,
-	// or empty when the step has no output.
-	OutputSchema string `json:"outputSchema,omitempty"`
-}
+// WorkflowSpec is the declarative form of a workflow (see spec.Workflow).
+type WorkflowSpec = spec.Workflow
 
-// clone returns a deep copy of s.
-func (s WorkflowSpec) clone() WorkflowSpec {
-	out := s
-	out.Steps = make([]StepSpec, len(s.Steps))
-	for i, st := range s.Steps {
-		st.Parents = append([]string(nil), st.Parents...)
-		st.SkipIf = append([]string(nil), st.SkipIf...)
-		out.Steps[i] = st
-	}
-	if s.OnFailure != nil {
-		f := *s.OnFailure
-		out.OnFailure = &f
-	}
-	return out
-}
+// StepSpec declares one step of a workflow (see spec.Step).
+type StepSpec = spec.Step
 
-// IsSleep reports whether the step is a durable sleep.
-func (s *StepSpec) IsSleep() bool { return s.Sleep > 0 }
+// OnFailureSpec declares the failure handler of a workflow (see
+// spec.OnFailure).
+type OnFailureSpec = spec.OnFailure
 
-// OnFailureSpec declares the failure handler of a workflow.
-type OnFailureSpec struct {
-	Name    string        `json:"name"`
-	Retry   RetryPolicy   `json:"retry"`
-	Timeout time.Duration `json:"timeout,omitempty"`
-}
-
-// RetryPolicy says how often and how soon a failed attempt is retried: the
-// n-th retry waits InitialDelay * BackoffFactor^(n-1), capped at MaxDelay.
-type RetryPolicy struct {
-	// MaxRetries is the number of attempts after the first; zero means a
-	// failure is final.
-	MaxRetries int `json:"maxRetries"`
-	// InitialDelay is the wait before the first retry.
-	InitialDelay time.Duration `json:"initialDelay"`
-	// BackoffFactor multiplies the delay for each further retry (>= 1).
-	BackoffFactor float64 `json:"backoffFactor"`
-	// MaxDelay caps the delay.
-	MaxDelay time.Duration `json:"maxDelay"`
-}
+// RetryPolicy says how often and how soon a failed attempt is retried (see
+// spec.RetryPolicy).
+type RetryPolicy = spec.RetryPolicy
 
 // DefaultRetryPolicy is the policy of a step whose file says nothing about
-// retries: no retry, and a 1s, 2s, 4s ... 1m schedule should retries be
-// enabled with only maxRetries.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{MaxRetries: 0, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: time.Minute}
-}
+// retries (see spec.DefaultRetryPolicy).
+func DefaultRetryPolicy() RetryPolicy { return spec.DefaultRetryPolicy() }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // decoder turns the Value tree into a Workflow, reporting every value that
@@ -114,7 +114,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		override = local.over(d.defaults)
 		d.checkDelays(local, d.defaults)
 	}
-	s.Retry = override.apply(runtime.DefaultRetryPolicy())
+	s.Retry = override.apply(spec.DefaultRetryPolicy())
 	s.Timeout = d.timeout
 	if f := v.Get("timeout"); f != nil {
 		s.Timeout = d.duration(f.Value, "timeout of "+what)
@@ -192,7 +192,7 @@ func (d *decoder) onFailure(v *Value) *OnFailure {
 		override = local.over(d.defaults)
 		d.checkDelays(local, d.defaults)
 	}
-	h.Retry = override.apply(runtime.DefaultRetryPolicy())
+	h.Retry = override.apply(spec.DefaultRetryPolicy())
 	h.Timeout = d.timeout
 	if f := v.Get("timeout"); f != nil {
 		h.Timeout = d.duration(f.Value, "onFailure.timeout")

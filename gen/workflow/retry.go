@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // retryOverride is what one retry mapping sets. Unset fields inherit:
@@ -40,7 +40,7 @@ func (o retryOverride) over(base retryOverride) retryOverride {
 }
 
 // apply returns p with the fields o sets replaced.
-func (o retryOverride) apply(p runtime.RetryPolicy) runtime.RetryPolicy {
+func (o retryOverride) apply(p spec.RetryPolicy) spec.RetryPolicy {
 	if o.maxRetries != nil {
 		p.MaxRetries = *o.maxRetries
 	}
@@ -146,7 +146,7 @@ func (d *decoder) factor(v *Value, what string) (float64, bool) {
 // whichever of the two local sets; when local sets neither, the problem
 // belongs to (and is reported at) the policy it inherits from.
 func (d *decoder) checkDelays(local, base retryOverride) {
-	p := local.over(base).apply(runtime.DefaultRetryPolicy())
+	p := local.over(base).apply(spec.DefaultRetryPolicy())
 	if p.MaxDelay >= p.InitialDelay {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // Workflow is a parsed workflow file. When Parse reports problems the
@@ -48,8 +48,8 @@ type Step struct {
 	// Sleep is positive for a durable sleep step, which has no code.
 	Sleep time.Duration
 	// Retry is the effective policy: the step's retry over defaults.retry
-	// over runtime.DefaultRetryPolicy, field by field. Zero for sleep steps.
-	Retry runtime.RetryPolicy
+	// over spec.DefaultRetryPolicy, field by field. Zero for sleep steps.
+	Retry spec.RetryPolicy
 	// Timeout is the effective timeout; zero means none.
 	Timeout time.Duration
 	// Output is the JSON Schema of the step's output, or nil.
@@ -85,7 +85,7 @@ type Expr struct {
 type OnFailure struct {
 	Name    string
 	Pos     Pos
-	Retry   runtime.RetryPolicy
+	Retry   spec.RetryPolicy
 	Timeout time.Duration
 }
 

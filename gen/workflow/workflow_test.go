@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // update is accepted so that go test ./gen/... -update works; this
@@ -47,11 +48,11 @@ onFailure:
   name: alert
   retry: {backoffFactor: 1.5}
 `)
-	policy := func(n int, initial time.Duration, factor float64, max time.Duration) runtime.RetryPolicy {
-		return runtime.RetryPolicy{MaxRetries: n, InitialDelay: initial, BackoffFactor: factor, MaxDelay: max}
+	policy := func(n int, initial time.Duration, factor float64, max time.Duration) spec.RetryPolicy {
+		return spec.RetryPolicy{MaxRetries: n, InitialDelay: initial, BackoffFactor: factor, MaxDelay: max}
 	}
 	type settings struct {
-		Retry   runtime.RetryPolicy
+		Retry   spec.RetryPolicy
 		Timeout time.Duration
 		Sleep   time.Duration
 	}
