@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/effectivelabs/trellis/runtime/bench"
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/bench"
 )
 
 // BenchOptions are the options of trellis bench.

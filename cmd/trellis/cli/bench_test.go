@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/effectivelabs/trellis/runtime/bench"
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/bench"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 

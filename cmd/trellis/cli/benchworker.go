@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/effectivelabs/trellis/runtime/bench"
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/bench"
 )
 
 // benchWorkerArg is the word after bench that runs a worker process.
