@@ -57,11 +57,11 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		}
 		nodes = append(nodes, dag.Node{
 			Name: s.Name, Kind: kind, Parents: s.Parents, HasSkipIf: len(s.SkipIf) > 0,
-			Sleep: s.Sleep, Retry: policy(s.Retry), Timeout: s.Timeout,
+			Sleep: s.Sleep, Retry: s.Retry, Timeout: s.Timeout,
 		})
 	}
 	if f := spec.OnFailure; f != nil {
-		nodes = append(nodes, dag.Node{Name: f.Name, Kind: dag.KindOnFailure, Retry: policy(f.Retry), Timeout: f.Timeout})
+		nodes = append(nodes, dag.Node{Name: f.Name, Kind: dag.KindOnFailure, Retry: f.Retry, Timeout: f.Timeout})
 	}
 	g, err := dag.Build(nodes)
 	if err != nil {
@@ -135,13 +135,6 @@ func checkName(name string) error {
 		}
 	}
 	return nil
-}
-
-func policy(r RetryPolicy) dag.Policy {
-	return dag.Policy{
-		MaxRetries: r.MaxRetries, InitialDelay: r.InitialDelay,
-		BackoffFactor: r.BackoffFactor, MaxDelay: r.MaxDelay,
-	}
 }
 
 // Name is the workflow's name.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 func orderNodes() []Node {
@@ -55,7 +57,7 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 		{Name: "a", Parents: []string{"a"}},
 		{Name: "b", Parents: []string{"nope"}},
 		{Name: "b"},
-		{Name: "c", Retry: Policy{MaxRetries: -1}},
+		{Name: "c", Retry: spec.RetryPolicy{MaxRetries: -1}},
 	})
 	if err == nil {
 		t.Fatal("Build succeeded")
@@ -82,22 +84,22 @@ func TestBuildNamesTheCycle(t *testing.T) {
 }
 
 func TestBackoffSchedule(t *testing.T) {
-	p := Policy{MaxRetries: 5, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: 5 * time.Second}
+	p := spec.RetryPolicy{MaxRetries: 5, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: 5 * time.Second}
 	var got []time.Duration
 	for n := 1; n <= 5; n++ {
-		got = append(got, Backoff(p, n))
+		got = append(got, backoff(p, n))
 	}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Backoff (-want +got):\n%s", diff)
 	}
-	if d := Backoff(Policy{InitialDelay: time.Hour, BackoffFactor: 10, MaxDelay: 0}, 40); d <= 0 {
+	if d := backoff(spec.RetryPolicy{InitialDelay: time.Hour, BackoffFactor: 10, MaxDelay: 0}, 40); d <= 0 {
 		t.Errorf("uncapped backoff overflowed to %v", d)
 	}
 }
 
 func TestRetry(t *testing.T) {
-	p := Policy{MaxRetries: 2, InitialDelay: time.Minute, BackoffFactor: 3, MaxDelay: time.Hour}
+	p := spec.RetryPolicy{MaxRetries: 2, InitialDelay: time.Minute, BackoffFactor: 3, MaxDelay: time.Hour}
 	tests := []struct {
 		attempt   int
 		retryable bool
@@ -152,23 +154,6 @@ func TestCascadeSkipNeedsAllParentsSkipped(t *testing.T) {
 	for _, tt := range tests {
 		if got := CascadeSkip(tt.parents); got != tt.want {
 			t.Errorf("CascadeSkip(%v) = %v, want %v", tt.parents, got, tt.want)
-		}
-	}
-}
-
-func TestRunOutcome(t *testing.T) {
-	tests := []struct {
-		tasks []TaskStatus
-		want  RunStatus
-	}{
-		{[]TaskStatus{TaskCompleted, TaskSkipped}, RunCompleted},
-		{[]TaskStatus{TaskCompleted, TaskSleeping}, RunRunning},
-		{[]TaskStatus{TaskCompleted, TaskFailed, TaskCancelled}, RunFailed},
-		{[]TaskStatus{TaskCompleted, TaskCancelled}, RunCancelled},
-	}
-	for _, tt := range tests {
-		if got := RunOutcome(tt.tasks); got != tt.want {
-			t.Errorf("RunOutcome(%v) = %v, want %v", tt.tasks, got, tt.want)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // Kind tells how a task is executed.
@@ -34,14 +36,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
 
-// Policy is a retry policy; see Backoff.
-type Policy struct {
-	MaxRetries    int
-	InitialDelay  time.Duration
-	BackoffFactor float64
-	MaxDelay      time.Duration
-}
-
 // Step is one node of a Graph. Steps are addressed by their index, which is
 // their position in the workflow file; the failure handler, if any, comes
 // last.
@@ -52,7 +46,7 @@ type Step struct {
 	Parents  []int
 	Children []int
 	Sleep    time.Duration
-	Retry    Policy
+	Retry    spec.RetryPolicy
 	Timeout  time.Duration
 	// HasSkipIf is true when the step declares skipIf conditions.
 	HasSkipIf bool
@@ -83,7 +77,7 @@ type Node struct {
 	Parents   []string
 	HasSkipIf bool
 	Sleep     time.Duration
-	Retry     Policy
+	Retry     spec.RetryPolicy
 	Timeout   time.Duration
 }
 

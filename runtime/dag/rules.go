@@ -3,11 +3,13 @@ package dag
 import (
 	"math"
 	"time"
+
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
-// Backoff is the wait before retry number retry (1 for the first retry):
+// backoff is the wait before retry number retry (1 for the first retry):
 // InitialDelay * BackoffFactor^(retry-1), capped at MaxDelay.
-func Backoff(p Policy, retry int) time.Duration {
+func backoff(p spec.RetryPolicy, retry int) time.Duration {
 	if retry < 1 {
 		retry = 1
 	}
@@ -28,11 +30,11 @@ func Backoff(p Policy, retry int) time.Duration {
 // Retry decides what follows a failed attempt (attempts count from 1): when
 // another attempt is allowed it returns the backoff before it and true.
 // A non-retryable error is never retried.
-func Retry(p Policy, attempt int, retryable bool) (time.Duration, bool) {
+func Retry(p spec.RetryPolicy, attempt int, retryable bool) (time.Duration, bool) {
 	if !retryable || attempt > p.MaxRetries {
 		return 0, false
 	}
-	return Backoff(p, attempt), true
+	return backoff(p, attempt), true
 }
 
 // InitialPending returns, for every step, how many parents it waits for,
@@ -81,31 +83,6 @@ func CascadeSkip(parents []TaskStatus) bool {
 		}
 	}
 	return true
-}
-
-// RunOutcome derives the status of a run from its tasks' statuses (the
-// failure handler excluded): FAILED if any task failed, CANCELLED if any
-// was cancelled, COMPLETED when every task is completed or skipped, and
-// RUNNING otherwise.
-func RunOutcome(tasks []TaskStatus) RunStatus {
-	cancelled, unresolved := false, false
-	for _, t := range tasks {
-		switch {
-		case t == TaskFailed:
-			return RunFailed
-		case t == TaskCancelled:
-			cancelled = true
-		case !t.Resolved():
-			unresolved = true
-		}
-	}
-	switch {
-	case cancelled:
-		return RunCancelled
-	case unresolved:
-		return RunRunning
-	}
-	return RunCompleted
 }
 
 // Cancels reports whether a task in status s is cancelled when its run
