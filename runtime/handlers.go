@@ -64,7 +64,11 @@ type StepInfo struct {
 	Workflow string
 	Tenant   string
 	Step     string
-	// Attempt counts from 1.
+	// Attempt counts from 1: retries after a failure, and recoveries of
+	// a task whose worker died while it ran (or whose process was stopped
+	// in the middle of it), each count one, since the step's code may have
+	// run. A task given back before its code ran (a claim whose answer was
+	// lost) keeps its attempt number.
 	Attempt int
 }
 

@@ -44,12 +44,26 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, q: dbsqlc.New(pool)}
 }
 
+// DefaultMaxConns is the size of a pool Connect opens when the connection
+// string does not say (pool_max_conns).
+const DefaultMaxConns = 16
+
 // Connect opens a pool for a connection string (a postgres:// URL or
 // key=value pairs), checking that the database answers.
+//
+// An engine uses up to five of the pool's connections at once (claiming,
+// recording results, heartbeating, firing timers, housekeeping), plus two
+// connections of its own (LISTEN, and the leader's lock). Steps that use
+// the same pool need theirs on top. Unless the connection string sets
+// pool_max_conns, the pool holds up to DefaultMaxConns connections
+// (pgxpool's own default, 4 on a 2-core machine, is too few to share).
 func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parsing connection string: %w", err)
+	}
+	if !strings.Contains(connString, "pool_max_conns") && cfg.MaxConns < DefaultMaxConns {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
