@@ -319,9 +319,12 @@ const maintainInterval = 5 * time.Second
 // recovers the tasks of dead workers.
 //
 // A leader recovers tasks only once it has led, with the store answering,
-// for two heartbeat intervals: after an outage of the database no worker
-// could heartbeat, and all would look dead to a leader that did not give
-// them a round to say otherwise.
+// for StaleAfter: a worker is dead when it has not heartbeated for
+// StaleAfter while the database was up. After an outage no worker could
+// heartbeat, and all would look dead to a leader that did not give them
+// that long to say otherwise (two heartbeat intervals were not enough: a
+// worker's pool may take longer to reconnect, and its tasks then ran
+// twice).
 func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	elector := e.store.Leadership(e.cfg.WorkerID)
 	defer func() {
@@ -357,7 +360,7 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 			now := e.clock.Now()
 			_, err := e.fireTimers(ctx)
 			track("firing timers", err)
-			if now.Sub(steadySince) >= 2*e.cfg.HeartbeatInterval && !now.Before(nextRecover) {
+			if now.Sub(steadySince) >= e.cfg.StaleAfter && !now.Before(nextRecover) {
 				_, err := e.recoverTasks(ctx)
 				track("recovering tasks", err)
 				nextRecover = now.Add(e.cfg.HeartbeatInterval)
