@@ -97,13 +97,7 @@ func (e *emitter) client() {
 	}
 	handlers = append(handlers, kv("Steps", jen.Map(jen.String()).Qual(runtimePkg, "StepFunc").Add(multi(steps...))))
 	if e.p.w.OnFailure != nil {
-		handlers = append(handlers, kv("OnFailure", jen.Func().Params(
-			jen.Id("ctx").Qual("context", "Context"),
-			jen.Id("req").Op("*").Qual(runtimePkg, "FailureRequest"),
-		).Error().Block(
-			e.decodeInput(),
-			jen.Return(jen.Id("steps").Dot(e.p.onFailure).Call(jen.Id("ctx"), jen.Id("in"), jen.Id("req").Dot("Failure"))),
-		)))
+		handlers = append(handlers, kv("OnFailure", jen.Qual(runtimePkg, "FailureHandler").Call(jen.Id("steps").Dot(e.p.onFailure))))
 	}
 	register := "Register" + name
 	body := append([]jen.Code{
