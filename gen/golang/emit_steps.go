@@ -24,8 +24,10 @@ func (e *emitter) outputType(s *stepPlan) string { return s.output.name }
 
 // parentTypes declares, for every code step with parents, the struct that
 // carries exactly its parents' outputs. A parent that may be skipped is a
-// pointer (nil when skipped); one that cannot is a value; a parent
-// without output is a bool telling whether it completed. Each field is
+// pointer (nil when skipped), unless it is the step's only parent: a step
+// whose parents are all skipped is skipped, so an only parent has always
+// completed and is a value, as is a parent that cannot be skipped. A
+// parent without output is a bool telling whether it completed. Each field is
 // tagged with its parent's name, which the runtime adapters decode by.
 func (e *emitter) parentTypes() {
 	for _, s := range e.codeSteps() {
@@ -40,12 +42,18 @@ func (e *emitter) parentTypes() {
 			case p.output == nil && p.optional:
 				text = fmt.Sprintf("%s is true when step %s completed, false when it was skipped.", p.goName, p.name)
 				typ = jen.Bool()
+			case p.output == nil && p.maySkip:
+				text = fmt.Sprintf("%s is true when step %s completed, which it always has: when it is skipped, so is %s.", p.goName, p.name, s.step.Name)
+				typ = jen.Bool()
 			case p.output == nil:
 				text = fmt.Sprintf("%s is true when step %s completed; it cannot be skipped, so it always is.", p.goName, p.name)
 				typ = jen.Bool()
 			case p.optional:
 				text = fmt.Sprintf("%s is the output of step %s; nil when %s was skipped.", p.goName, p.name, p.name)
 				typ = jen.Op("*").Id(p.output.name)
+			case p.maySkip:
+				text = fmt.Sprintf("%s is the output of step %s, which has always completed: when it is skipped, so is %s.", p.goName, p.name, s.step.Name)
+				typ = jen.Id(p.output.name)
 			default:
 				text = fmt.Sprintf("%s is the output of step %s, which cannot be skipped.", p.goName, p.name)
 				typ = jen.Id(p.output.name)

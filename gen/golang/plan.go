@@ -50,7 +50,12 @@ type parentPlan struct {
 	goName string
 	// output is the parent's output type, nil when it has none.
 	output *namedType
-	// optional is true when the parent may be skipped.
+	// maySkip is true when the parent may be skipped.
+	maySkip bool
+	// optional is true when the step may run without the parent: the
+	// parent may be skipped and is not the step's only parent. (A step
+	// whose parents are all skipped is skipped, so an only parent has
+	// always completed when its child runs.)
 	optional bool
 }
 
@@ -151,7 +156,8 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 				continue
 			}
 			sp.parents = append(sp.parents, parentPlan{
-				name: ref.Name, goName: parent.goName, output: parent.output, optional: parent.step.MaySkip,
+				name: ref.Name, goName: parent.goName, output: parent.output,
+				maySkip: parent.step.MaySkip, optional: parent.step.MaySkip && len(sp.step.Parents) > 1,
 			})
 		}
 	}

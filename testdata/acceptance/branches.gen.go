@@ -39,7 +39,8 @@ type BranchesYes1Parents struct {
 
 // BranchesYes2Parents holds what step yes-2 receives from its parents.
 type BranchesYes2Parents struct {
-	// YesNap is true when step yes-nap completed, false when it was skipped.
+	// YesNap is true when step yes-nap completed, which it always has: when it is
+	// skipped, so is yes-2.
 	YesNap bool `trellis:"yes-nap"`
 }
 
@@ -51,13 +52,15 @@ type BranchesNo1Parents struct {
 
 // BranchesNo2Parents holds what step no-2 receives from its parents.
 type BranchesNo2Parents struct {
-	// No1 is true when step no-1 completed, false when it was skipped.
+	// No1 is true when step no-1 completed, which it always has: when it is
+	// skipped, so is no-2.
 	No1 bool `trellis:"no-1"`
 }
 
 // BranchesNo3Parents holds what step no-3 receives from its parents.
 type BranchesNo3Parents struct {
-	// No2 is true when step no-2 completed, false when it was skipped.
+	// No2 is true when step no-2 completed, which it always has: when it is
+	// skipped, so is no-3.
 	No2 bool `trellis:"no-2"`
 }
 
@@ -71,7 +74,8 @@ type BranchesMergeParents struct {
 
 // BranchesAnnounceParents holds what step announce receives from its parents.
 type BranchesAnnounceParents struct {
-	// Merge is true when step merge completed, false when it was skipped.
+	// Merge is true when step merge completed, which it always has: when it is
+	// skipped, so is announce.
 	Merge bool `trellis:"merge"`
 }
 

@@ -51,7 +51,8 @@ type ChaosDParents struct {
 
 // ChaosEParents holds what step e receives from its parents.
 type ChaosEParents struct {
-	// Nap is true when step nap completed, false when it was skipped.
+	// Nap is true when step nap completed, which it always has: when it is
+	// skipped, so is e.
 	Nap bool `trellis:"nap"`
 }
 

@@ -54,8 +54,9 @@ type OrderProcessingRejectParents struct {
 // OrderProcessingPrepareShipmentParents holds what step prepare-shipment
 // receives from its parents.
 type OrderProcessingPrepareShipmentParents struct {
-	// Charge is the output of step charge; nil when charge was skipped.
-	Charge *OrderProcessingChargeOutput `trellis:"charge"`
+	// Charge is the output of step charge, which has always completed: when it is
+	// skipped, so is prepare-shipment.
+	Charge OrderProcessingChargeOutput `trellis:"charge"`
 }
 
 // OrderProcessingShipParents holds what step ship receives from its parents.
