@@ -189,9 +189,9 @@ func wrap(line string, width int) []string {
 }
 
 // article is the indefinite article before name: "an order-processing
-// run", "a greet run".
+// run", "a greet run", "an OrderProcessingResult".
 func article(name string) string {
-	if name != "" && strings.ContainsRune("aeiou", rune(name[0])) {
+	if name != "" && strings.ContainsRune("aeiouAEIOU", rune(name[0])) {
 		return "an"
 	}
 	return "a"

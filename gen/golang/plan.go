@@ -85,7 +85,7 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 		p.goName, p.badName = "Workflow", true
 	}
 	ids := newIdents(probs)
-	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "Client"} {
+	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "StepStatuses", "Client"} {
 		ids.claim(p.goName+suffix, w.NamePos, "the workflow")
 	}
 	ids.claim("New"+p.goName+"Client", w.NamePos, "the workflow")
@@ -138,7 +138,7 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 		}
 		if sp.output != nil {
 			switch sp.goName {
-			case "ID", "Status", "Failure":
+			case "ID", "Status", "Steps", "Failure":
 				m.probs.Add(s.Pos, "", "step %q has an output, which %sResult would hold in field %s, but that field holds the run's %s; rename the step", s.Name, p.goName, sp.goName, sp.goName)
 			}
 		}

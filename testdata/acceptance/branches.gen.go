@@ -219,12 +219,38 @@ func (branchesRefs) Announce() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("branches", "announce")
 }
 
+// BranchesStepStatuses holds the status of every step of a branches run, and
+// of its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type BranchesStepStatuses struct {
+	// Gate is the status of step gate.
+	Gate runtime.TaskStatus
+	// Yes1 is the status of step yes-1.
+	Yes1 runtime.TaskStatus
+	// YesNap is the status of step yes-nap.
+	YesNap runtime.TaskStatus
+	// Yes2 is the status of step yes-2.
+	Yes2 runtime.TaskStatus
+	// No1 is the status of step no-1.
+	No1 runtime.TaskStatus
+	// No2 is the status of step no-2.
+	No2 runtime.TaskStatus
+	// No3 is the status of step no-3.
+	No3 runtime.TaskStatus
+	// Merge is the status of step merge.
+	Merge runtime.TaskStatus
+	// Announce is the status of step announce.
+	Announce runtime.TaskStatus
+}
+
 // BranchesResult is the outcome of a branches run.
 type BranchesResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps BranchesStepStatuses
 	// Gate is the output of step gate; nil unless it completed.
 	Gate *BranchesGateOutput
 	// Failure is set when the run failed.
@@ -237,7 +263,22 @@ func branchesResult(res *runtime.RunResult, runErr error) (BranchesResult, error
 	if res == nil {
 		return BranchesResult{}, runErr
 	}
-	out := BranchesResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := BranchesResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: BranchesStepStatuses{
+			Gate:     res.Steps["gate"],
+			Yes1:     res.Steps["yes-1"],
+			YesNap:   res.Steps["yes-nap"],
+			Yes2:     res.Steps["yes-2"],
+			No1:      res.Steps["no-1"],
+			No2:      res.Steps["no-2"],
+			No3:      res.Steps["no-3"],
+			Merge:    res.Steps["merge"],
+			Announce: res.Steps["announce"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["gate"]; ok {
 		out.Gate = new(BranchesGateOutput)

@@ -116,12 +116,26 @@ func (chainRefs) Third() runtime.StepRef[ChainThirdOutput] {
 	return runtime.NewStepRef[ChainThirdOutput]("chain", "third")
 }
 
+// ChainStepStatuses holds the status of every step of a chain run, and of its
+// failure handler if it has one; a status is empty when the run has no task
+// for the step.
+type ChainStepStatuses struct {
+	// First is the status of step first.
+	First runtime.TaskStatus
+	// Second is the status of step second.
+	Second runtime.TaskStatus
+	// Third is the status of step third.
+	Third runtime.TaskStatus
+}
+
 // ChainResult is the outcome of a chain run.
 type ChainResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps ChainStepStatuses
 	// First is the output of step first; nil unless it completed.
 	First *ChainFirstOutput
 	// Second is the output of step second; nil unless it completed.
@@ -138,7 +152,16 @@ func chainResult(res *runtime.RunResult, runErr error) (ChainResult, error) {
 	if res == nil {
 		return ChainResult{}, runErr
 	}
-	out := ChainResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := ChainResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: ChainStepStatuses{
+			First:  res.Steps["first"],
+			Second: res.Steps["second"],
+			Third:  res.Steps["third"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["first"]; ok {
 		out.First = new(ChainFirstOutput)

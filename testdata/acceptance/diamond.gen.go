@@ -142,12 +142,28 @@ func (diamondRefs) Bottom() runtime.StepRef[DiamondBottomOutput] {
 	return runtime.NewStepRef[DiamondBottomOutput]("diamond", "bottom")
 }
 
+// DiamondStepStatuses holds the status of every step of a diamond run, and of
+// its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type DiamondStepStatuses struct {
+	// Top is the status of step top.
+	Top runtime.TaskStatus
+	// Left is the status of step left.
+	Left runtime.TaskStatus
+	// Right is the status of step right.
+	Right runtime.TaskStatus
+	// Bottom is the status of step bottom.
+	Bottom runtime.TaskStatus
+}
+
 // DiamondResult is the outcome of a diamond run.
 type DiamondResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps DiamondStepStatuses
 	// Top is the output of step top; nil unless it completed.
 	Top *DiamondTopOutput
 	// Left is the output of step left; nil unless it completed.
@@ -166,7 +182,17 @@ func diamondResult(res *runtime.RunResult, runErr error) (DiamondResult, error) 
 	if res == nil {
 		return DiamondResult{}, runErr
 	}
-	out := DiamondResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := DiamondResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: DiamondStepStatuses{
+			Top:    res.Steps["top"],
+			Left:   res.Steps["left"],
+			Right:  res.Steps["right"],
+			Bottom: res.Steps["bottom"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["top"]; ok {
 		out.Top = new(DiamondTopOutput)

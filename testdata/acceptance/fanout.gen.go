@@ -206,12 +206,34 @@ func (fanoutRefs) Join() runtime.StepRef[FanoutJoinOutput] {
 	return runtime.NewStepRef[FanoutJoinOutput]("fanout", "join")
 }
 
+// FanoutStepStatuses holds the status of every step of a fanout run, and of
+// its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type FanoutStepStatuses struct {
+	// Split is the status of step split.
+	Split runtime.TaskStatus
+	// OtherRoot is the status of step other-root.
+	OtherRoot runtime.TaskStatus
+	// Worker1 is the status of step worker-1.
+	Worker1 runtime.TaskStatus
+	// Worker2 is the status of step worker-2.
+	Worker2 runtime.TaskStatus
+	// Worker3 is the status of step worker-3.
+	Worker3 runtime.TaskStatus
+	// Worker4 is the status of step worker-4.
+	Worker4 runtime.TaskStatus
+	// Join is the status of step join.
+	Join runtime.TaskStatus
+}
+
 // FanoutResult is the outcome of a fanout run.
 type FanoutResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps FanoutStepStatuses
 	// Worker1 is the output of step worker-1; nil unless it completed.
 	Worker1 *FanoutWorker1Output
 	// Worker2 is the output of step worker-2; nil unless it completed.
@@ -232,7 +254,20 @@ func fanoutResult(res *runtime.RunResult, runErr error) (FanoutResult, error) {
 	if res == nil {
 		return FanoutResult{}, runErr
 	}
-	out := FanoutResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := FanoutResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: FanoutStepStatuses{
+			Split:     res.Steps["split"],
+			OtherRoot: res.Steps["other-root"],
+			Worker1:   res.Steps["worker-1"],
+			Worker2:   res.Steps["worker-2"],
+			Worker3:   res.Steps["worker-3"],
+			Worker4:   res.Steps["worker-4"],
+			Join:      res.Steps["join"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["worker-1"]; ok {
 		out.Worker1 = new(FanoutWorker1Output)

@@ -117,12 +117,26 @@ func (gradesRefs) Publish() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("grades", "publish")
 }
 
+// GradesStepStatuses holds the status of every step of a grades run, and of
+// its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type GradesStepStatuses struct {
+	// Grade is the status of step grade.
+	Grade runtime.TaskStatus
+	// Publish is the status of step publish.
+	Publish runtime.TaskStatus
+	// Report is the status of the failure handler report.
+	Report runtime.TaskStatus
+}
+
 // GradesResult is the outcome of a grades run.
 type GradesResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps GradesStepStatuses
 	// Grade is the output of step grade; nil unless it completed.
 	Grade *GradesGradeOutput
 	// Failure is set when the run failed.
@@ -135,7 +149,16 @@ func gradesResult(res *runtime.RunResult, runErr error) (GradesResult, error) {
 	if res == nil {
 		return GradesResult{}, runErr
 	}
-	out := GradesResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := GradesResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: GradesStepStatuses{
+			Grade:   res.Steps["grade"],
+			Publish: res.Steps["publish"],
+			Report:  res.Steps["report"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["grade"]; ok {
 		out.Grade = new(GradesGradeOutput)

@@ -171,12 +171,32 @@ func (opsRefs) Audit() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("ops", "audit")
 }
 
+// OpsStepStatuses holds the status of every step of an ops run, and of its
+// failure handler if it has one; a status is empty when the run has no task
+// for the step.
+type OpsStepStatuses struct {
+	// Prepare is the status of step prepare.
+	Prepare runtime.TaskStatus
+	// Work is the status of step work.
+	Work runtime.TaskStatus
+	// Sidecar is the status of step sidecar.
+	Sidecar runtime.TaskStatus
+	// Report is the status of step report.
+	Report runtime.TaskStatus
+	// Audit is the status of step audit.
+	Audit runtime.TaskStatus
+	// Alert is the status of the failure handler alert.
+	Alert runtime.TaskStatus
+}
+
 // OpsResult is the outcome of an ops run.
 type OpsResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps OpsStepStatuses
 	// Prepare is the output of step prepare; nil unless it completed.
 	Prepare *OpsPrepareOutput
 	// Work is the output of step work; nil unless it completed.
@@ -185,13 +205,25 @@ type OpsResult struct {
 	Failure *runtime.Failure
 }
 
-// opsResult converts a runtime result into a OpsResult. It returns runErr as
+// opsResult converts a runtime result into an OpsResult. It returns runErr as
 // is unless an output does not decode, which is joined to it.
 func opsResult(res *runtime.RunResult, runErr error) (OpsResult, error) {
 	if res == nil {
 		return OpsResult{}, runErr
 	}
-	out := OpsResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := OpsResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: OpsStepStatuses{
+			Prepare: res.Steps["prepare"],
+			Work:    res.Steps["work"],
+			Sidecar: res.Steps["sidecar"],
+			Report:  res.Steps["report"],
+			Audit:   res.Steps["audit"],
+			Alert:   res.Steps["alert"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["prepare"]; ok {
 		out.Prepare = new(OpsPrepareOutput)

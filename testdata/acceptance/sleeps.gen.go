@@ -130,12 +130,32 @@ func (sleepsRefs) AfterDay() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "after-day")
 }
 
+// SleepsStepStatuses holds the status of every step of a sleeps run, and of
+// its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type SleepsStepStatuses struct {
+	// Start is the status of step start.
+	Start runtime.TaskStatus
+	// Day is the status of step day.
+	Day runtime.TaskStatus
+	// Short is the status of step short.
+	Short runtime.TaskStatus
+	// Long is the status of step long.
+	Long runtime.TaskStatus
+	// AfterBoth is the status of step after-both.
+	AfterBoth runtime.TaskStatus
+	// AfterDay is the status of step after-day.
+	AfterDay runtime.TaskStatus
+}
+
 // SleepsResult is the outcome of a sleeps run.
 type SleepsResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps SleepsStepStatuses
 	// Failure is set when the run failed.
 	Failure *runtime.Failure
 }
@@ -146,7 +166,19 @@ func sleepsResult(res *runtime.RunResult, runErr error) (SleepsResult, error) {
 	if res == nil {
 		return SleepsResult{}, runErr
 	}
-	out := SleepsResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := SleepsResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: SleepsStepStatuses{
+			Start:     res.Steps["start"],
+			Day:       res.Steps["day"],
+			Short:     res.Steps["short"],
+			Long:      res.Steps["long"],
+			AfterBoth: res.Steps["after-both"],
+			AfterDay:  res.Steps["after-day"],
+		},
+		Failure: res.Failure,
+	}
 	return out, runErr
 }
 

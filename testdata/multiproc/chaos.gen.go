@@ -157,12 +157,32 @@ func (chaosRefs) E() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("chaos", "e")
 }
 
+// ChaosStepStatuses holds the status of every step of a chaos run, and of its
+// failure handler if it has one; a status is empty when the run has no task
+// for the step.
+type ChaosStepStatuses struct {
+	// A is the status of step a.
+	A runtime.TaskStatus
+	// B is the status of step b.
+	B runtime.TaskStatus
+	// C is the status of step c.
+	C runtime.TaskStatus
+	// D is the status of step d.
+	D runtime.TaskStatus
+	// Nap is the status of step nap.
+	Nap runtime.TaskStatus
+	// E is the status of step e.
+	E runtime.TaskStatus
+}
+
 // ChaosResult is the outcome of a chaos run.
 type ChaosResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps ChaosStepStatuses
 	// A is the output of step a; nil unless it completed.
 	A *ChaosAOutput
 	// Failure is set when the run failed.
@@ -175,7 +195,19 @@ func chaosResult(res *runtime.RunResult, runErr error) (ChaosResult, error) {
 	if res == nil {
 		return ChaosResult{}, runErr
 	}
-	out := ChaosResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := ChaosResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: ChaosStepStatuses{
+			A:   res.Steps["a"],
+			B:   res.Steps["b"],
+			C:   res.Steps["c"],
+			D:   res.Steps["d"],
+			Nap: res.Steps["nap"],
+			E:   res.Steps["e"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["a"]; ok {
 		out.A = new(ChaosAOutput)

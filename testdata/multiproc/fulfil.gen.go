@@ -286,12 +286,44 @@ func (fulfilRefs) Ship() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "ship")
 }
 
+// FulfilStepStatuses holds the status of every step of a fulfil run, and of
+// its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type FulfilStepStatuses struct {
+	// Receive is the status of step receive.
+	Receive runtime.TaskStatus
+	// Pick1 is the status of step pick-1.
+	Pick1 runtime.TaskStatus
+	// Pick2 is the status of step pick-2.
+	Pick2 runtime.TaskStatus
+	// Pick3 is the status of step pick-3.
+	Pick3 runtime.TaskStatus
+	// Pick4 is the status of step pick-4.
+	Pick4 runtime.TaskStatus
+	// Pick5 is the status of step pick-5.
+	Pick5 runtime.TaskStatus
+	// Pick6 is the status of step pick-6.
+	Pick6 runtime.TaskStatus
+	// Pick7 is the status of step pick-7.
+	Pick7 runtime.TaskStatus
+	// Pick8 is the status of step pick-8.
+	Pick8 runtime.TaskStatus
+	// Pack is the status of step pack.
+	Pack runtime.TaskStatus
+	// CoolOff is the status of step cool-off.
+	CoolOff runtime.TaskStatus
+	// Ship is the status of step ship.
+	Ship runtime.TaskStatus
+}
+
 // FulfilResult is the outcome of a fulfil run.
 type FulfilResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps FulfilStepStatuses
 	// Failure is set when the run failed.
 	Failure *runtime.Failure
 }
@@ -302,7 +334,25 @@ func fulfilResult(res *runtime.RunResult, runErr error) (FulfilResult, error) {
 	if res == nil {
 		return FulfilResult{}, runErr
 	}
-	out := FulfilResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := FulfilResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: FulfilStepStatuses{
+			Receive: res.Steps["receive"],
+			Pick1:   res.Steps["pick-1"],
+			Pick2:   res.Steps["pick-2"],
+			Pick3:   res.Steps["pick-3"],
+			Pick4:   res.Steps["pick-4"],
+			Pick5:   res.Steps["pick-5"],
+			Pick6:   res.Steps["pick-6"],
+			Pick7:   res.Steps["pick-7"],
+			Pick8:   res.Steps["pick-8"],
+			Pack:    res.Steps["pack"],
+			CoolOff: res.Steps["cool-off"],
+			Ship:    res.Steps["ship"],
+		},
+		Failure: res.Failure,
+	}
 	return out, runErr
 }
 

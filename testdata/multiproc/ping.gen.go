@@ -60,12 +60,22 @@ func (pingRefs) Pong() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("ping", "pong")
 }
 
+// PingStepStatuses holds the status of every step of a ping run, and of its
+// failure handler if it has one; a status is empty when the run has no task
+// for the step.
+type PingStepStatuses struct {
+	// Pong is the status of step pong.
+	Pong runtime.TaskStatus
+}
+
 // PingResult is the outcome of a ping run.
 type PingResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps PingStepStatuses
 	// Failure is set when the run failed.
 	Failure *runtime.Failure
 }
@@ -76,7 +86,14 @@ func pingResult(res *runtime.RunResult, runErr error) (PingResult, error) {
 	if res == nil {
 		return PingResult{}, runErr
 	}
-	out := PingResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := PingResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: PingStepStatuses{
+			Pong: res.Steps["pong"],
+		},
+		Failure: res.Failure,
+	}
 	return out, runErr
 }
 

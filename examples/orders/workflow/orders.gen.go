@@ -202,12 +202,36 @@ func (orderProcessingRefs) Finalize() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "finalize")
 }
 
+// OrderProcessingStepStatuses holds the status of every step of an
+// order-processing run, and of its failure handler if it has one; a status is
+// empty when the run has no task for the step.
+type OrderProcessingStepStatuses struct {
+	// Validate is the status of step validate.
+	Validate runtime.TaskStatus
+	// Charge is the status of step charge.
+	Charge runtime.TaskStatus
+	// Reject is the status of step reject.
+	Reject runtime.TaskStatus
+	// FraudWindow is the status of step fraud-window.
+	FraudWindow runtime.TaskStatus
+	// PrepareShipment is the status of step prepare-shipment.
+	PrepareShipment runtime.TaskStatus
+	// Ship is the status of step ship.
+	Ship runtime.TaskStatus
+	// Finalize is the status of step finalize.
+	Finalize runtime.TaskStatus
+	// NotifyAdmin is the status of the failure handler notify-admin.
+	NotifyAdmin runtime.TaskStatus
+}
+
 // OrderProcessingResult is the outcome of an order-processing run.
 type OrderProcessingResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps OrderProcessingStepStatuses
 	// Validate is the output of step validate; nil unless it completed.
 	Validate *OrderProcessingValidateOutput
 	// Charge is the output of step charge; nil unless it completed.
@@ -216,14 +240,28 @@ type OrderProcessingResult struct {
 	Failure *runtime.Failure
 }
 
-// orderProcessingResult converts a runtime result into a
+// orderProcessingResult converts a runtime result into an
 // OrderProcessingResult. It returns runErr as is unless an output does not
 // decode, which is joined to it.
 func orderProcessingResult(res *runtime.RunResult, runErr error) (OrderProcessingResult, error) {
 	if res == nil {
 		return OrderProcessingResult{}, runErr
 	}
-	out := OrderProcessingResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := OrderProcessingResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: OrderProcessingStepStatuses{
+			Validate:        res.Steps["validate"],
+			Charge:          res.Steps["charge"],
+			Reject:          res.Steps["reject"],
+			FraudWindow:     res.Steps["fraud-window"],
+			PrepareShipment: res.Steps["prepare-shipment"],
+			Ship:            res.Steps["ship"],
+			Finalize:        res.Steps["finalize"],
+			NotifyAdmin:     res.Steps["notify-admin"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["validate"]; ok {
 		out.Validate = new(OrderProcessingValidateOutput)

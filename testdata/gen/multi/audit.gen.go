@@ -85,25 +85,45 @@ func (auditRefs) Report() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("audit", "report")
 }
 
+// AuditStepStatuses holds the status of every step of an audit run, and of its
+// failure handler if it has one; a status is empty when the run has no task
+// for the step.
+type AuditStepStatuses struct {
+	// Count is the status of step count.
+	Count runtime.TaskStatus
+	// Report is the status of step report.
+	Report runtime.TaskStatus
+}
+
 // AuditResult is the outcome of an audit run.
 type AuditResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps AuditStepStatuses
 	// Count is the output of step count; nil unless it completed.
 	Count *AuditCountOutput
 	// Failure is set when the run failed.
 	Failure *runtime.Failure
 }
 
-// auditResult converts a runtime result into a AuditResult. It returns runErr
+// auditResult converts a runtime result into an AuditResult. It returns runErr
 // as is unless an output does not decode, which is joined to it.
 func auditResult(res *runtime.RunResult, runErr error) (AuditResult, error) {
 	if res == nil {
 		return AuditResult{}, runErr
 	}
-	out := AuditResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := AuditResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: AuditStepStatuses{
+			Count:  res.Steps["count"],
+			Report: res.Steps["report"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["count"]; ok {
 		out.Count = new(AuditCountOutput)

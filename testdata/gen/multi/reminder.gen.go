@@ -74,12 +74,24 @@ func (reminderRefs) Remind() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("reminder", "remind")
 }
 
+// ReminderStepStatuses holds the status of every step of a reminder run, and
+// of its failure handler if it has one; a status is empty when the run has no
+// task for the step.
+type ReminderStepStatuses struct {
+	// Wait is the status of step wait.
+	Wait runtime.TaskStatus
+	// Remind is the status of step remind.
+	Remind runtime.TaskStatus
+}
+
 // ReminderResult is the outcome of a reminder run.
 type ReminderResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps ReminderStepStatuses
 	// Failure is set when the run failed.
 	Failure *runtime.Failure
 }
@@ -90,7 +102,15 @@ func reminderResult(res *runtime.RunResult, runErr error) (ReminderResult, error
 	if res == nil {
 		return ReminderResult{}, runErr
 	}
-	out := ReminderResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := ReminderResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: ReminderStepStatuses{
+			Wait:   res.Steps["wait"],
+			Remind: res.Steps["remind"],
+		},
+		Failure: res.Failure,
+	}
 	return out, runErr
 }
 

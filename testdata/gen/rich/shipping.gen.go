@@ -252,12 +252,30 @@ func (shipOrderRefs) NotifyCustomer() runtime.StepRef[runtime.NoOutput] {
 	return runtime.NewStepRef[runtime.NoOutput]("ship-order", "notify-customer")
 }
 
+// ShipOrderStepStatuses holds the status of every step of a ship-order run,
+// and of its failure handler if it has one; a status is empty when the run has
+// no task for the step.
+type ShipOrderStepStatuses struct {
+	// Plan is the status of step plan.
+	Plan runtime.TaskStatus
+	// BookCarrier is the status of step book-carrier.
+	BookCarrier runtime.TaskStatus
+	// WaitForPickup is the status of step wait-for-pickup.
+	WaitForPickup runtime.TaskStatus
+	// NotifyCustomer is the status of step notify-customer.
+	NotifyCustomer runtime.TaskStatus
+	// PageOnCall is the status of the failure handler page-on-call.
+	PageOnCall runtime.TaskStatus
+}
+
 // ShipOrderResult is the outcome of a ship-order run.
 type ShipOrderResult struct {
 	// ID identifies the run.
 	ID runtime.RunID
 	// Status is how the run ended (or that it is still running).
 	Status runtime.RunStatus
+	// Steps holds the status of each step.
+	Steps ShipOrderStepStatuses
 	// Plan is the output of step plan; nil unless it completed.
 	Plan *ShipOrderPlanOutput
 	// BookCarrier is the output of step book-carrier; nil unless it completed.
@@ -272,7 +290,18 @@ func shipOrderResult(res *runtime.RunResult, runErr error) (ShipOrderResult, err
 	if res == nil {
 		return ShipOrderResult{}, runErr
 	}
-	out := ShipOrderResult{ID: res.ID, Status: res.Status, Failure: res.Failure}
+	out := ShipOrderResult{
+		ID:     res.ID,
+		Status: res.Status,
+		Steps: ShipOrderStepStatuses{
+			Plan:           res.Steps["plan"],
+			BookCarrier:    res.Steps["book-carrier"],
+			WaitForPickup:  res.Steps["wait-for-pickup"],
+			NotifyCustomer: res.Steps["notify-customer"],
+			PageOnCall:     res.Steps["page-on-call"],
+		},
+		Failure: res.Failure,
+	}
 	var errs []error
 	if raw, ok := res.Outputs["plan"]; ok {
 		out.Plan = new(ShipOrderPlanOutput)
