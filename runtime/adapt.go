@@ -10,8 +10,8 @@ import (
 
 // SupportsGeneratedCodeV2 tells generated code that this runtime supports
 // generated code v2: the adapters Step, StepNoOutput, RootStep,
-// RootStepNoOutput and FailureHandler, and parents structs whose fields
-// carry trellis tags.
+// RootStepNoOutput and FailureHandler, parents structs whose fields carry
+// trellis tags, and DecodeOutput.
 //
 // Generated code checks this: every file `trellis generate` writes holds
 // `var _ = runtime.SupportsGeneratedCodeV2`. A runtime that drops support
@@ -202,4 +202,20 @@ func parentFields(t reflect.Type) ([]parentField, error) {
 		fields = append(fields, f)
 	}
 	return fields, nil
+}
+
+// DecodeOutput decodes the output of step from a run result into a new T,
+// for generated result types: nil when res holds no output for the step
+// (it did not complete). An output that does not decode is appended to
+// errs, naming the step, and the partly decoded value is returned.
+func DecodeOutput[T any](res *RunResult, step string, errs *[]error) *T {
+	raw, ok := res.Outputs[step]
+	if !ok {
+		return nil
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		*errs = append(*errs, fmt.Errorf("decoding output of %s: %w", step, err))
+	}
+	return out
 }

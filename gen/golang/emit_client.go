@@ -68,13 +68,8 @@ func (e *emitter) result() {
 	} else {
 		body = append(body, jen.Var().Id("errs").Index().Error())
 		for _, s := range outputs {
-			field := jen.Id("out").Dot(s.goName)
-			body = append(body, jen.If(jen.List(jen.Id("raw"), jen.Id("ok")).Op(":=").Id("res").Dot("Outputs").Index(jen.Lit(s.step.Name)), jen.Id("ok")).Block(
-				field.Clone().Op("=").New(jen.Id(s.output.name)),
-				jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("raw"), field.Clone()), jen.Err().Op("!=").Nil()).Block(
-					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("decoding output of %s: %%w", s.step.Name)), jen.Err())),
-				),
-			))
+			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Types(jen.Id(s.output.name)).Call(
+				jen.Id("res"), jen.Lit(s.step.Name), jen.Op("&").Id("errs")))
 		}
 		body = append(body,
 			jen.If(jen.Len(jen.Id("errs")).Op(">").Lit(0)).Block(

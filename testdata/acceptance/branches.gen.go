@@ -280,12 +280,7 @@ func branchesResult(res *runtime.RunResult, runErr error) (BranchesResult, error
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["gate"]; ok {
-		out.Gate = new(BranchesGateOutput)
-		if err := json.Unmarshal(raw, out.Gate); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of gate: %w", err))
-		}
-	}
+	out.Gate = runtime.DecodeOutput[BranchesGateOutput](res, "gate", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

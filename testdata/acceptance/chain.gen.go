@@ -163,24 +163,9 @@ func chainResult(res *runtime.RunResult, runErr error) (ChainResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["first"]; ok {
-		out.First = new(ChainFirstOutput)
-		if err := json.Unmarshal(raw, out.First); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of first: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["second"]; ok {
-		out.Second = new(ChainSecondOutput)
-		if err := json.Unmarshal(raw, out.Second); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of second: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["third"]; ok {
-		out.Third = new(ChainThirdOutput)
-		if err := json.Unmarshal(raw, out.Third); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of third: %w", err))
-		}
-	}
+	out.First = runtime.DecodeOutput[ChainFirstOutput](res, "first", &errs)
+	out.Second = runtime.DecodeOutput[ChainSecondOutput](res, "second", &errs)
+	out.Third = runtime.DecodeOutput[ChainThirdOutput](res, "third", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

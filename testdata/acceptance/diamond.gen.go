@@ -194,30 +194,10 @@ func diamondResult(res *runtime.RunResult, runErr error) (DiamondResult, error) 
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["top"]; ok {
-		out.Top = new(DiamondTopOutput)
-		if err := json.Unmarshal(raw, out.Top); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of top: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["left"]; ok {
-		out.Left = new(DiamondLeftOutput)
-		if err := json.Unmarshal(raw, out.Left); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of left: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["right"]; ok {
-		out.Right = new(DiamondRightOutput)
-		if err := json.Unmarshal(raw, out.Right); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of right: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["bottom"]; ok {
-		out.Bottom = new(DiamondBottomOutput)
-		if err := json.Unmarshal(raw, out.Bottom); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of bottom: %w", err))
-		}
-	}
+	out.Top = runtime.DecodeOutput[DiamondTopOutput](res, "top", &errs)
+	out.Left = runtime.DecodeOutput[DiamondLeftOutput](res, "left", &errs)
+	out.Right = runtime.DecodeOutput[DiamondRightOutput](res, "right", &errs)
+	out.Bottom = runtime.DecodeOutput[DiamondBottomOutput](res, "bottom", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

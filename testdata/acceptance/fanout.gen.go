@@ -269,36 +269,11 @@ func fanoutResult(res *runtime.RunResult, runErr error) (FanoutResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["worker-1"]; ok {
-		out.Worker1 = new(FanoutWorker1Output)
-		if err := json.Unmarshal(raw, out.Worker1); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of worker-1: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["worker-2"]; ok {
-		out.Worker2 = new(FanoutWorker2Output)
-		if err := json.Unmarshal(raw, out.Worker2); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of worker-2: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["worker-3"]; ok {
-		out.Worker3 = new(FanoutWorker3Output)
-		if err := json.Unmarshal(raw, out.Worker3); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of worker-3: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["worker-4"]; ok {
-		out.Worker4 = new(FanoutWorker4Output)
-		if err := json.Unmarshal(raw, out.Worker4); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of worker-4: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["join"]; ok {
-		out.Join = new(FanoutJoinOutput)
-		if err := json.Unmarshal(raw, out.Join); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of join: %w", err))
-		}
-	}
+	out.Worker1 = runtime.DecodeOutput[FanoutWorker1Output](res, "worker-1", &errs)
+	out.Worker2 = runtime.DecodeOutput[FanoutWorker2Output](res, "worker-2", &errs)
+	out.Worker3 = runtime.DecodeOutput[FanoutWorker3Output](res, "worker-3", &errs)
+	out.Worker4 = runtime.DecodeOutput[FanoutWorker4Output](res, "worker-4", &errs)
+	out.Join = runtime.DecodeOutput[FanoutJoinOutput](res, "join", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

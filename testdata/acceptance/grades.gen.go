@@ -160,12 +160,7 @@ func gradesResult(res *runtime.RunResult, runErr error) (GradesResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["grade"]; ok {
-		out.Grade = new(GradesGradeOutput)
-		if err := json.Unmarshal(raw, out.Grade); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of grade: %w", err))
-		}
-	}
+	out.Grade = runtime.DecodeOutput[GradesGradeOutput](res, "grade", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

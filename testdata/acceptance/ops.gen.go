@@ -225,18 +225,8 @@ func opsResult(res *runtime.RunResult, runErr error) (OpsResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["prepare"]; ok {
-		out.Prepare = new(OpsPrepareOutput)
-		if err := json.Unmarshal(raw, out.Prepare); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of prepare: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["work"]; ok {
-		out.Work = new(OpsWorkOutput)
-		if err := json.Unmarshal(raw, out.Work); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of work: %w", err))
-		}
-	}
+	out.Prepare = runtime.DecodeOutput[OpsPrepareOutput](res, "prepare", &errs)
+	out.Work = runtime.DecodeOutput[OpsWorkOutput](res, "work", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -209,12 +209,7 @@ func chaosResult(res *runtime.RunResult, runErr error) (ChaosResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["a"]; ok {
-		out.A = new(ChaosAOutput)
-		if err := json.Unmarshal(raw, out.A); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of a: %w", err))
-		}
-	}
+	out.A = runtime.DecodeOutput[ChaosAOutput](res, "a", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -263,18 +263,8 @@ func orderProcessingResult(res *runtime.RunResult, runErr error) (OrderProcessin
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["validate"]; ok {
-		out.Validate = new(OrderProcessingValidateOutput)
-		if err := json.Unmarshal(raw, out.Validate); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of validate: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["charge"]; ok {
-		out.Charge = new(OrderProcessingChargeOutput)
-		if err := json.Unmarshal(raw, out.Charge); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of charge: %w", err))
-		}
-	}
+	out.Validate = runtime.DecodeOutput[OrderProcessingValidateOutput](res, "validate", &errs)
+	out.Charge = runtime.DecodeOutput[OrderProcessingChargeOutput](res, "charge", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -125,12 +125,7 @@ func auditResult(res *runtime.RunResult, runErr error) (AuditResult, error) {
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["count"]; ok {
-		out.Count = new(AuditCountOutput)
-		if err := json.Unmarshal(raw, out.Count); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of count: %w", err))
-		}
-	}
+	out.Count = runtime.DecodeOutput[AuditCountOutput](res, "count", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

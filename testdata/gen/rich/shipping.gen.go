@@ -303,18 +303,8 @@ func shipOrderResult(res *runtime.RunResult, runErr error) (ShipOrderResult, err
 		Failure: res.Failure,
 	}
 	var errs []error
-	if raw, ok := res.Outputs["plan"]; ok {
-		out.Plan = new(ShipOrderPlanOutput)
-		if err := json.Unmarshal(raw, out.Plan); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of plan: %w", err))
-		}
-	}
-	if raw, ok := res.Outputs["book-carrier"]; ok {
-		out.BookCarrier = new(ShipOrderBookCarrierOutput)
-		if err := json.Unmarshal(raw, out.BookCarrier); err != nil {
-			errs = append(errs, fmt.Errorf("decoding output of book-carrier: %w", err))
-		}
-	}
+	out.Plan = runtime.DecodeOutput[ShipOrderPlanOutput](res, "plan", &errs)
+	out.BookCarrier = runtime.DecodeOutput[ShipOrderBookCarrierOutput](res, "book-carrier", &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}
