@@ -1042,6 +1042,14 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			"fraud-window": dag.TaskSkipped, "prepare-shipment": dag.TaskSkipped,
 			"ship": dag.TaskSkipped, "finalize": dag.TaskCompleted, "notify-admin": dag.TaskPending,
 		})
+		wantSteps := workflow.OrderProcessingStepStatuses{
+			Validate: runtime.TaskCompleted, Charge: runtime.TaskSkipped, Reject: runtime.TaskCompleted,
+			FraudWindow: runtime.TaskSkipped, PrepareShipment: runtime.TaskSkipped,
+			Ship: runtime.TaskSkipped, Finalize: runtime.TaskCompleted, NotifyAdmin: runtime.TaskPending,
+		}
+		if res.Steps != wantSteps {
+			t.Errorf("typed step statuses = %+v, want %+v", res.Steps, wantSteps)
+		}
 		if res.Charge != nil {
 			t.Errorf("a skipped charge has output %+v", res.Charge)
 		}

@@ -14,7 +14,8 @@ type RunID = uuid.UUID
 func ParseRunID(s string) (RunID, error) { return uuid.Parse(s) }
 
 // StepFunc is the untyped form of a step's code, which generated code
-// adapts the typed Steps interface to. It receives the run input and its
+// adapts the typed Steps interface to with Step, StepNoOutput, RootStep
+// and RootStepNoOutput. It receives the run input and its
 // parents' outputs as JSON and returns its own output as JSON (nil for a
 // step without output).
 type StepFunc func(ctx context.Context, req *StepRequest) (json.RawMessage, error)

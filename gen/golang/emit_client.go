@@ -21,13 +21,30 @@ func (e *emitter) withOutput() []*stepPlan {
 	return out
 }
 
-// result renders <W>Result, a run's outcome with typed outputs, and the
-// function that decodes it from a runtime.RunResult.
+// result renders <W>StepStatuses, <W>Result (a run's outcome with typed
+// outputs and step statuses) and the function that decodes it from a
+// runtime.RunResult.
 func (e *emitter) result() {
 	name, w := e.resultType(), e.p.w.Name
+	statuses := e.w + "StepStatuses"
+	var statusFields, statusValues []jen.Code
+	for _, s := range e.p.steps {
+		text := fmt.Sprintf("%s is the status of step %s.", s.goName, s.step.Name)
+		statusFields = append(statusFields, doc(text).Id(s.goName).Qual(runtimePkg, "TaskStatus"))
+		statusValues = append(statusValues, kv(s.goName, jen.Id("res").Dot("Steps").Index(jen.Lit(s.step.Name))))
+	}
+	if h := e.p.w.OnFailure; h != nil {
+		text := fmt.Sprintf("%s is the status of the failure handler %s.", e.p.onFailure, h.Name)
+		statusFields = append(statusFields, doc(text).Id(e.p.onFailure).Qual(runtimePkg, "TaskStatus"))
+		statusValues = append(statusValues, kv(e.p.onFailure, jen.Id("res").Dot("Steps").Index(jen.Lit(h.Name))))
+	}
+	text := fmt.Sprintf("%s holds the status of every step of %s %s run, and of its failure handler if it has one; a status is empty when the run has no task for the step.", statuses, article(w), w)
+	e.f.Add(doc(text).Type().Id(statuses).Struct(statusFields...))
+
 	fields := []jen.Code{
 		doc("ID identifies the run.").Id("ID").Qual(runtimePkg, "RunID"),
 		doc("Status is how the run ended (or that it is still running).").Id("Status").Qual(runtimePkg, "RunStatus"),
+		doc("Steps holds the status of each step.").Id("Steps").Id(statuses),
 	}
 	for _, s := range e.withOutput() {
 		text := fmt.Sprintf("%s is the output of step %s; nil unless it completed.", s.goName, s.step.Name)
@@ -38,11 +55,12 @@ func (e *emitter) result() {
 
 	body := []jen.Code{
 		jen.If(jen.Id("res").Op("==").Nil()).Block(jen.Return(jen.Id(name).Values(), jen.Id("runErr"))),
-		jen.Id("out").Op(":=").Id(name).Values(
+		jen.Id("out").Op(":=").Id(name).Add(multi(
 			kv("ID", jen.Id("res").Dot("ID")),
 			kv("Status", jen.Id("res").Dot("Status")),
+			kv("Steps", jen.Id(statuses).Add(multi(statusValues...))),
 			kv("Failure", jen.Id("res").Dot("Failure")),
-		),
+		)),
 	}
 	outputs := e.withOutput()
 	if len(outputs) == 0 {
@@ -50,13 +68,8 @@ func (e *emitter) result() {
 	} else {
 		body = append(body, jen.Var().Id("errs").Index().Error())
 		for _, s := range outputs {
-			field := jen.Id("out").Dot(s.goName)
-			body = append(body, jen.If(jen.List(jen.Id("raw"), jen.Id("ok")).Op(":=").Id("res").Dot("Outputs").Index(jen.Lit(s.step.Name)), jen.Id("ok")).Block(
-				field.Clone().Op("=").New(jen.Id(s.output.name)),
-				jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("raw"), field.Clone()), jen.Err().Op("!=").Nil()).Block(
-					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("decoding output of %s: %%w", s.step.Name)), jen.Err())),
-				),
-			))
+			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Types(jen.Id(s.output.name)).Call(
+				jen.Id("res"), jen.Lit(s.step.Name), jen.Op("&").Id("errs")))
 		}
 		body = append(body,
 			jen.If(jen.Len(jen.Id("errs")).Op(">").Lit(0)).Block(
@@ -65,7 +78,7 @@ func (e *emitter) result() {
 			jen.Return(jen.Id("out"), jen.Id("runErr")),
 		)
 	}
-	text := fmt.Sprintf("%s converts a runtime result into a %s. It returns runErr as is unless an output does not decode, which is joined to it.", e.resultFunc(), name)
+	text = fmt.Sprintf("%s converts a runtime result into %s %s. It returns runErr as is unless an output does not decode, which is joined to it.", e.resultFunc(), article(name), name)
 	e.f.Add(doc(text).
 		Func().Id(e.resultFunc()).Params(
 		jen.Id("res").Op("*").Qual(runtimePkg, "RunResult"), jen.Id("runErr").Error(),
@@ -97,13 +110,7 @@ func (e *emitter) client() {
 	}
 	handlers = append(handlers, kv("Steps", jen.Map(jen.String()).Qual(runtimePkg, "StepFunc").Add(multi(steps...))))
 	if e.p.w.OnFailure != nil {
-		handlers = append(handlers, kv("OnFailure", jen.Func().Params(
-			jen.Id("ctx").Qual("context", "Context"),
-			jen.Id("req").Op("*").Qual(runtimePkg, "FailureRequest"),
-		).Error().Block(
-			e.decodeInput(),
-			jen.Return(jen.Id("steps").Dot(e.p.onFailure).Call(jen.Id("ctx"), jen.Id("in"), jen.Id("req").Dot("Failure"))),
-		)))
+		handlers = append(handlers, kv("OnFailure", jen.Qual(runtimePkg, "FailureHandler").Call(jen.Id("steps").Dot(e.p.onFailure))))
 	}
 	register := "Register" + name
 	body := append([]jen.Code{

@@ -24,8 +24,11 @@ func (e *emitter) outputType(s *stepPlan) string { return s.output.name }
 
 // parentTypes declares, for every code step with parents, the struct that
 // carries exactly its parents' outputs. A parent that may be skipped is a
-// pointer (nil when skipped); one that cannot is a value; a parent
-// without output is a bool telling whether it completed.
+// pointer (nil when skipped), unless it is the step's only parent: a step
+// whose parents are all skipped is skipped, so an only parent has always
+// completed and is a value, as is a parent that cannot be skipped. A
+// parent without output is a bool telling whether it completed. Each field is
+// tagged with its parent's name, which the runtime adapters decode by.
 func (e *emitter) parentTypes() {
 	for _, s := range e.codeSteps() {
 		if len(s.parents) == 0 {
@@ -39,17 +42,23 @@ func (e *emitter) parentTypes() {
 			case p.output == nil && p.optional:
 				text = fmt.Sprintf("%s is true when step %s completed, false when it was skipped.", p.goName, p.name)
 				typ = jen.Bool()
+			case p.output == nil && p.maySkip:
+				text = fmt.Sprintf("%s is true when step %s completed, which it always has: when it is skipped, so is %s.", p.goName, p.name, s.step.Name)
+				typ = jen.Bool()
 			case p.output == nil:
 				text = fmt.Sprintf("%s is true when step %s completed; it cannot be skipped, so it always is.", p.goName, p.name)
 				typ = jen.Bool()
 			case p.optional:
 				text = fmt.Sprintf("%s is the output of step %s; nil when %s was skipped.", p.goName, p.name, p.name)
 				typ = jen.Op("*").Id(p.output.name)
+			case p.maySkip:
+				text = fmt.Sprintf("%s is the output of step %s, which has always completed: when it is skipped, so is %s.", p.goName, p.name, s.step.Name)
+				typ = jen.Id(p.output.name)
 			default:
 				text = fmt.Sprintf("%s is the output of step %s, which cannot be skipped.", p.goName, p.name)
 				typ = jen.Id(p.output.name)
 			}
-			fields = append(fields, doc(text).Id(p.goName).Add(typ))
+			fields = append(fields, doc(text).Id(p.goName).Add(typ).Tag(map[string]string{"trellis": p.name}))
 		}
 		text := fmt.Sprintf("%s holds what step %s receives from its parents.", e.parentsType(s), s.step.Name)
 		e.f.Add(doc(text).Type().Id(e.parentsType(s)).Struct(fields...))
@@ -107,63 +116,18 @@ func (e *emitter) stepResults(s *stepPlan) jen.Code {
 	return jen.Parens(jen.List(jen.Id(e.outputType(s)), jen.Error()))
 }
 
-// adapter renders the runtime.StepFunc that decodes a step's input and
-// parents, calls the typed method and encodes its output. Input and
-// parent outputs that do not decode are not retried: the same bytes
-// would fail again.
+// adapter renders the runtime.StepFunc of a step: a runtime adapter
+// (runtime.Step and its variants) around the typed method. The adapter
+// decodes the input and the parents struct (from its trellis tags), calls
+// the method and encodes its output; input and parent outputs that do not
+// decode are not retried.
 func (e *emitter) adapter(s *stepPlan) jen.Code {
-	body := []jen.Code{e.decodeInput(jen.Nil())}
-	args := []jen.Code{jen.Id("ctx"), jen.Id("in")}
-	if len(s.parents) > 0 {
-		body = append(body, jen.Var().Id("parents").Id(e.parentsType(s)))
-		for _, p := range s.parents {
-			body = append(body, decodeParent(p))
-		}
-		args = append(args, jen.Id("parents"))
+	name := "Step"
+	if len(s.parents) == 0 {
+		name = "RootStep"
 	}
-	call := jen.Id("steps").Dot(s.goName).Call(args...)
 	if s.output == nil {
-		body = append(body, jen.Return(jen.Nil(), call))
-	} else {
-		body = append(body,
-			jen.List(jen.Id("out"), jen.Err()).Op(":=").Add(call),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Qual("encoding/json", "Marshal").Call(jen.Id("out"))),
-		)
+		name += "NoOutput"
 	}
-	return jen.Func().Params(
-		jen.Id("ctx").Qual("context", "Context"),
-		jen.Id("req").Op("*").Qual(runtimePkg, "StepRequest"),
-	).Params(jen.Qual("encoding/json", "RawMessage"), jen.Error()).Block(body...)
-}
-
-// decodeInput renders the decoding of req.Input into in. results are the
-// values returned before the error (nil, for a StepFunc).
-func (e *emitter) decodeInput(results ...jen.Code) jen.Code {
-	fail := jen.Qual(runtimePkg, "NonRetryable").Call(
-		jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("decoding %s input: %%w", e.p.w.Name)), jen.Err()))
-	return jen.Null().
-		Var().Id("in").Id(e.p.input.name).Line().
-		If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("req").Dot("Input"), jen.Op("&").Id("in")), jen.Err().Op("!=").Nil()).
-		Block(jen.Return(append(results, fail)...))
-}
-
-func decodeParent(p parentPlan) jen.Code {
-	get := jen.Id("req").Dot("Parent").Call(jen.Lit(p.name))
-	field := jen.Id("parents").Dot(p.goName)
-	decodeErr := jen.Return(jen.Nil(), jen.Qual(runtimePkg, "NonRetryable").Call(
-		jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("decoding output of %s: %%w", p.name)), jen.Err())))
-	switch {
-	case p.output == nil:
-		return jen.List(jen.Id("_"), field).Op("=").Add(get)
-	case p.optional:
-		return jen.If(jen.List(jen.Id("raw"), jen.Id("ok")).Op(":=").Add(get), jen.Id("ok")).Block(
-			field.Clone().Op("=").New(jen.Id(p.output.name)),
-			jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("raw"), field.Clone()), jen.Err().Op("!=").Nil()).Block(decodeErr),
-		)
-	}
-	missing := fmt.Sprintf("step %s did not complete, though it cannot be skipped", p.name)
-	return jen.If(jen.List(jen.Id("raw"), jen.Id("ok")).Op(":=").Add(get), jen.Op("!").Id("ok")).Block(
-		jen.Return(jen.Nil(), jen.Qual(runtimePkg, "NonRetryable").Call(jen.Qual("errors", "New").Call(jen.Lit(missing)))),
-	).Else().If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("raw"), jen.Op("&").Add(field.Clone())), jen.Err().Op("!=").Nil()).Block(decodeErr)
+	return jen.Qual(runtimePkg, name).Call(jen.Id("steps").Dot(s.goName))
 }

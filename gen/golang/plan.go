@@ -50,7 +50,12 @@ type parentPlan struct {
 	goName string
 	// output is the parent's output type, nil when it has none.
 	output *namedType
-	// optional is true when the parent may be skipped.
+	// maySkip is true when the parent may be skipped.
+	maySkip bool
+	// optional is true when the step may run without the parent: the
+	// parent may be skipped and is not the step's only parent. (A step
+	// whose parents are all skipped is skipped, so an only parent has
+	// always completed when its child runs.)
 	optional bool
 }
 
@@ -80,7 +85,7 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 		p.goName, p.badName = "Workflow", true
 	}
 	ids := newIdents(probs)
-	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "Client"} {
+	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "StepStatuses", "Client"} {
 		ids.claim(p.goName+suffix, w.NamePos, "the workflow")
 	}
 	ids.claim("New"+p.goName+"Client", w.NamePos, "the workflow")
@@ -133,7 +138,7 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 		}
 		if sp.output != nil {
 			switch sp.goName {
-			case "ID", "Status", "Failure":
+			case "ID", "Status", "Steps", "Failure":
 				m.probs.Add(s.Pos, "", "step %q has an output, which %sResult would hold in field %s, but that field holds the run's %s; rename the step", s.Name, p.goName, sp.goName, sp.goName)
 			}
 		}
@@ -151,7 +156,8 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 				continue
 			}
 			sp.parents = append(sp.parents, parentPlan{
-				name: ref.Name, goName: parent.goName, output: parent.output, optional: parent.step.MaySkip,
+				name: ref.Name, goName: parent.goName, output: parent.output,
+				maySkip: parent.step.MaySkip, optional: parent.step.MaySkip && len(sp.step.Parents) > 1,
 			})
 		}
 	}
