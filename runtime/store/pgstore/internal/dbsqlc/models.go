@@ -30,6 +30,12 @@ type TrellisLease struct {
 	ClaimedAt time.Time
 }
 
+type TrellisMigration struct {
+	Version   int32
+	Name      string
+	AppliedAt time.Time
+}
+
 type TrellisReady struct {
 	RunID    uuid.UUID
 	Step     int16
