@@ -1,19 +1,17 @@
--- Advisory locks of this schema, named by the caller: the key is a hash of
--- the schema and the name, so that several Trellis schemas in one database
--- do not share locks. Each lock's name is one constant in Go, passed to
--- every query that takes or releases it. (ClaimLock, in ready.sql, is a
--- transaction lock with its name in the query.)
-
 -- name: AdvisoryLock :exec
--- Waits for the session lock of the given name.
+-- Waits for the session advisory lock of the given name. A lock's key is
+-- a hash of the schema and its name, so that Trellis schemas sharing a
+-- database do not share locks; each lock's name is one constant in Go,
+-- passed to every query that takes or releases it. (ClaimLock, in
+-- ready.sql, is a transaction lock with its name in the query.)
 SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0));
 
 -- name: AdvisoryTryLock :one
--- Takes the session lock of the given name if it is free.
+-- Takes the session advisory lock of the given name if it is free.
 SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0))::boolean AS locked;
 
 -- name: AdvisoryUnlock :exec
--- Releases the session lock of the given name.
+-- Releases the session advisory lock of the given name.
 SELECT pg_advisory_unlock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0));
 
 -- name: NotifyChannel :one

@@ -10,16 +10,14 @@ import (
 )
 
 const advisoryLock = `-- name: AdvisoryLock :exec
-
 SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.' || $1::text, 0))
 `
 
-// Advisory locks of this schema, named by the caller: the key is a hash of
-// the schema and the name, so that several Trellis schemas in one database
-// do not share locks. Each lock's name is one constant in Go, passed to
-// every query that takes or releases it. (ClaimLock, in ready.sql, is a
-// transaction lock with its name in the query.)
-// Waits for the session lock of the given name.
+// Waits for the session advisory lock of the given name. A lock's key is
+// a hash of the schema and its name, so that Trellis schemas sharing a
+// database do not share locks; each lock's name is one constant in Go,
+// passed to every query that takes or releases it. (ClaimLock, in
+// ready.sql, is a transaction lock with its name in the query.)
 func (q *Queries) AdvisoryLock(ctx context.Context, name string) error {
 	_, err := q.db.Exec(ctx, advisoryLock, name)
 	return err
@@ -29,7 +27,7 @@ const advisoryTryLock = `-- name: AdvisoryTryLock :one
 SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '.trellis.' || $1::text, 0))::boolean AS locked
 `
 
-// Takes the session lock of the given name if it is free.
+// Takes the session advisory lock of the given name if it is free.
 func (q *Queries) AdvisoryTryLock(ctx context.Context, name string) (bool, error) {
 	row := q.db.QueryRow(ctx, advisoryTryLock, name)
 	var locked bool
@@ -41,7 +39,7 @@ const advisoryUnlock = `-- name: AdvisoryUnlock :exec
 SELECT pg_advisory_unlock(hashtextextended(current_schema() || '.trellis.' || $1::text, 0))
 `
 
-// Releases the session lock of the given name.
+// Releases the session advisory lock of the given name.
 func (q *Queries) AdvisoryUnlock(ctx context.Context, name string) error {
 	_, err := q.db.Exec(ctx, advisoryUnlock, name)
 	return err

@@ -19,6 +19,7 @@ type MigrationRecordParams struct {
 	Name    string
 }
 
+// Records a migration as applied, in the migration's own transaction.
 func (q *Queries) MigrationRecord(ctx context.Context, arg MigrationRecordParams) error {
 	_, err := q.db.Exec(ctx, migrationRecord, arg.Version, arg.Name)
 	return err
@@ -33,6 +34,7 @@ type MigrationsAppliedRow struct {
 	AppliedAt time.Time
 }
 
+// The migrations applied, and when.
 func (q *Queries) MigrationsApplied(ctx context.Context) ([]MigrationsAppliedRow, error) {
 	rows, err := q.db.Query(ctx, migrationsApplied)
 	if err != nil {
@@ -54,13 +56,11 @@ func (q *Queries) MigrationsApplied(ctx context.Context) ([]MigrationsAppliedRow
 }
 
 const migrationsTableExists = `-- name: MigrationsTableExists :one
-
 SELECT (to_regclass('trellis_migrations') IS NOT NULL)::boolean AS exists
 `
 
-// Migration bookkeeping. The table is created by
-// schema/bootstrap/trellis_migrations.sql; the migrations themselves are
-// schema/NNNN_*.sql, run as they are.
+// Whether the bookkeeping table exists (Migrate creates it from
+// schema/bootstrap/trellis_migrations.sql before the first migration).
 func (q *Queries) MigrationsTableExists(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, migrationsTableExists)
 	var exists bool
