@@ -56,7 +56,7 @@ RETURNING id;
 UPDATE trellis_runs r
 SET unresolved = (
     SELECT count(*) FROM trellis_tasks t
-    WHERE t.run_id = r.id AND t.kind <> 2 AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+    WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
 )
 WHERE r.id = @id;
 

@@ -4,7 +4,7 @@
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
     SELECT t.run_id, t.step, t.kind,
-           CASE WHEN t.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
+           CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, @now
     FROM (
         -- parents: one array literal per task, such as {0,2}.
@@ -95,7 +95,7 @@ WITH locked AS (
     SET unresolved = r.unresolved - c.n,
         status = CASE WHEN r.unresolved - c.n = 0 THEN 'COMPLETED' ELSE r.status END,
         finished_at = CASE WHEN r.unresolved - c.n = 0 THEN @now ELSE r.finished_at END
-    FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> 2 GROUP BY run_id) c
+    FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> trellis_kind_on_failure() GROUP BY run_id) c
     WHERE r.id = c.run_id AND r.status = 'RUNNING'
     RETURNING r.id, r.unresolved = 0 AS finished
 ), events AS (
@@ -184,12 +184,12 @@ WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step =
 WITH input AS (
     SELECT * FROM (SELECT u.*, row_number() OVER () AS ord FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt, unnest(@errors::text[]) AS error, unnest(@timed_out::boolean[]) AS timed_out) u) AS i
 ), live AS (
-    SELECT i.*, t.kind, row_number() OVER (PARTITION BY i.run_id, t.kind = 2 ORDER BY i.ord) AS nth
+    SELECT i.*, t.kind, row_number() OVER (PARTITION BY i.run_id, t.kind = trellis_kind_on_failure() ORDER BY i.ord) AS nth
     FROM input i
     JOIN trellis_tasks t ON t.run_id = i.run_id AND t.step = i.step
     WHERE t.status = 'RUNNING' AND t.attempt = i.attempt
 ), chosen AS (
-    SELECT * FROM live WHERE kind = 2 OR nth = 1
+    SELECT * FROM live WHERE kind = trellis_kind_on_failure() OR nth = 1
 ), applied AS (
     UPDATE trellis_tasks t
     SET status = 'FAILED', error = c.error, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
@@ -220,12 +220,12 @@ WITH unqueued AS (
     DELETE FROM trellis_ready q
     USING trellis_tasks t
     WHERE q.run_id = ANY (@run_ids::uuid[]) AND t.run_id = q.run_id AND t.step = q.step
-      AND (t.kind <> 2 OR @with_handler::boolean)
+      AND (t.kind <> trellis_kind_on_failure() OR @with_handler::boolean)
 )
 DELETE FROM trellis_timers m
 USING trellis_tasks t
 WHERE m.run_id = ANY (@run_ids::uuid[]) AND t.run_id = m.run_id AND t.step = m.step
-  AND (t.kind <> 2 OR @with_handler::boolean);
+  AND (t.kind <> trellis_kind_on_failure() OR @with_handler::boolean);
 
 -- name: TasksCancelUnfinished :many
 -- Cancels every unfinished task of the given runs (the failure handler too
@@ -236,7 +236,7 @@ WITH cancelled AS (
     SET status = 'CANCELLED', updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     WHERE t.run_id = ANY (@run_ids::uuid[])
       AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
-      AND (t.kind <> 2 OR @with_handler::boolean)
+      AND (t.kind <> trellis_kind_on_failure() OR @with_handler::boolean)
     RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING cancelled c WHERE l.run_id = c.run_id AND l.step = c.step
@@ -251,7 +251,7 @@ SELECT run_id, step, attempt FROM cancelled;
 WITH handlers AS (
     UPDATE trellis_tasks t
     SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at)
-    WHERE t.run_id = ANY (@run_ids::uuid[]) AND t.kind = 2 AND t.status = 'PENDING'
+    WHERE t.run_id = ANY (@run_ids::uuid[]) AND t.kind = trellis_kind_on_failure() AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
@@ -277,7 +277,7 @@ WITH input AS (
     SELECT * FROM (SELECT unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending) AS i
 ), reset AS (
     UPDATE trellis_tasks t
-    SET status = CASE WHEN i.pending = 0 AND t.kind <> 2 THEN 'QUEUED' ELSE 'PENDING' END,
+    SET status = CASE WHEN i.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
         pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
         worker = NULL, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = NULL
     FROM input i

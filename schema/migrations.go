@@ -15,6 +15,12 @@ import (
 //go:embed *.sql
 var migrationFiles embed.FS
 
+// MigrationsTable creates the table recording which migrations have been
+// applied, unless it exists. It is not a migration: it runs before them.
+//
+//go:embed bootstrap/trellis_migrations.sql
+var MigrationsTable string
+
 // Migration is one numbered change to the Postgres schema.
 type Migration struct {
 	Version int

@@ -51,7 +51,9 @@ type elector struct {
 	leads  bool
 }
 
-const leaderKey = `hashtextextended(current_schema() || '.trellis.leader', 0)`
+// leaderLock names the leader's advisory lock (see AdvisoryTryLock in
+// queries/coordination.sql); taking and releasing it both use it.
+const leaderLock = "leader"
 
 // leaderOpTimeout bounds each round trip of the elector, so that a
 // connection that hangs (rather than breaks) cannot hold the leader's loop.
@@ -76,10 +78,12 @@ func (e *elector) TryLead(ctx context.Context) (bool, error) {
 		}
 		e.conn = conn
 	}
-	if err := e.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+leaderKey+`)`).Scan(&e.leads); err != nil {
+	leads, err := dbsqlc.New(e.conn).AdvisoryTryLock(ctx, leaderLock)
+	if err != nil {
 		e.closeLocked()
 		return false, wrap(err, "seeking leadership")
 	}
+	e.leads = leads
 	return e.leads, nil
 }
 
@@ -91,7 +95,7 @@ func (e *elector) Resign(ctx context.Context) error {
 	}
 	var err error
 	if e.leads {
-		_, err = e.conn.Exec(ctx, `SELECT pg_advisory_unlock(`+leaderKey+`)`)
+		err = dbsqlc.New(e.conn).AdvisoryUnlock(ctx, leaderLock)
 	}
 	e.closeLocked()
 	return wrap(err, "resigning leadership")
@@ -173,11 +177,12 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, string, error) {
 	if err != nil {
 		return nil, "", wrap(err, "connecting to listen")
 	}
-	var channel string
-	if err := conn.QueryRow(ctx, `SELECT trellis_channel()`).Scan(&channel); err != nil {
+	channel, err := dbsqlc.New(conn).NotifyChannel(ctx)
+	if err != nil {
 		_ = conn.Close(ctx)
 		return nil, "", wrap(err, "listening")
 	}
+	// Not in sqlc: LISTEN takes an identifier, which no query parameter can be.
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		_ = conn.Close(ctx)
 		return nil, "", wrap(err, "listening")
@@ -195,24 +200,11 @@ const vacuumAfter = 5000
 // minute apart, and busy with the large tables) gets to it. A role that
 // may not vacuum the tables (not their owner) gets an error.
 func (s *Store) Maintain(ctx context.Context) error {
-	tables, err := s.hotTablesToVacuum(ctx)
+	tables, err := s.q.HotTablesToVacuum(ctx, vacuumAfter)
 	if err != nil || len(tables) == 0 {
 		return wrap(err, "reading table statistics")
 	}
+	// Not in sqlc: VACUUM's tables are identifiers, which no query parameter can be.
 	_, err = s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+strings.Join(tables, ", "))
 	return wrap(err, "vacuuming "+strings.Join(tables, ", "))
-}
-
-// hotTablesToVacuum lists the hot tables of this schema with more than
-// vacuumAfter dead rows. (A statistics view, which sqlc does not model.)
-func (s *Store) hotTablesToVacuum(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT relname::text FROM pg_stat_user_tables
-		WHERE schemaname = current_schema()
-		  AND relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
-		  AND n_dead_tup > $1`, vacuumAfter)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

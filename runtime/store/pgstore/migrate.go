@@ -8,14 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/effectivelabs/trellis/schema"
 )
 
-const migrationsTable = `CREATE TABLE IF NOT EXISTS trellis_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)`
+// migrateLock names the advisory lock Migrate holds (see AdvisoryLock in
+// queries/coordination.sql); taking and releasing it both use it.
+const migrateLock = "migrate"
 
 // MigrationState is a migration and whether it has been applied.
 type MigrationState struct {
@@ -33,21 +32,27 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]schema.Migration, error
 	if err != nil {
 		return nil, err
 	}
+	return migrate(ctx, pool, all)
+}
+
+// migrate applies those of the migrations all that are pending; all is
+// every migration this binary knows, in order.
+func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration) ([]schema.Migration, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: migrating: %w", err)
 	}
 	defer conn.Release()
-	const lock = `SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.migrate', 0))`
-	const unlock = `SELECT pg_advisory_unlock(hashtextextended(current_schema() || '.trellis.migrate', 0))`
-	if _, err := conn.Exec(ctx, lock); err != nil {
+	q := dbsqlc.New(conn)
+	if err := q.AdvisoryLock(ctx, migrateLock); err != nil {
 		return nil, fmt.Errorf("pgstore: migrating: taking the migration lock: %w", err)
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), unlock) }()
-	if _, err := conn.Exec(ctx, migrationsTable); err != nil {
+	defer func() { _ = q.AdvisoryUnlock(context.WithoutCancel(ctx), migrateLock) }()
+	// Not in sqlc: this is schema (which sqlc reads too), run as the file says.
+	if _, err := conn.Exec(ctx, schema.MigrationsTable); err != nil {
 		return nil, fmt.Errorf("pgstore: migrating: %w", err)
 	}
-	applied, err := appliedVersions(ctx, conn.Conn())
+	applied, err := appliedVersions(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +67,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]schema.Migration, error
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			// Not in sqlc: a migration is many statements, sent as one text.
 			if _, err := tx.Conn().PgConn().Exec(ctx, m.SQL).ReadAll(); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO trellis_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return err
+			return q.WithTx(tx).MigrationRecord(ctx, dbsqlc.MigrationRecordParams{Version: int32(m.Version), Name: m.Name})
 		})
 		if err != nil {
 			return done, fmt.Errorf("pgstore: applying migration %04d_%s: %w", m.Version, m.Name, err)
@@ -83,18 +88,14 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]MigrationState,
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pool.Acquire(ctx)
+	q := dbsqlc.New(pool)
+	exists, err := q.MigrationsTableExists(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: migration status: %w", err)
-	}
-	defer conn.Release()
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass('trellis_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("pgstore: migration status: %w", err)
 	}
 	applied := map[int]time.Time{}
 	if exists {
-		if applied, err = appliedVersions(ctx, conn.Conn()); err != nil {
+		if applied, err = appliedVersions(ctx, q); err != nil {
 			return nil, err
 		}
 	}
@@ -108,20 +109,14 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]MigrationState,
 	return out, nil
 }
 
-func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[int]time.Time, error) {
-	rows, err := conn.Query(ctx, `SELECT version, applied_at FROM trellis_migrations`)
+func appliedVersions(ctx context.Context, q *dbsqlc.Queries) (map[int]time.Time, error) {
+	rows, err := q.MigrationsApplied(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: reading applied migrations: %w", err)
 	}
-	defer rows.Close()
-	out := map[int]time.Time{}
-	for rows.Next() {
-		var v int
-		var at time.Time
-		if err := rows.Scan(&v, &at); err != nil {
-			return nil, err
-		}
-		out[v] = at
+	out := make(map[int]time.Time, len(rows))
+	for _, r := range rows {
+		out[int(r.Version)] = r.AppliedAt
 	}
-	return out, rows.Err()
+	return out, nil
 }

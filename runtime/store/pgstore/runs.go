@@ -126,7 +126,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 		for _, t := range r.Tasks {
 			tasks.RunIds = append(tasks.RunIds, r.ID)
 			tasks.Steps = append(tasks.Steps, int16(t.Step))
-			tasks.Kinds = append(tasks.Kinds, int16(t.Kind))
+			tasks.Kinds = append(tasks.Kinds, kindToDB(t.Kind))
 			tasks.Parents = append(tasks.Parents, arrayLiteral(t.Parents))
 			tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
 			tasks.Plains = append(tasks.Plains, t.Plain)
@@ -187,7 +187,7 @@ func (s *Store) ListTasks(ctx context.Context, run uuid.UUID) ([]store.Task, err
 	out := make([]store.Task, len(rows))
 	for i, r := range rows {
 		out[i] = store.Task{
-			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: dag.Kind(r.Kind), Status: dag.TaskStatus(r.Status),
+			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: dag.TaskStatus(r.Status),
 			Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
 			WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
 		}

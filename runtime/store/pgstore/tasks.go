@@ -59,7 +59,7 @@ func attempt(run uuid.UUID, step int16, n int32) store.Attempt {
 
 func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
 	c := store.ClaimedTask{
-		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: dag.Kind(r.Kind), Attempt: int(r.Attempt),
+		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Attempt: int(r.Attempt),
 		PriorAttempts: int(r.PriorAttempts), Woken: r.Wake, Plain: r.Plain, Workflow: r.Workflow,
 		Version: r.Version, Tenant: r.Tenant, Input: r.Input, FailedStep: int(r.FailedStep), Error: r.Error,
 	}
@@ -245,7 +245,7 @@ func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Fa
 			res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 			continue
 		}
-		if dag.Kind(row.Kind) == dag.KindOnFailure {
+		if kindFromDB(row.Kind) == dag.KindOnFailure {
 			continue
 		}
 		runs.RunIds = append(runs.RunIds, row.RunID)
@@ -384,7 +384,7 @@ func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []d
 	var failures []store.Failure
 	for _, l := range leases {
 		a := attempt(l.RunID, l.Step, l.Attempt)
-		sleep := dag.Kind(l.Kind) == dag.KindSleep
+		sleep := kindFromDB(l.Kind) == dag.KindSleep
 		if sleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
 			requeue.RunIds = append(requeue.RunIds, l.RunID)
 			requeue.Steps = append(requeue.Steps, l.Step)

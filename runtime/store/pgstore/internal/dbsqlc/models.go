@@ -30,6 +30,12 @@ type TrellisLease struct {
 	ClaimedAt time.Time
 }
 
+type TrellisMigration struct {
+	Version   int32
+	Name      string
+	AppliedAt time.Time
+}
+
 type TrellisReady struct {
 	RunID    uuid.UUID
 	Step     int16
@@ -55,8 +61,9 @@ type TrellisRun struct {
 }
 
 type TrellisTask struct {
-	RunID         uuid.UUID
-	Step          int16
+	RunID uuid.UUID
+	Step  int16
+	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler
 	Kind          int16
 	Status        string
 	Parents       []int16

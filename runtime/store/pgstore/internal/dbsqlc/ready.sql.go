@@ -26,7 +26,7 @@ const readyClaim = `-- name: ReadyClaim :many
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE cardinality($1::text[]) = 0 OR q.workflow = ANY ($1::text[])
+    WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
     ORDER BY q.qid
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -96,9 +96,9 @@ type ReadyClaimRow struct {
 // Takes up to lim tasks of the given workflows from the ready queue in
 // fair order, marks them RUNNING for the worker under a fresh lease, and
 // returns them with their run's facts and their parents' statuses and
-// outputs. Plain tasks get their STARTED
-// event here. A queue entry whose task is no longer QUEUED (its run was
-// cancelled meanwhile) is dropped.
+// outputs. Plain tasks get their STARTED event here. A queue entry whose
+// task is no longer QUEUED (its run was cancelled meanwhile) is dropped.
+// (Rendered from ready.sql.tmpl, which it shares with ReadyClaimLimited.)
 func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]ReadyClaimRow, error) {
 	rows, err := q.db.Query(ctx, readyClaim,
 		arg.Workflows,
@@ -149,7 +149,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, tenant FROM trellis_ready
-        WHERE cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[])
+        WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
         ORDER BY qid
         LIMIT $2::int
     ) q
@@ -163,6 +163,8 @@ WITH running AS (
     LIMIT $4
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
+    -- run_id = ANY (...) lets the primary key find the rows; a plain join
+    -- would be planned as a scan of the whole queue.
     DELETE FROM trellis_ready q
     WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
@@ -225,11 +227,11 @@ type ReadyClaimLimitedRow struct {
 	ParentOutputs  [][]byte
 }
 
-// ReadyClaim under a per-tenant cap on running tasks. From taken on it
-// repeats ReadyClaim (sqlc has no shared fragments): change both together;
-// the store conformance suite runs both. The caller holds
-// the claim lock (ClaimLock), so that concurrent claims cannot together
-// exceed the cap.
+// ReadyClaim under a per-tenant cap on running tasks: it picks only tasks
+// of tenants under the cap, among the first scan queued tasks, and claims
+// them as ReadyClaim does. The caller holds the claim lock (ClaimLock),
+// so that concurrent claims cannot together exceed the cap.
+// (Rendered from ready.sql.tmpl, which it shares with ReadyClaim.)
 func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedParams) ([]ReadyClaimLimitedRow, error) {
 	rows, err := q.db.Query(ctx, readyClaimLimited,
 		arg.Workflows,

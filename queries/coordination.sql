@@ -1,0 +1,30 @@
+-- name: AdvisoryLock :exec
+-- Waits for the session advisory lock of the given name. A lock's key is
+-- a hash of the schema and its name, so that Trellis schemas sharing a
+-- database do not share locks; each lock's name is one constant in Go,
+-- passed to every query that takes or releases it. (ClaimLock, in
+-- ready.sql, is a transaction lock with its name in the query.)
+SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0));
+
+-- name: AdvisoryTryLock :one
+-- Takes the session advisory lock of the given name if it is free.
+SELECT pg_try_advisory_lock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0))::boolean AS locked;
+
+-- name: AdvisoryUnlock :exec
+-- Releases the session advisory lock of the given name.
+SELECT pg_advisory_unlock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0));
+
+-- name: NotifyChannel :one
+-- The NOTIFY channel of this schema, to LISTEN on.
+SELECT trellis_channel()::text AS channel;
+
+-- name: HotTablesToVacuum :many
+-- Those of this schema's hot tables (the ones every task passes through)
+-- holding more than dead_rows dead rows, by the statistics collector's
+-- count (the n_dead_tup of pg_stat_user_tables).
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace
+  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
+  AND pg_stat_get_dead_tuples(c.oid) > @dead_rows::bigint
+ORDER BY c.relname;
