@@ -20,7 +20,7 @@ test-short:
 	$(GO) test -count=1 ./...
 
 ## soak: the fault suite at full size (3,000 runs, 20 kill -9s, 6 Postgres
-## stops and crashes per test) on throwaway clusters; about 4 minutes.
+## stops and crashes per test) on throwaway clusters; about 5 minutes.
 soak:
 	TRELLIS_SOAK=1 $(GO) test -count=1 -v -timeout 60m -run '^TestFault' ./runtime/store/pgstore/
 
