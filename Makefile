@@ -4,6 +4,10 @@
 GO      ?= go
 SQLC    ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.30.0
 TRELLIS ?= $(GO) run ./cmd/trellis
+# golangci-lint, pinned, built from source by go run (cached after the
+# first build), so that a fresh machine needs nothing but Go; v2.15.0
+# needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 .PHONY: all test test-short soak generate check-generated lint lint-examples example bench ci
 
@@ -36,10 +40,12 @@ check-generated: generate
 	@test -z "$$(git status --porcelain --untracked-files=all -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc)" || \
 		(echo "generate created untracked files:" >&2; git status --porcelain -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc >&2; exit 1)
 
-## lint: formatting and vet.
+## lint: formatting, vet and golangci-lint (.golangci.yml says which
+## linters and why).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
 	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/...
+	$(GOLANGCI_LINT) run ./... ./testdata/acceptance/... ./testdata/multiproc/...
 
 ## lint-examples: trellis lint over every workflow file in the repository
 ## that is meant to be valid.

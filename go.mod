@@ -30,3 +30,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240826202546-f6391c0de4c7 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )
+
+tool github.com/effectivelabs/trellis/cmd/trellis

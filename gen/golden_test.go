@@ -66,7 +66,7 @@ func TestGolden(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) { testInvalidCase(t, g, c) })
 			continue
 		}
-		packages = append(packages, "./"+filepath.ToSlash(filepath.Join("testdata/gen", c.name)))
+		packages = append(packages, "./testdata/gen/"+c.name)
 		t.Run(c.name, func(t *testing.T) { testValidCase(t, g, c) })
 	}
 	if len(packages) < 3 {

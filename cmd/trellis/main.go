@@ -2,9 +2,14 @@
 // files, generates their Go code, applies the Postgres schema (migrate)
 // and measures the engine (bench). Run trellis help for the commands.
 //
-// Use it from go generate:
+// Use it from go generate as a tool of your module (Go 1.24 or newer):
 //
-//	//go:generate go run github.com/effectivelabs/trellis/cmd/trellis generate orders.yaml
+//	go mod edit -tool github.com/effectivelabs/trellis/cmd/trellis
+//	go mod tidy
+//
+// and, beside the workflow file,
+//
+//	//go:generate go tool trellis generate orders.yaml
 package main
 
 import (

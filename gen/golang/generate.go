@@ -2,6 +2,7 @@ package golang
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/format"
 	"go/parser"
@@ -88,16 +89,16 @@ func formatSource(file string, src []byte) ([]byte, error) {
 
 // offendingLine quotes the source line a scanner error points at.
 func offendingLine(src []byte, err error) string {
-	var list scanner.ErrorList
-	var line int
-	switch e := err.(type) {
-	case scanner.ErrorList:
-		list = e
-	case *scanner.Error:
-		line = e.Pos.Line
-	}
-	if len(list) > 0 {
+	var (
+		list scanner.ErrorList
+		one  *scanner.Error
+		line int
+	)
+	switch {
+	case errors.As(err, &list) && len(list) > 0:
 		line = list[0].Pos.Line
+	case errors.As(err, &one):
+		line = one.Pos.Line
 	}
 	lines := strings.Split(string(src), "\n")
 	if line < 1 || line > len(lines) {

@@ -51,7 +51,7 @@ func dashHint(msg string, s *Step) string {
 	for _, p := range s.Parents {
 		head, _, ok := strings.Cut(p.Name, "-")
 		if ok && strings.Contains(msg, fmt.Sprintf("%q is not a parent", head)) {
-			return fmt.Sprintf("; CEL reads parents.%s as a subtraction: write parents.`%s`", p.Name, p.Name)
+			return fmt.Sprintf("; CEL reads parents.%s as a subtraction: write parents.%#q", p.Name, p.Name)
 		}
 	}
 	return ""

@@ -158,7 +158,8 @@ func TestSortedDropsSchemaDuplicates(t *testing.T) {
 func TestClosest(t *testing.T) {
 	keys := []string{"name", "parents", "skipIf", "maxRetries", "maxDelay"}
 	tests := map[string]string{
-		"nmae": "name", "parent": "parents", "skipif": "skipIf", "maxRetry": "maxRetries",
+		"nmae":   "name", //nolint:misspell // a typo to correct
+		"parent": "parents", "skipif": "skipIf", "maxRetry": "maxRetries",
 		"color": "", "max": "",
 	}
 	for word, want := range tests {

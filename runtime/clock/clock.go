@@ -6,6 +6,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -74,7 +75,7 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *deadlineCtx) Err() error {
 	err := c.Context.Err()
-	if err != nil && context.Cause(c.Context) == context.DeadlineExceeded {
+	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
 		return context.DeadlineExceeded
 	}
 	return err

@@ -8,6 +8,7 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,15 +244,15 @@ func Cycle(parents [][]int) []int {
 				for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
 					path[l], path[r] = path[r], path[l]
 				}
-				// Start at the earliest-declared node so the report is stable.
+				// Start at the earliest-declared node so the report is
+				// stable, and end where it starts.
 				low := 0
 				for i := range path {
 					if path[i] < path[low] {
 						low = i
 					}
 				}
-				path = append(path[low:], path[:low]...)
-				found = append(path, path[0])
+				found = slices.Concat(path[low:], path[:low], path[low:low+1])
 				return true
 			case unvisited:
 				if visit(p) {

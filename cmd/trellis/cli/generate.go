@@ -44,7 +44,7 @@ func (GenerateCommand) Summary() string { return "generate Go code from workflow
 // Run implements Command.
 func (c GenerateCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(c.Name(), "[-package name] [files or directories]",
-		"Generate writes <name>.gen.go beside each workflow file <name>.yaml. It runs\nthe checks of trellis lint first and writes nothing if any file has a problem.\nUse it from go generate:\n\n\t//go:generate go run github.com/effectivelabs/trellis/cmd/trellis generate orders.yaml")
+		"Generate writes <name>.gen.go beside each workflow file <name>.yaml. It runs\nthe checks of trellis lint first and writes nothing if any file has a problem.\nUse it from go generate, as a tool of your module\n(go mod edit -tool github.com/effectivelabs/trellis/cmd/trellis):\n\n\t//go:generate go tool trellis generate orders.yaml")
 	opts := GenerateOptions{}
 	fs.StringVar(&opts.Package, "package", "", "Go package `name` of the generated files (default: the package of the directory's Go files, else the directory name)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {

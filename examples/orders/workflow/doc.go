@@ -8,4 +8,4 @@
 // After editing orders.yaml, run go generate ./... to refresh the code.
 package workflow
 
-//go:generate go run github.com/effectivelabs/trellis/cmd/trellis generate orders.yaml
+//go:generate go tool trellis generate orders.yaml

@@ -64,7 +64,11 @@ func startCluster(ctx context.Context, db *database, cmd WorkerCommand, n int, s
 		case <-p.ready.ch:
 		case <-p.exited:
 			c.kill()
-			return nil, fmt.Errorf("worker %s exited before it was ready: %v%s", p.name, p.err, p.stderr.excerpt())
+			err := p.err
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return nil, fmt.Errorf("worker %s exited before it was ready: %w%s", p.name, err, p.stderr.excerpt())
 		case <-deadline.C:
 			c.kill()
 			return nil, fmt.Errorf("worker %s not ready after %v%s", p.name, readyTimeout, p.stderr.excerpt())
@@ -119,7 +123,7 @@ func (c *cluster) stop() error {
 		select {
 		case <-p.exited:
 			if p.err != nil {
-				errs = append(errs, fmt.Errorf("worker %s: %v%s", p.name, p.err, p.stderr.excerpt()))
+				errs = append(errs, fmt.Errorf("worker %s: %w%s", p.name, p.err, p.stderr.excerpt()))
 			}
 		case <-grace.C:
 			errs = append(errs, fmt.Errorf("worker %s did not stop in time; killed", p.name))

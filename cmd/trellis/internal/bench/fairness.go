@@ -81,7 +81,8 @@ const (
 	tenantB = "tenant-b"
 )
 
-// RunLoneTenant: tenant B holds a backlog of o.FairnessBacklog
+// RunLoneTenant measures how long one task waits behind another
+// tenant's backlog: tenant B holds a backlog of o.FairnessBacklog
 // single-step runs; once o.FairnessWorkers workers are working on it,
 // tenant A triggers one run. It counts what started between A's task
 // being queued and starting.
@@ -150,7 +151,8 @@ func RunLoneTenant(ctx context.Context, o Options) (res LoneTenant, err error) {
 	return res, nil
 }
 
-// RunSharedBacklog: o.FairnessTenants tenants each insert
+// RunSharedBacklog measures how evenly tenants with equal backlogs are
+// served: o.FairnessTenants tenants each insert
 // o.FairnessRuns single-step runs (interleaved, in chunks), then
 // o.FairnessWorkers workers burn them down. It reports each tenant's
 // share of the tasks completed in the first half of the burn-down.
