@@ -81,7 +81,7 @@ func TestStepAdapterErrorsAreNonRetryable(t *testing.T) {
 func TestRootAndFailureAdapters(t *testing.T) {
 	boom := errors.New("boom")
 	out, err := runtime.RootStepNoOutput(func(context.Context, adaptIn) error { return boom })(context.Background(), adaptRequest(`{}`, nil))
-	if out != nil || err != boom {
+	if out != nil || !errors.Is(err, boom) {
 		t.Errorf("RootStepNoOutput = %s, %v; want nil, the step's error", out, err)
 	}
 	out, err = runtime.RootStep(func(_ context.Context, in adaptIn) (adaptOut, error) { return adaptOut{V: in.N}, nil })(context.Background(), adaptRequest(`{"n":4}`, nil))

@@ -110,7 +110,8 @@ func (d *Driver) wait(ctx context.Context, id RunID) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return res, res.Err()
+	err = res.Err()
+	return res, err
 }
 
 // fireTimers fires every durable timer that is due: sleeping tasks wake

@@ -49,7 +49,7 @@ func Example() {
 	if err := engine.Start(ctx); err != nil {
 		panic(err)
 	}
-	defer engine.Stop(ctx)
+	defer func() { _ = engine.Stop(ctx) }() // on shutdown: finish running steps, hand over leadership
 
 	res, err := greet.Run(ctx, json.RawMessage(`{"name":"Ada","quiet":true}`))
 	if err != nil {

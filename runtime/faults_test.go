@@ -354,8 +354,8 @@ func testStuckRunIsReported(t *testing.T, s store.Store) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	line := logs.String()[strings.Index(logs.String(), "run making no progress"):]
-	line = line[:strings.IndexByte(line, '\n')]
+	_, line, _ := strings.Cut(logs.String(), "run making no progress")
+	line, _, _ = strings.Cut(line, "\n")
 	for _, want := range []string{"run=" + ref.ID.String(), "workflow=hangs", "s RUNNING since", "on worker w"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("stuck log line %q lacks %q", line, want)

@@ -144,7 +144,8 @@ func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 		case err == nil:
 			res = current
 			if res.Status.Terminal() {
-				return res, res.Err()
+				err := res.Err()
+				return res, err
 			}
 		case !isTransient(err) || ctx.Err() != nil:
 			return nil, err

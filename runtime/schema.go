@@ -55,6 +55,7 @@ func (s *schema) problems(root string, data []byte) ([]FieldProblem, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
+		//nolint:nilerr // invalid JSON is a problem of the document, reported like the others, not a failure to validate
 		return []FieldProblem{{Field: root, Message: "not valid JSON: " + err.Error()}}, nil
 	}
 	err := s.compiled.Validate(v)

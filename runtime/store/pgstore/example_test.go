@@ -30,7 +30,11 @@ func Example() {
 	if err := engine.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer engine.Stop(ctx)
+	// ... until the process is told to stop (SIGTERM), then finish the
+	// running steps and hand over leadership:
+	if err := engine.Stop(ctx); err != nil {
+		log.Print(err)
+	}
 }
 
 // A run created in the caller's transaction exists if and only if the

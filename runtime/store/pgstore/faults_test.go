@@ -103,7 +103,7 @@ const chaosWork = 10 * time.Millisecond
 type chaosSteps struct{ journal *journal }
 
 func (s *chaosSteps) A(ctx context.Context, in multiproc.ChaosInput) (multiproc.ChaosAOutput, error) {
-	return multiproc.ChaosAOutput{N: in.N}, s.journal.record(ctx, false)
+	return multiproc.ChaosAOutput(in), s.journal.record(ctx, false)
 }
 
 func (s *chaosSteps) B(ctx context.Context, _ multiproc.ChaosInput, _ multiproc.ChaosBParents) error {

@@ -86,7 +86,7 @@ func TestTriggerInCallerTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := client.Run(ctx, multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx))); err == nil {
 		t.Error("Run inside a transaction did not refuse")
 	}
@@ -112,7 +112,7 @@ func TestMemoryStoreRefusesTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(t.Context())
+	defer func() { _ = tx.Rollback(t.Context()) }()
 	if _, err := client.RunNoWait(t.Context(), multiproc.PingInput{}, runtime.WithTx(pgstore.Tx(tx))); !errors.Is(err, errTxUnsupported()) {
 		t.Errorf("memory store with a transaction = %v, want ErrTxUnsupported", err)
 	}

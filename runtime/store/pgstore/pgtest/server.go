@@ -116,7 +116,7 @@ func (s *Server) pgctl(args ...string) error {
 	args = append([]string{"-D", s.data(), "-l", filepath.Join(s.dir, "log"), "-w"}, args...)
 	out, err := s.command(filepath.Join(s.bin, "pg_ctl"), args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctl %v: %v\n%s", args, err, bytes.TrimSpace(out))
+		return fmt.Errorf("pg_ctl %v: %w\n%s", args, err, bytes.TrimSpace(out))
 	}
 	return nil
 }
