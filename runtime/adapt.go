@@ -37,27 +37,35 @@ const SupportsGeneratedCodeV2 = true
 // did not complete, are NonRetryable errors: the same bytes would fail
 // again.
 func Step[In, P, O any](fn func(context.Context, In, P) (O, error)) StepFunc {
-	decode := parentsDecoder[P]()
-	return func(ctx context.Context, req *StepRequest) (json.RawMessage, error) {
-		in, err := decodeInput[In](req.Info.Workflow, req.Input)
-		if err != nil {
-			return nil, err
-		}
-		parents, err := decode(req)
-		if err != nil {
-			return nil, err
-		}
-		out, err := fn(ctx, in, parents)
+	return adapt(parentsDecoder[P](), func(ctx context.Context, in In, p P) (json.RawMessage, error) {
+		out, err := fn(ctx, in, p)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(out)
-	}
+	})
 }
 
 // StepNoOutput is Step for a step without output.
 func StepNoOutput[In, P any](fn func(context.Context, In, P) error) StepFunc {
-	decode := parentsDecoder[P]()
+	return adapt(parentsDecoder[P](), func(ctx context.Context, in In, p P) (json.RawMessage, error) {
+		return nil, fn(ctx, in, p)
+	})
+}
+
+// RootStep is Step for a step without parents.
+func RootStep[In, O any](fn func(context.Context, In) (O, error)) StepFunc {
+	return Step(func(ctx context.Context, in In, _ struct{}) (O, error) { return fn(ctx, in) })
+}
+
+// RootStepNoOutput is Step for a step without parents and without output.
+func RootStepNoOutput[In any](fn func(context.Context, In) error) StepFunc {
+	return StepNoOutput(func(ctx context.Context, in In, _ struct{}) error { return fn(ctx, in) })
+}
+
+// adapt is what every step adapter does: decode the run input and the
+// parents, then call the step.
+func adapt[In, P any](decode func(*StepRequest) (P, error), call func(context.Context, In, P) (json.RawMessage, error)) StepFunc {
 	return func(ctx context.Context, req *StepRequest) (json.RawMessage, error) {
 		in, err := decodeInput[In](req.Info.Workflow, req.Input)
 		if err != nil {
@@ -67,33 +75,7 @@ func StepNoOutput[In, P any](fn func(context.Context, In, P) error) StepFunc {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fn(ctx, in, parents)
-	}
-}
-
-// RootStep is Step for a step without parents.
-func RootStep[In, O any](fn func(context.Context, In) (O, error)) StepFunc {
-	return func(ctx context.Context, req *StepRequest) (json.RawMessage, error) {
-		in, err := decodeInput[In](req.Info.Workflow, req.Input)
-		if err != nil {
-			return nil, err
-		}
-		out, err := fn(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
-	}
-}
-
-// RootStepNoOutput is Step for a step without parents and without output.
-func RootStepNoOutput[In any](fn func(context.Context, In) error) StepFunc {
-	return func(ctx context.Context, req *StepRequest) (json.RawMessage, error) {
-		in, err := decodeInput[In](req.Info.Workflow, req.Input)
-		if err != nil {
-			return nil, err
-		}
-		return nil, fn(ctx, in)
+		return call(ctx, in, parents)
 	}
 }
 
