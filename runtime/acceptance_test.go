@@ -15,7 +15,7 @@ import (
 
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
@@ -101,22 +101,22 @@ func (c *calls) list() []string {
 	return slices.Clone(c.steps)
 }
 
-func trail(types ...dag.EventType) []dag.EventType { return types }
+func trail(types ...store.EventType) []store.EventType { return types }
 
 const (
-	queued    = dag.EventQueued
-	started   = dag.EventStarted
-	completed = dag.EventCompleted
-	skipped   = dag.EventSkipped
-	failed    = dag.EventFailed
-	retrying  = dag.EventRetrying
-	sleeping  = dag.EventSleeping
-	woken     = dag.EventWoken
-	cancelled = dag.EventCancelled
-	timedOut  = dag.EventTimedOut
+	queued    = store.EventQueued
+	started   = store.EventStarted
+	completed = store.EventCompleted
+	skipped   = store.EventSkipped
+	failed    = store.EventFailed
+	retrying  = store.EventRetrying
+	sleeping  = store.EventSleeping
+	woken     = store.EventWoken
+	cancelled = store.EventCancelled
+	timedOut  = store.EventTimedOut
 )
 
-func checkTrail(t *testing.T, h *trellistest.Harness, id runtime.RunID, step string, want []dag.EventType) {
+func checkTrail(t *testing.T, h *trellistest.Harness, id runtime.RunID, step string, want []store.EventType) {
 	t.Helper()
 	if diff := cmp.Diff(want, h.Trail(id, step)); diff != "" {
 		t.Errorf("event trail of %s (-want +got):\n%s", step, diff)
@@ -344,7 +344,7 @@ func testBranchOpen(t *testing.T, newH newHarness) {
 	if !errors.Is(err, runtime.ErrStillRunning) || res.Status != runtime.RunRunning {
 		t.Fatalf("Run = %v, %v; want the run sleeping in the open branch", res.Status, err)
 	}
-	if got := h.Steps(res.ID)["yes-nap"]; got != dag.TaskSleeping {
+	if got := h.Steps(res.ID)["yes-nap"]; got != store.TaskSleeping {
 		t.Fatalf("yes-nap = %s, want SLEEPING", got)
 	}
 	h.Advance(2 * time.Hour)
@@ -357,9 +357,9 @@ func testBranchOpen(t *testing.T, newH newHarness) {
 		t.Errorf("steps ran (-want +got):\n%s", diff)
 	}
 	checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
-		"gate": dag.TaskCompleted, "yes-1": dag.TaskCompleted, "yes-nap": dag.TaskCompleted, "yes-2": dag.TaskCompleted,
-		"no-1": dag.TaskSkipped, "no-2": dag.TaskSkipped, "no-3": dag.TaskSkipped,
-		"merge": dag.TaskCompleted, "announce": dag.TaskCompleted,
+		"gate": store.TaskCompleted, "yes-1": store.TaskCompleted, "yes-nap": store.TaskCompleted, "yes-2": store.TaskCompleted,
+		"no-1": store.TaskSkipped, "no-2": store.TaskSkipped, "no-3": store.TaskSkipped,
+		"merge": store.TaskCompleted, "announce": store.TaskCompleted,
 	})
 	checkTrail(t, h, res.ID, "yes-nap", trail(queued, sleeping, woken, completed))
 	checkTrail(t, h, res.ID, "no-1", trail(queued, skipped))
@@ -386,9 +386,9 @@ func testBranchClosed(t *testing.T, newH newHarness) {
 		t.Errorf("steps ran (-want +got):\n%s", diff)
 	}
 	checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
-		"gate": dag.TaskCompleted, "yes-1": dag.TaskSkipped, "yes-nap": dag.TaskSkipped, "yes-2": dag.TaskSkipped,
-		"no-1": dag.TaskCompleted, "no-2": dag.TaskCompleted, "no-3": dag.TaskCompleted,
-		"merge": dag.TaskCompleted, "announce": dag.TaskCompleted,
+		"gate": store.TaskCompleted, "yes-1": store.TaskSkipped, "yes-nap": store.TaskSkipped, "yes-2": store.TaskSkipped,
+		"no-1": store.TaskCompleted, "no-2": store.TaskCompleted, "no-3": store.TaskCompleted,
+		"merge": store.TaskCompleted, "announce": store.TaskCompleted,
 	})
 	// The skipped branch cascades three levels, the sleep among them, and
 	// says why.
@@ -437,9 +437,9 @@ func testSkipIfOr(t *testing.T, newH newHarness) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := dag.TaskCompleted
+			want := store.TaskCompleted
 			if tt.skipped {
-				want = dag.TaskSkipped
+				want = store.TaskSkipped
 			}
 			if got := h.Steps(res.ID)["announce"]; got != want {
 				t.Errorf("announce = %s, want %s", got, want)
@@ -482,7 +482,7 @@ func testSleepDay(t *testing.T, newH newHarness) {
 	if n := steps.calls.count("after-day"); n != 0 {
 		t.Fatal("after-day ran before the day passed")
 	}
-	if got := h.Steps(ref.ID)["day"]; got != dag.TaskSleeping {
+	if got := h.Steps(ref.ID)["day"]; got != store.TaskSleeping {
 		t.Fatalf("day = %s, want SLEEPING", got)
 	}
 	h.Advance(time.Second)
@@ -512,7 +512,7 @@ func testConcurrentSleeps(t *testing.T, newH newHarness) {
 	}
 	h.Advance(90 * time.Minute)
 	st := h.Steps(ref.ID)
-	if st["short"] != dag.TaskCompleted || st["long"] != dag.TaskSleeping || st["after-both"] != dag.TaskPending {
+	if st["short"] != store.TaskCompleted || st["long"] != store.TaskSleeping || st["after-both"] != store.TaskPending {
 		t.Fatalf("at 1h30: short %s, long %s, after-both %s", st["short"], st["long"], st["after-both"])
 	}
 	h.Advance(90 * time.Minute)
@@ -672,8 +672,8 @@ func testPermanentFailure(t *testing.T, newH newHarness) {
 		t.Errorf("result = %+v", res)
 	}
 	checkSteps(t, h, ref.ID, map[string]runtime.TaskStatus{
-		"prepare": dag.TaskCompleted, "work": dag.TaskFailed, "sidecar": dag.TaskCompleted,
-		"report": dag.TaskCancelled, "audit": dag.TaskCancelled, "alert": dag.TaskCompleted,
+		"prepare": store.TaskCompleted, "work": store.TaskFailed, "sidecar": store.TaskCompleted,
+		"report": store.TaskCancelled, "audit": store.TaskCancelled, "alert": store.TaskCompleted,
 	})
 	if n := steps.calls.count("work"); n != 3 {
 		t.Errorf("work ran %d times, want 3 (maxRetries 2)", n)
@@ -826,8 +826,8 @@ func testCancelSleeping(t *testing.T, newH newHarness) {
 		t.Errorf("Wait error = %v, want ErrRunCancelled", err)
 	}
 	checkSteps(t, h, ref.ID, map[string]runtime.TaskStatus{
-		"start": dag.TaskCompleted, "short": dag.TaskCompleted, "day": dag.TaskCancelled, "long": dag.TaskCancelled,
-		"after-both": dag.TaskCancelled, "after-day": dag.TaskCancelled,
+		"start": store.TaskCompleted, "short": store.TaskCompleted, "day": store.TaskCancelled, "long": store.TaskCancelled,
+		"after-both": store.TaskCancelled, "after-day": store.TaskCancelled,
 	})
 	checkTrail(t, h, ref.ID, "day", trail(queued, sleeping, cancelled))
 	if n := len(steps.calls.list()); n != 1 {
@@ -883,7 +883,7 @@ func testSiblingStopsBlocked(t *testing.T, newH newHarness) {
 		t.Errorf("work's context ended with %v, want a cancellation", cause)
 	}
 	checkTrail(t, h, res.ID, "work", trail(queued, started, cancelled))
-	checkTrail(t, h, res.ID, "sidecar", trail(queued, started, dag.EventFailed))
+	checkTrail(t, h, res.ID, "sidecar", trail(queued, started, store.EventFailed))
 	if n := steps.calls.count("alert"); n != 1 {
 		t.Errorf("onFailure ran %d times, want once", n)
 	}
@@ -1013,9 +1013,9 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			t.Errorf("steps ran (-want +got):\n%s", diff)
 		}
 		checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
-			"validate": dag.TaskCompleted, "charge": dag.TaskCompleted, "reject": dag.TaskSkipped,
-			"fraud-window": dag.TaskCompleted, "prepare-shipment": dag.TaskCompleted,
-			"ship": dag.TaskCompleted, "finalize": dag.TaskCompleted, "notify-admin": dag.TaskPending,
+			"validate": store.TaskCompleted, "charge": store.TaskCompleted, "reject": store.TaskSkipped,
+			"fraud-window": store.TaskCompleted, "prepare-shipment": store.TaskCompleted,
+			"ship": store.TaskCompleted, "finalize": store.TaskCompleted, "notify-admin": store.TaskPending,
 		})
 		checkTrail(t, h, res.ID, "fraud-window", trail(queued, sleeping, woken, completed))
 		if res.Charge == nil || *res.Charge.ChargeID != "ch_1" {
@@ -1038,9 +1038,9 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			t.Errorf("steps ran (-want +got):\n%s", diff)
 		}
 		checkSteps(t, h, res.ID, map[string]runtime.TaskStatus{
-			"validate": dag.TaskCompleted, "charge": dag.TaskSkipped, "reject": dag.TaskCompleted,
-			"fraud-window": dag.TaskSkipped, "prepare-shipment": dag.TaskSkipped,
-			"ship": dag.TaskSkipped, "finalize": dag.TaskCompleted, "notify-admin": dag.TaskPending,
+			"validate": store.TaskCompleted, "charge": store.TaskSkipped, "reject": store.TaskCompleted,
+			"fraud-window": store.TaskSkipped, "prepare-shipment": store.TaskSkipped,
+			"ship": store.TaskSkipped, "finalize": store.TaskCompleted, "notify-admin": store.TaskPending,
 		})
 		wantSteps := workflow.OrderProcessingStepStatuses{
 			Validate: runtime.TaskCompleted, Charge: runtime.TaskSkipped, Reject: runtime.TaskCompleted,

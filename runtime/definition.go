@@ -9,6 +9,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // Definition is a compiled WorkflowSpec: its validated graph, its
@@ -51,9 +52,9 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	}
 	nodes := make([]dag.Node, 0, len(spec.Steps)+1)
 	for _, s := range spec.Steps {
-		kind := dag.KindCode
+		kind := store.KindCode
 		if s.IsSleep() {
-			kind = dag.KindSleep
+			kind = store.KindSleep
 		}
 		nodes = append(nodes, dag.Node{
 			Name: s.Name, Kind: kind, Parents: s.Parents, HasSkipIf: len(s.SkipIf) > 0,
@@ -61,7 +62,7 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		})
 	}
 	if f := spec.OnFailure; f != nil {
-		nodes = append(nodes, dag.Node{Name: f.Name, Kind: dag.KindOnFailure, Retry: f.Retry, Timeout: f.Timeout})
+		nodes = append(nodes, dag.Node{Name: f.Name, Kind: store.KindOnFailure, Retry: f.Retry, Timeout: f.Timeout})
 	}
 	g, err := dag.Build(nodes)
 	if err != nil {

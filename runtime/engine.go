@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -203,18 +202,18 @@ func checkHandlers(def *Definition, h Handlers) error {
 	var errs []error
 	for _, s := range def.graph.Steps {
 		switch s.Kind {
-		case dag.KindCode:
+		case store.KindCode:
 			if h.Steps[s.Name] == nil {
 				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
 			}
-		case dag.KindOnFailure:
+		case store.KindOnFailure:
 			if h.OnFailure == nil {
 				errs = append(errs, fmt.Errorf("no code for failure handler %s", s.Name))
 			}
 		}
 	}
 	for name := range h.Steps {
-		if s, ok := def.graph.Step(name); !ok || s.Kind != dag.KindCode {
+		if s, ok := def.graph.Step(name); !ok || s.Kind != store.KindCode {
 			errs = append(errs, fmt.Errorf("code given for %s, which is not a code step", name))
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -308,11 +307,11 @@ func testHandBackOnStop(t *testing.T, s store.Store) {
 		t.Errorf("%d attempts, want 2", n)
 	}
 	events, _ := second.Events(t.Context(), ref.ID)
-	var types []dag.EventType
+	var types []store.EventType
 	for _, ev := range events {
 		types = append(types, ev.Type)
 	}
-	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted, dag.EventCompleted}
+	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventRetrying, store.EventQueued, store.EventStarted, store.EventCompleted}
 	if fmt.Sprint(types) != fmt.Sprint(want) {
 		t.Errorf("events = %v, want %v", types, want)
 	}
@@ -349,7 +348,7 @@ func testLeaderHandover(t *testing.T, s store.Store) {
 	// take over and fire the timer.
 	eventually(t, "the run sleeps", func() bool {
 		res, err := follower.Result(t.Context(), ref.ID)
-		return err == nil && res.Steps["nap"] == dag.TaskSleeping
+		return err == nil && res.Steps["nap"] == store.TaskSleeping
 	})
 	if follower.IsLeader() {
 		t.Fatal("two leaders")
@@ -396,7 +395,7 @@ func testTriggerOnly(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Steps["a"] != dag.TaskQueued {
+	if res.Steps["a"] != store.TaskQueued {
 		t.Fatalf("a = %s: an engine without the workflow's code claimed its task", res.Steps["a"])
 	}
 	// An engine with the code picks it up.

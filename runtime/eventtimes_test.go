@@ -13,7 +13,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -169,7 +168,7 @@ func checkEventTimes(t *testing.T, s store.Store, seed uint64) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done = done && res.Status.Terminal() && res.Steps["handler"] != dag.TaskQueued && res.Steps["handler"] != dag.TaskRunning && res.Steps["handler"] != dag.TaskRetrying
+			done = done && res.Status.Terminal() && res.Steps["handler"] != store.TaskQueued && res.Steps["handler"] != store.TaskRunning && res.Steps["handler"] != store.TaskRetrying
 		}
 		if done {
 			break
@@ -211,21 +210,21 @@ func checkRunEventTimes(t *testing.T, spec *runtime.WorkflowSpec, id runtime.Run
 		}
 		last[e.Step] = e
 		switch e.Type {
-		case dag.EventCompleted, dag.EventSkipped:
+		case store.EventCompleted, store.EventSkipped:
 			resolved[e.Step] = e.At
-		case dag.EventQueued:
+		case store.EventQueued:
 			for _, p := range parents[e.Step] {
 				if at, ok := resolved[p]; ok && e.At.Before(at) {
 					t.Errorf("run %s step %s queued at %v, before its parent %s resolved at %v", id, e.Step, e.At, p, at)
 				}
 			}
-		case dag.EventSleeping:
+		case store.EventSleeping:
 			until, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(e.Detail, "until "))
 			if err != nil {
 				t.Fatalf("SLEEPING detail %q: %v", e.Detail, err)
 			}
 			wakeAt[e.Step] = until
-		case dag.EventWoken:
+		case store.EventWoken:
 			if until, ok := wakeAt[e.Step]; !ok || e.At.Before(until) {
 				t.Errorf("run %s step %s woke at %v, before its wake time %v", id, e.Step, e.At, until)
 			}

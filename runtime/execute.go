@@ -62,7 +62,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
 			continue
-		case step.Kind == dag.KindOnFailure:
+		case step.Kind == store.KindOnFailure:
 			jobs = append(jobs, &job{claim: c, def: def, step: step, planned: now})
 			if !c.Plain {
 				start = append(start, a)
@@ -84,7 +84,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: detail, Children: step.Children})
 			continue
-		case step.Kind == dag.KindSleep:
+		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
 			continue
 		}
@@ -107,12 +107,12 @@ func attemptOf(c store.ClaimedTask) store.Attempt {
 
 // parentState returns the outputs of a claimed task's completed parents by
 // name, and every parent's status.
-func parentState(c store.ClaimedTask, def *Definition) (map[string]json.RawMessage, []dag.TaskStatus) {
+func parentState(c store.ClaimedTask, def *Definition) (map[string]json.RawMessage, []store.TaskStatus) {
 	completed := make(map[string]json.RawMessage, len(c.Parents))
-	statuses := make([]dag.TaskStatus, 0, len(c.Parents))
+	statuses := make([]store.TaskStatus, 0, len(c.Parents))
 	for _, p := range c.Parents {
 		statuses = append(statuses, p.Status)
-		if p.Status == dag.TaskCompleted && p.Step < len(def.graph.Steps) {
+		if p.Status == store.TaskCompleted && p.Step < len(def.graph.Steps) {
 			completed[def.graph.Steps[p.Step].Name] = json.RawMessage(p.Output)
 		}
 	}
@@ -149,7 +149,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	c := j.claim
 	stepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	e.claims.started(c, j.step.Kind == dag.KindOnFailure, cancel)
+	e.claims.started(c, j.step.Kind == store.KindOnFailure, cancel)
 	defer e.claims.ended(c)
 
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name, Attempt: c.Attempt - c.PriorAttempts}
@@ -213,7 +213,7 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo, log *slog.Logg
 		}
 	}()
 	h, ok := e.handlers(j.claim.Workflow)
-	if j.step.Kind == dag.KindOnFailure {
+	if j.step.Kind == store.KindOnFailure {
 		if !ok || h.OnFailure == nil {
 			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Workflow))
 		}

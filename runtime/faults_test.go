@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -100,7 +99,7 @@ func gateSpec(name string) *runtime.WorkflowSpec {
 }
 
 // detailOf returns the details of a run's events of one type and step.
-func detailOf(t *testing.T, e *runtime.Engine, id runtime.RunID, step string, typ dag.EventType) []string {
+func detailOf(t *testing.T, e *runtime.Engine, id runtime.RunID, step string, typ store.EventType) []string {
 	t.Helper()
 	events, err := e.Events(t.Context(), id)
 	if err != nil {
@@ -138,7 +137,7 @@ func testLostClaimIsReconciled(t *testing.T, s store.Store) {
 	handedBack := 0
 	events, _ := e.Events(t.Context(), res.ID)
 	for _, ev := range events {
-		if ev.Type == dag.EventQueued && ev.Detail == "worker w held the task without running it" {
+		if ev.Type == store.EventQueued && ev.Detail == "worker w held the task without running it" {
 			handedBack++
 		}
 	}
@@ -163,7 +162,7 @@ func testStartFailureHandsBack(t *testing.T, s store.Store) {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	c.exactlyOnce(t, []runtime.RunID{res.ID}, []string{"a", "b"})
-	details := detailOf(t, e, res.ID, "b", dag.EventQueued)
+	details := detailOf(t, e, res.ID, "b", store.EventQueued)
 	if len(details) != 2 || !strings.HasPrefix(details[1], "the worker could not start the task") {
 		t.Errorf("b's QUEUED events say %q, want a second one for the hand-back", details)
 	}
@@ -240,7 +239,7 @@ func testStopHandsBackUnrecorded(t *testing.T, s store.Store) {
 	if fmt.Sprint(attempts) != "[1 1]" {
 		t.Errorf("attempts seen by the code = %v, want [1 1]: a hand-back is not an attempt", attempts)
 	}
-	details := detailOf(t, second, ref.ID, "s", dag.EventQueued)
+	details := detailOf(t, second, ref.ID, "s", store.EventQueued)
 	if len(details) != 2 || details[1] != "worker first stopped before the task's result was recorded" {
 		t.Errorf("QUEUED details = %q", details)
 	}

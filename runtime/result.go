@@ -4,55 +4,55 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // RunStatus is the status of a run: RUNNING, COMPLETED, FAILED or
 // CANCELLED.
-type RunStatus = dag.RunStatus
+type RunStatus = store.RunStatus
 
 // Run statuses.
 const (
-	RunRunning   = dag.RunRunning
-	RunCompleted = dag.RunCompleted
-	RunFailed    = dag.RunFailed
-	RunCancelled = dag.RunCancelled
+	RunRunning   = store.RunRunning
+	RunCompleted = store.RunCompleted
+	RunFailed    = store.RunFailed
+	RunCancelled = store.RunCancelled
 )
 
 // TaskStatus is the status of one step within a run.
-type TaskStatus = dag.TaskStatus
+type TaskStatus = store.TaskStatus
 
 // Task statuses. A task is created PENDING (or QUEUED when it has no
 // parents), is claimed (RUNNING), may wait (SLEEPING for a sleep step,
 // RETRYING during a retry backoff) and ends COMPLETED, SKIPPED, FAILED or
 // CANCELLED.
 const (
-	TaskPending   = dag.TaskPending
-	TaskQueued    = dag.TaskQueued
-	TaskRunning   = dag.TaskRunning
-	TaskSleeping  = dag.TaskSleeping
-	TaskRetrying  = dag.TaskRetrying
-	TaskCompleted = dag.TaskCompleted
-	TaskSkipped   = dag.TaskSkipped
-	TaskFailed    = dag.TaskFailed
-	TaskCancelled = dag.TaskCancelled
+	TaskPending   = store.TaskPending
+	TaskQueued    = store.TaskQueued
+	TaskRunning   = store.TaskRunning
+	TaskSleeping  = store.TaskSleeping
+	TaskRetrying  = store.TaskRetrying
+	TaskCompleted = store.TaskCompleted
+	TaskSkipped   = store.TaskSkipped
+	TaskFailed    = store.TaskFailed
+	TaskCancelled = store.TaskCancelled
 )
 
 // EventType names a state change in a run's event log.
-type EventType = dag.EventType
+type EventType = store.EventType
 
 // Event types, one per state change of a task.
 const (
-	EventQueued    = dag.EventQueued
-	EventStarted   = dag.EventStarted
-	EventCompleted = dag.EventCompleted
-	EventFailed    = dag.EventFailed
-	EventRetrying  = dag.EventRetrying
-	EventSkipped   = dag.EventSkipped
-	EventSleeping  = dag.EventSleeping
-	EventWoken     = dag.EventWoken
-	EventCancelled = dag.EventCancelled
-	EventTimedOut  = dag.EventTimedOut
+	EventQueued    = store.EventQueued
+	EventStarted   = store.EventStarted
+	EventCompleted = store.EventCompleted
+	EventFailed    = store.EventFailed
+	EventRetrying  = store.EventRetrying
+	EventSkipped   = store.EventSkipped
+	EventSleeping  = store.EventSleeping
+	EventWoken     = store.EventWoken
+	EventCancelled = store.EventCancelled
+	EventTimedOut  = store.EventTimedOut
 )
 
 // RunRef refers to a run that was triggered.
@@ -123,7 +123,7 @@ func Output[T any](res *RunResult, ref StepRef[T]) (out T, ok bool, err error) {
 	if res.Workflow != "" && ref.workflow != res.Workflow {
 		return out, false, fmt.Errorf("step %s belongs to workflow %s, not %s", ref.step, ref.workflow, res.Workflow)
 	}
-	if res.Steps[ref.step] != dag.TaskCompleted {
+	if res.Steps[ref.step] != store.TaskCompleted {
 		return out, false, nil
 	}
 	raw := res.Outputs[ref.step]

@@ -232,11 +232,11 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 		}
 		name := def.graph.Steps[t.Key.Step].Name
 		res.Steps[name] = t.Status
-		if t.Status == dag.TaskCompleted && len(t.Output) > 0 {
+		if t.Status == store.TaskCompleted && len(t.Output) > 0 {
 			res.Outputs[name] = json.RawMessage(t.Output)
 		}
 	}
-	if run.Status == dag.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
+	if run.Status == store.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
 		res.Failure = &Failure{Step: def.graph.Steps[run.FailedStep].Name, Error: run.Error}
 	}
 	return res, nil
@@ -273,7 +273,7 @@ func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
 	if err != nil {
 		return storeErr(err, id)
 	}
-	if run.Status != dag.RunFailed && run.Status != dag.RunCancelled {
+	if run.Status != store.RunFailed && run.Status != store.RunCancelled {
 		return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRetryable)
 	}
 	def, err := e.definition(ctx, run.Version)
@@ -284,7 +284,7 @@ func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
 	if err != nil {
 		return storeErr(err, id)
 	}
-	status := make([]dag.TaskStatus, len(def.graph.Steps))
+	status := make([]store.TaskStatus, len(def.graph.Steps))
 	for _, t := range tasks {
 		if t.Key.Step < len(status) {
 			status[t.Key.Step] = t.Status
@@ -293,10 +293,10 @@ func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
 	var reset []store.ResetTask
 	for i := range def.graph.Steps {
 		s := &def.graph.Steps[i]
-		if status[i].Resolved() && s.Kind != dag.KindOnFailure {
+		if status[i].Resolved() && s.Kind != store.KindOnFailure {
 			continue
 		}
-		if s.Kind == dag.KindOnFailure && !status[i].Terminal() {
+		if s.Kind == store.KindOnFailure && !status[i].Terminal() {
 			continue
 		}
 		pending := 0

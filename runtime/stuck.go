@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -58,7 +57,7 @@ func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 			s := &def.graph.Steps[t.Key.Step]
 			step = s.Name
 			// A step still within its own timeout is working, not stuck.
-			if t.Status == dag.TaskRunning && s.Timeout > 0 && now.Sub(t.Since) < s.Timeout {
+			if t.Status == store.TaskRunning && s.Timeout > 0 && now.Sub(t.Since) < s.Timeout {
 				continue
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 func orderNodes() []Node {
@@ -15,11 +16,11 @@ func orderNodes() []Node {
 		{Name: "validate"},
 		{Name: "charge", Parents: []string{"validate"}, HasSkipIf: true},
 		{Name: "reject", Parents: []string{"validate"}, HasSkipIf: true},
-		{Name: "fraud-window", Kind: KindSleep, Sleep: 24 * time.Hour, Parents: []string{"charge"}},
+		{Name: "fraud-window", Kind: store.KindSleep, Sleep: 24 * time.Hour, Parents: []string{"charge"}},
 		{Name: "prepare-shipment", Parents: []string{"charge"}},
 		{Name: "ship", Parents: []string{"fraud-window", "prepare-shipment"}},
 		{Name: "finalize", Parents: []string{"ship", "reject"}},
-		{Name: "notify-admin", Kind: KindOnFailure},
+		{Name: "notify-admin", Kind: store.KindOnFailure},
 	}
 }
 
@@ -142,14 +143,14 @@ func TestResolveIsExactForFanIn(t *testing.T) {
 
 func TestCascadeSkipNeedsAllParentsSkipped(t *testing.T) {
 	tests := []struct {
-		parents []TaskStatus
+		parents []store.TaskStatus
 		want    bool
 	}{
 		{nil, false},
-		{[]TaskStatus{TaskSkipped}, true},
-		{[]TaskStatus{TaskSkipped, TaskSkipped}, true},
-		{[]TaskStatus{TaskSkipped, TaskCompleted}, false},
-		{[]TaskStatus{TaskCompleted}, false},
+		{[]store.TaskStatus{store.TaskSkipped}, true},
+		{[]store.TaskStatus{store.TaskSkipped, store.TaskSkipped}, true},
+		{[]store.TaskStatus{store.TaskSkipped, store.TaskCompleted}, false},
+		{[]store.TaskStatus{store.TaskCompleted}, false},
 	}
 	for _, tt := range tests {
 		if got := CascadeSkip(tt.parents); got != tt.want {
@@ -159,12 +160,12 @@ func TestCascadeSkipNeedsAllParentsSkipped(t *testing.T) {
 }
 
 func TestCancels(t *testing.T) {
-	for _, s := range []TaskStatus{TaskPending, TaskQueued, TaskRunning, TaskSleeping, TaskRetrying} {
+	for _, s := range []store.TaskStatus{store.TaskPending, store.TaskQueued, store.TaskRunning, store.TaskSleeping, store.TaskRetrying} {
 		if !Cancels(s) {
 			t.Errorf("Cancels(%s) = false", s)
 		}
 	}
-	for _, s := range []TaskStatus{TaskCompleted, TaskSkipped, TaskFailed, TaskCancelled} {
+	for _, s := range []store.TaskStatus{store.TaskCompleted, store.TaskSkipped, store.TaskFailed, store.TaskCancelled} {
 		if Cancels(s) {
 			t.Errorf("Cancels(%s) = true", s)
 		}

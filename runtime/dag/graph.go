@@ -13,29 +13,8 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
-
-// Kind tells how a task is executed.
-type Kind int8
-
-// Task kinds.
-const (
-	KindCode      Kind = iota // runs user code
-	KindSleep                 // waits on a durable timer, no code
-	KindOnFailure             // the run's failure handler
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindCode:
-		return "code"
-	case KindSleep:
-		return "sleep"
-	case KindOnFailure:
-		return "onFailure"
-	}
-	return fmt.Sprintf("Kind(%d)", int8(k))
-}
 
 // Step is one node of a Graph. Steps are addressed by their index, which is
 // their position in the workflow file; the failure handler, if any, comes
@@ -43,7 +22,7 @@ func (k Kind) String() string {
 type Step struct {
 	Name     string
 	Index    int
-	Kind     Kind
+	Kind     store.Kind
 	Parents  []int
 	Children []int
 	Sleep    time.Duration
@@ -59,7 +38,7 @@ type Step struct {
 // Plain reports whether a claimed task of this step always runs its code:
 // it is a code step that can never be skipped. A store may record such a
 // task as STARTED when it is claimed, saving a round trip.
-func (s *Step) Plain() bool { return s.Kind == KindCode && !s.MaySkip }
+func (s *Step) Plain() bool { return s.Kind == store.KindCode && !s.MaySkip }
 
 // MaxAttempts is the number of attempts the step may make.
 func (s *Step) MaxAttempts() int { return s.Retry.MaxRetries + 1 }
@@ -74,7 +53,7 @@ type Graph struct {
 // Node is the input to Build: a step as declared.
 type Node struct {
 	Name      string
-	Kind      Kind
+	Kind      store.Kind
 	Parents   []string
 	HasSkipIf bool
 	Sleep     time.Duration
@@ -93,7 +72,7 @@ func Build(nodes []Node) (*Graph, error) {
 			continue
 		}
 		g.byName[n.Name] = i
-		if n.Kind == KindOnFailure {
+		if n.Kind == store.KindOnFailure {
 			if i != len(nodes)-1 {
 				errs = append(errs, fmt.Errorf("failure handler %q must be the last node", n.Name))
 			}
@@ -106,7 +85,7 @@ func Build(nodes []Node) (*Graph, error) {
 			Name: n.Name, Index: i, Kind: n.Kind, Sleep: n.Sleep, Retry: n.Retry,
 			Timeout: n.Timeout, HasSkipIf: n.HasSkipIf,
 		}
-		if n.Kind == KindOnFailure && len(n.Parents) > 0 {
+		if n.Kind == store.KindOnFailure && len(n.Parents) > 0 {
 			errs = append(errs, fmt.Errorf("failure handler %q cannot have parents", n.Name))
 		}
 		seen := map[int]bool{}
@@ -169,7 +148,7 @@ func checkPolicy(n Node) error {
 		return fmt.Errorf("step %q: maxDelay must be at least initialDelay", n.Name)
 	case n.Timeout < 0:
 		return fmt.Errorf("step %q: timeout must not be negative", n.Name)
-	case n.Kind == KindSleep && n.Sleep <= 0:
+	case n.Kind == store.KindSleep && n.Sleep <= 0:
 		return fmt.Errorf("step %q: sleep must be positive", n.Name)
 	}
 	return nil

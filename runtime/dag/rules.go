@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // backoff is the wait before retry number retry (1 for the first retry):
@@ -45,7 +46,7 @@ func InitialPending(g *Graph) (pending []int, roots []int) {
 	for i := range g.Steps {
 		s := &g.Steps[i]
 		pending[i] = len(s.Parents)
-		if s.Kind != KindOnFailure && len(s.Parents) == 0 {
+		if s.Kind != store.KindOnFailure && len(s.Parents) == 0 {
 			roots = append(roots, i)
 		}
 	}
@@ -73,12 +74,12 @@ func Resolve(pending []int, children []int) (ready []int) {
 // CascadeSkip reports whether a ready step is skipped because of its
 // parents: it has parents and every one of them was skipped. A step with a
 // mix of skipped and completed parents runs; that is how branches merge.
-func CascadeSkip(parents []TaskStatus) bool {
+func CascadeSkip(parents []store.TaskStatus) bool {
 	if len(parents) == 0 {
 		return false
 	}
 	for _, p := range parents {
-		if p != TaskSkipped {
+		if p != store.TaskSkipped {
 			return false
 		}
 	}
@@ -88,4 +89,4 @@ func CascadeSkip(parents []TaskStatus) bool {
 // Cancels reports whether a task in status s is cancelled when its run
 // fails or is cancelled: every task that has not finished, including
 // running ones (whose code then sees its context cancelled).
-func Cancels(s TaskStatus) bool { return !s.Terminal() }
+func Cancels(s store.TaskStatus) bool { return !s.Terminal() }

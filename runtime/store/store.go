@@ -55,8 +55,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/effectivelabs/trellis/runtime/dag"
 )
 
 // Sentinel errors shared by all adapters.
@@ -279,10 +277,10 @@ type NewRun struct {
 // NewTask is one task of a new run.
 type NewTask struct {
 	Step        int
-	Kind        dag.Kind
+	Kind        Kind
 	Parents     []int // step indexes of its parents
 	Pending     int   // parents to wait for; 0 queues it (except for the failure handler)
-	Plain       bool  // see dag.Step.Plain
+	Plain       bool  // a code step that can never be skipped: a claim may record it STARTED at once
 	MaxAttempts int
 }
 
@@ -299,7 +297,7 @@ type Run struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey string
-	Status         dag.RunStatus
+	Status         RunStatus
 	Input          []byte
 	// FailedStep and Error describe the failure of a FAILED run.
 	FailedStep int
@@ -311,8 +309,8 @@ type Run struct {
 // Task is a stored task.
 type Task struct {
 	Key        TaskKey
-	Kind       dag.Kind
-	Status     dag.TaskStatus
+	Kind       Kind
+	Status     TaskStatus
 	Attempt    int
 	Output     []byte
 	Error      string
@@ -327,7 +325,7 @@ type Event struct {
 	ID      int64
 	Run     uuid.UUID
 	Step    int
-	Type    dag.EventType
+	Type    EventType
 	Attempt int
 	At      time.Time
 	// Detail is the error of a failure, the reason of a skip, or empty.
@@ -350,7 +348,7 @@ type Claim struct {
 // ClaimedTask is a task a worker now owns.
 type ClaimedTask struct {
 	Key  TaskKey
-	Kind dag.Kind
+	Kind Kind
 	// Attempt numbers the claim; it only grows, also across run retries,
 	// so that it identifies this attempt in results.
 	Attempt int
@@ -378,7 +376,7 @@ type ClaimedTask struct {
 // ParentOutput is the status and output of a claimed task's parent.
 type ParentOutput struct {
 	Step   int
-	Status dag.TaskStatus
+	Status TaskStatus
 	Output []byte
 }
 
@@ -493,7 +491,7 @@ type StuckTask struct {
 	Workflow string
 	Version  string
 	Tenant   string
-	Status   dag.TaskStatus
+	Status   TaskStatus
 	Attempt  int
 	// Worker holds a RUNNING task.
 	Worker string

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -93,7 +92,7 @@ func (s *Store) LoadWorkflow(_ context.Context, version string) (store.WorkflowV
 }
 
 // event appends an event to the run's log. Callers hold s.mu.
-func (s *Store) event(r *run, step int, typ dag.EventType, attempt int, at time.Time, detail string) {
+func (s *Store) event(r *run, step int, typ store.EventType, attempt int, at time.Time, detail string) {
 	s.eventSeq++
 	r.events = append(r.events, store.Event{
 		ID: s.eventSeq, Run: r.rec.ID, Step: step, Type: typ, Attempt: attempt, At: at, Detail: detail,
@@ -114,22 +113,22 @@ func stamp(t *task, now time.Time) time.Time {
 // setStatus changes a task's status at now, keeping the running set and
 // the tenant's running count in step, and returns the time the change is
 // recorded at (see stamp). Callers hold s.mu.
-func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) time.Time {
-	if t.rec.Status == dag.TaskRunning && status != dag.TaskRunning {
+func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.Time {
+	if t.rec.Status == store.TaskRunning && status != store.TaskRunning {
 		delete(s.running, t.rec.Key)
 		s.queue.tenantRunning(t.run.rec.Tenant, -1)
 	}
-	if status == dag.TaskRunning && t.rec.Status != dag.TaskRunning {
+	if status == store.TaskRunning && t.rec.Status != store.TaskRunning {
 		s.running[t.rec.Key] = t
 		s.queue.tenantRunning(t.run.rec.Tenant, +1)
 	}
-	if t.rec.Status == dag.TaskQueued || t.rec.Status == dag.TaskSleeping || t.rec.Status == dag.TaskRetrying {
+	if t.rec.Status == store.TaskQueued || t.rec.Status == store.TaskSleeping || t.rec.Status == store.TaskRetrying {
 		t.gen++ // its queue entry or timer is void now
 	}
-	if !t.rec.Status.Resolved() && status.Resolved() && t.rec.Kind != dag.KindOnFailure {
+	if !t.rec.Status.Resolved() && status.Resolved() && t.rec.Kind != store.KindOnFailure {
 		t.run.unresolved--
 	}
-	if t.rec.Status.Resolved() && !status.Resolved() && t.rec.Kind != dag.KindOnFailure {
+	if t.rec.Status.Resolved() && !status.Resolved() && t.rec.Kind != store.KindOnFailure {
 		t.run.unresolved++
 	}
 	t.rec.Status = status
@@ -145,7 +144,7 @@ func (s *Store) setStatus(t *task, status dag.TaskStatus, now time.Time) time.Ti
 // enqueue puts a task on the ready queue and returns the time it was
 // queued at. Callers hold s.mu.
 func (s *Store) enqueue(t *task, wake bool, now time.Time) time.Time {
-	at := s.setStatus(t, dag.TaskQueued, now)
+	at := s.setStatus(t, store.TaskQueued, now)
 	s.queue.push(t, wake)
 	return at
 }

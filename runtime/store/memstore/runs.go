@@ -57,7 +57,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	r := &run{
 		rec: store.Run{
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
-			IdempotencyKey: nr.IdempotencyKey, Status: dag.RunRunning,
+			IdempotencyKey: nr.IdempotencyKey, Status: store.RunRunning,
 			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now,
 		},
 		tasks:     make([]*task, len(nr.Tasks)),
@@ -67,12 +67,12 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	for i, nt := range nr.Tasks {
 		r.tasks[i] = &task{
 			rec: store.Task{
-				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: dag.TaskPending, UpdatedAt: now,
+				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: store.TaskPending, UpdatedAt: now,
 			},
 			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts,
 		}
 		r.pending[i] = nt.Pending
-		if nt.Kind == dag.KindOnFailure {
+		if nt.Kind == store.KindOnFailure {
 			r.onFailure = i
 		} else {
 			r.unresolved++
@@ -81,8 +81,8 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	s.runs[nr.ID] = r
 	queued := false
 	for i, t := range r.tasks {
-		if r.pending[i] == 0 && t.rec.Kind != dag.KindOnFailure {
-			s.event(r, i, dag.EventQueued, 0, s.enqueue(t, false, now), "")
+		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure {
+			s.event(r, i, store.EventQueued, 0, s.enqueue(t, false, now), "")
 			queued = true
 		}
 	}
@@ -137,14 +137,14 @@ func (s *Store) CancelRun(_ context.Context, id uuid.UUID, now time.Time) (bool,
 	if !ok {
 		return false, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
-	if r.rec.Status != dag.RunRunning {
+	if r.rec.Status != store.RunRunning {
 		return false, nil
 	}
-	s.endRun(r, dag.RunCancelled, now)
+	s.endRun(r, store.RunCancelled, now)
 	for i, t := range r.tasks {
 		if dag.Cancels(t.rec.Status) {
-			at := s.setStatus(t, dag.TaskCancelled, now)
-			s.event(r, i, dag.EventCancelled, t.rec.Attempt, at, "run cancelled")
+			at := s.setStatus(t, store.TaskCancelled, now)
+			s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run cancelled")
 		}
 	}
 	return true, nil
@@ -158,28 +158,28 @@ func (s *Store) RetryRun(_ context.Context, p store.RetryRun) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("run %s: %w", p.Run, store.ErrNotFound)
 	}
-	if r.rec.Status != dag.RunFailed && r.rec.Status != dag.RunCancelled {
+	if r.rec.Status != store.RunFailed && r.rec.Status != store.RunCancelled {
 		return false, nil
 	}
-	r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = dag.RunRunning, -1, "", time.Time{}
+	r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = store.RunRunning, -1, "", time.Time{}
 	queued := false
 	for _, reset := range p.Reset {
 		if reset.Step < 0 || reset.Step >= len(r.tasks) {
 			return false, fmt.Errorf("retrying run %s: no step %d", p.Run, reset.Step)
 		}
 		t := r.tasks[reset.Step]
-		if t.rec.Status == dag.TaskRunning {
+		if t.rec.Status == store.TaskRunning {
 			continue // still executing (a failure handler): leave it be
 		}
 		t.prior = t.rec.Attempt
 		t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
 		r.pending[reset.Step] = reset.Pending
-		if reset.Pending == 0 && t.rec.Kind != dag.KindOnFailure {
-			s.event(r, reset.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
+		if reset.Pending == 0 && t.rec.Kind != store.KindOnFailure {
+			s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
 			queued = true
 			continue
 		}
-		s.setStatus(t, dag.TaskPending, p.Now)
+		s.setStatus(t, store.TaskPending, p.Now)
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
@@ -188,7 +188,7 @@ func (s *Store) RetryRun(_ context.Context, p store.RetryRun) (bool, error) {
 }
 
 // endRun moves a run to a terminal status. Callers hold s.mu.
-func (s *Store) endRun(r *run, status dag.RunStatus, now time.Time) {
+func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	r.rec.Status = status
 	r.rec.FinishedAt = now
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
@@ -198,21 +198,21 @@ func (s *Store) endRun(r *run, status dag.RunStatus, now time.Time) {
 // unfinished task is cancelled and the failure handler queued. Callers
 // hold s.mu. It reports whether the run was running.
 func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
-	if r.rec.Status != dag.RunRunning {
+	if r.rec.Status != store.RunRunning {
 		return false
 	}
 	r.rec.FailedStep, r.rec.Error = step, msg
-	s.endRun(r, dag.RunFailed, now)
+	s.endRun(r, store.RunFailed, now)
 	for i, t := range r.tasks {
 		if i == r.onFailure || !dag.Cancels(t.rec.Status) {
 			continue
 		}
-		at := s.setStatus(t, dag.TaskCancelled, now)
-		s.event(r, i, dag.EventCancelled, t.rec.Attempt, at, "run failed")
+		at := s.setStatus(t, store.TaskCancelled, now)
+		s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run failed")
 	}
-	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == dag.TaskPending {
+	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == store.TaskPending {
 		h := r.tasks[r.onFailure]
-		s.event(r, r.onFailure, dag.EventQueued, h.rec.Attempt, s.enqueue(h, false, now), "")
+		s.event(r, r.onFailure, store.EventQueued, h.rec.Attempt, s.enqueue(h, false, now), "")
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
 	return true

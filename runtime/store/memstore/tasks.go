@@ -33,7 +33,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	out := make([]store.ClaimedTask, 0, len(entries))
 	for _, e := range entries {
 		t, r := e.task, e.task.run
-		at := s.setStatus(t, dag.TaskRunning, p.Now)
+		at := s.setStatus(t, store.TaskRunning, p.Now)
 		t.rec.Worker = p.Worker
 		t.claimedAt = at
 		if !e.wake {
@@ -41,7 +41,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 		}
 		plain := t.plain && !e.wake
 		if plain {
-			s.event(r, t.rec.Key.Step, dag.EventStarted, t.rec.Attempt, at, "")
+			s.event(r, t.rec.Key.Step, store.EventStarted, t.rec.Attempt, at, "")
 		}
 		var parents []store.ParentOutput
 		for _, p := range t.parents {
@@ -61,7 +61,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 // owned returns the task if it is running in the given attempt.
 func (s *Store) owned(a store.Attempt) (*task, bool) {
 	t, ok := s.lookup(a.Key)
-	if !ok || t.rec.Status != dag.TaskRunning || t.rec.Attempt != a.Attempt {
+	if !ok || t.rec.Status != store.TaskRunning || t.rec.Attempt != a.Attempt {
 		return nil, false
 	}
 	return t, true
@@ -73,7 +73,7 @@ func (s *Store) StartTasks(_ context.Context, tasks []store.Attempt, now time.Ti
 	defer s.mu.Unlock()
 	for _, a := range tasks {
 		if t, ok := s.owned(a); ok {
-			s.event(t.run, a.Key.Step, dag.EventStarted, a.Attempt, stamp(t, now), "")
+			s.event(t.run, a.Key.Step, store.EventStarted, a.Attempt, stamp(t, now), "")
 		}
 	}
 	return nil
@@ -92,22 +92,22 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			continue
 		}
 		run := t.run
-		status, typ := dag.TaskCompleted, dag.EventCompleted
+		status, typ := store.TaskCompleted, store.EventCompleted
 		if c.Skipped {
-			status, typ = dag.TaskSkipped, dag.EventSkipped
+			status, typ = store.TaskSkipped, store.EventSkipped
 		}
 		at := s.setStatus(t, status, r.Now)
 		t.rec.Output = append([]byte(nil), c.Output...)
 		s.event(run, c.Key.Step, typ, c.Attempt.Attempt, at, c.Detail)
 		for _, child := range dag.Resolve(run.pending, c.Children) {
-			if ct := run.tasks[child]; ct.rec.Status == dag.TaskPending && run.rec.Status == dag.RunRunning {
+			if ct := run.tasks[child]; ct.rec.Status == store.TaskPending && run.rec.Status == store.RunRunning {
 				// Queued no earlier than the parent that resolved it.
-				s.event(run, child, dag.EventQueued, ct.rec.Attempt, s.enqueue(ct, false, at), "")
+				s.event(run, child, store.EventQueued, ct.rec.Attempt, s.enqueue(ct, false, at), "")
 				queued = true
 			}
 		}
-		if run.unresolved == 0 && run.rec.Status == dag.RunRunning {
-			s.endRun(run, dag.RunCompleted, r.Now)
+		if run.unresolved == 0 && run.rec.Status == store.RunRunning {
+			s.endRun(run, store.RunCompleted, r.Now)
 			res.Finished = append(res.Finished, run.rec.ID)
 		}
 	}
@@ -117,13 +117,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, rt.Attempt)
 			continue
 		}
-		at := s.setStatus(t, dag.TaskRetrying, r.Now)
+		at := s.setStatus(t, store.TaskRetrying, r.Now)
 		if rt.TimedOut {
-			s.event(t.run, rt.Key.Step, dag.EventTimedOut, rt.Attempt.Attempt, at, rt.Error)
+			s.event(t.run, rt.Key.Step, store.EventTimedOut, rt.Attempt.Attempt, at, rt.Error)
 		}
 		t.rec.Error, t.rec.WakeAt = rt.Error, rt.At
 		s.timers.push(t, rt.At)
-		s.event(t.run, rt.Key.Step, dag.EventRetrying, rt.Attempt.Attempt, at, rt.Error)
+		s.event(t.run, rt.Key.Step, store.EventRetrying, rt.Attempt.Attempt, at, rt.Error)
 	}
 	for _, f := range r.Failures {
 		t, ok := s.owned(f.Attempt)
@@ -131,13 +131,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, f.Attempt)
 			continue
 		}
-		at := s.setStatus(t, dag.TaskFailed, r.Now)
+		at := s.setStatus(t, store.TaskFailed, r.Now)
 		if f.TimedOut {
-			s.event(t.run, f.Key.Step, dag.EventTimedOut, f.Attempt.Attempt, at, f.Error)
+			s.event(t.run, f.Key.Step, store.EventTimedOut, f.Attempt.Attempt, at, f.Error)
 		}
 		t.rec.Error = f.Error
-		s.event(t.run, f.Key.Step, dag.EventFailed, f.Attempt.Attempt, at, f.Error)
-		if t.rec.Kind != dag.KindOnFailure && s.failRun(t.run, f.Key.Step, f.Error, r.Now) {
+		s.event(t.run, f.Key.Step, store.EventFailed, f.Attempt.Attempt, at, f.Error)
+		if t.rec.Kind != store.KindOnFailure && s.failRun(t.run, f.Key.Step, f.Error, r.Now) {
 			res.Finished = append(res.Finished, t.run.rec.ID)
 		}
 	}
@@ -147,11 +147,11 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, sl.Attempt)
 			continue
 		}
-		at := s.setStatus(t, dag.TaskSleeping, r.Now)
+		at := s.setStatus(t, store.TaskSleeping, r.Now)
 		until := at.Add(sl.For)
 		t.rec.WakeAt = until
 		s.timers.push(t, until)
-		s.event(t.run, sl.Key.Step, dag.EventSleeping, sl.Attempt.Attempt, at, "until "+until.UTC().Format(time.RFC3339Nano))
+		s.event(t.run, sl.Key.Step, store.EventSleeping, sl.Attempt.Attempt, at, "until "+until.UTC().Format(time.RFC3339Nano))
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
@@ -193,7 +193,7 @@ func (s *Store) ReleaseTasks(_ context.Context, p store.Release) (store.RecoverR
 		if !wake {
 			t.prior++ // the attempt does not count
 		}
-		s.event(t.run, a.Key.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, wake, p.Now), p.Reason)
+		s.event(t.run, a.Key.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, wake, p.Now), p.Reason)
 		res.Requeued = append(res.Requeued, a)
 	}
 	if len(res.Requeued) > 0 {
@@ -242,17 +242,17 @@ func (s *Store) RecoverTasks(_ context.Context, p store.Recover) (store.RecoverR
 // failed for good otherwise. Callers hold s.mu.
 func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.RecoverResult) {
 	a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
-	if t.rec.Kind == dag.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
+	if t.rec.Kind == store.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
 		at := s.enqueue(t, wokenSleep(t), now)
-		s.event(t.run, t.rec.Key.Step, dag.EventRetrying, t.rec.Attempt, at, detail)
-		s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, at, "")
+		s.event(t.run, t.rec.Key.Step, store.EventRetrying, t.rec.Attempt, at, detail)
+		s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, at, "")
 		res.Requeued = append(res.Requeued, a)
 		return
 	}
-	at := s.setStatus(t, dag.TaskFailed, now)
+	at := s.setStatus(t, store.TaskFailed, now)
 	t.rec.Error = detail
-	s.event(t.run, t.rec.Key.Step, dag.EventFailed, t.rec.Attempt, at, detail)
-	if t.rec.Kind != dag.KindOnFailure {
+	s.event(t.run, t.rec.Key.Step, store.EventFailed, t.rec.Attempt, at, detail)
+	if t.rec.Kind != store.KindOnFailure {
 		s.failRun(t.run, t.rec.Key.Step, detail, now)
 	}
 	res.Failed = append(res.Failed, a)
@@ -260,7 +260,7 @@ func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.
 
 // wokenSleep reports whether a running task is a sleep step whose timer
 // fired: it only needs completing.
-func wokenSleep(t *task) bool { return t.rec.Kind == dag.KindSleep && !t.rec.WakeAt.IsZero() }
+func wokenSleep(t *task) bool { return t.rec.Kind == store.KindSleep && !t.rec.WakeAt.IsZero() }
 
 func compareUUID(a, b uuid.UUID) int {
 	for i := range a {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -21,10 +20,10 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) (int, er
 		s.timers.pop()
 		t := tm.task
 		switch t.rec.Status {
-		case dag.TaskSleeping:
-			s.event(t.run, t.rec.Key.Step, dag.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
-		case dag.TaskRetrying:
-			s.event(t.run, t.rec.Key.Step, dag.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
+		case store.TaskSleeping:
+			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
+		case store.TaskRetrying:
+			s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
 		default:
 			continue
 		}

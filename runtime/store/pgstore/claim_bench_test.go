@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
@@ -70,7 +69,7 @@ func benchmarkClaim(b *testing.B, tenantLimit int) {
 		for i := range runs {
 			runs[i] = store.NewRun{
 				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
-				Input: []byte(`{}`), Tasks: []store.NewTask{{Step: 0, Kind: dag.KindCode, Plain: true, MaxAttempts: 1}},
+				Input: []byte(`{}`), Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1}},
 			}
 			n++
 		}

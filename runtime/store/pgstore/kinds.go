@@ -1,23 +1,23 @@
 package pgstore
 
-import "github.com/effectivelabs/trellis/runtime/dag"
+import "github.com/effectivelabs/trellis/runtime/store"
 
 // dbKinds is the one mapping between dag's task kinds and the values of
 // trellis_tasks.kind, which schema/0002 names (trellis_kind_code() and
 // its siblings) and constrains. The stored values are fixed; dag's
 // constants may be renumbered without changing what stored rows mean.
 var dbKinds = [...]struct {
-	kind dag.Kind
+	kind store.Kind
 	db   int16
 }{
-	{dag.KindCode, 0},      // trellis_kind_code()
-	{dag.KindSleep, 1},     // trellis_kind_sleep()
-	{dag.KindOnFailure, 2}, // trellis_kind_on_failure()
+	{store.KindCode, 0},      // trellis_kind_code()
+	{store.KindSleep, 1},     // trellis_kind_sleep()
+	{store.KindOnFailure, 2}, // trellis_kind_on_failure()
 }
 
 // kindToDB is the stored value of a kind; -1, which the column's check
 // rejects, for a kind it does not know.
-func kindToDB(k dag.Kind) int16 {
+func kindToDB(k store.Kind) int16 {
 	for _, m := range dbKinds {
 		if m.kind == k {
 			return m.db
@@ -26,9 +26,9 @@ func kindToDB(k dag.Kind) int16 {
 	return -1
 }
 
-// kindFromDB is the kind of a stored value; an invalid dag.Kind (-1) for
+// kindFromDB is the kind of a stored value; an invalid store.Kind (-1) for
 // a value it does not know, which the column's check keeps out.
-func kindFromDB(v int16) dag.Kind {
+func kindFromDB(v int16) store.Kind {
 	for _, m := range dbKinds {
 		if m.db == v {
 			return m.kind

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
@@ -24,9 +23,9 @@ func TestKindsMatchTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		kind dag.Kind
+		kind store.Kind
 		db   int16
-	}{{dag.KindCode, code}, {dag.KindSleep, sleep}, {dag.KindOnFailure, onFailure}} {
+	}{{store.KindCode, code}, {store.KindSleep, sleep}, {store.KindOnFailure, onFailure}} {
 		if got := pgstore.KindToDB(tt.kind); got != tt.db {
 			t.Errorf("KindToDB(%v) = %d, want %d", tt.kind, got, tt.db)
 		}
@@ -37,7 +36,7 @@ func TestKindsMatchTheSchema(t *testing.T) {
 	// An unknown kind is refused by the column's check.
 	_, err := pgstore.New(pool).CreateRuns(ctx, store.CreateRuns{Now: time.Now(), Runs: []store.NewRun{{
 		ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: "t", Input: []byte(`{}`),
-		Tasks: []store.NewTask{{Step: 0, Kind: dag.Kind(9), MaxAttempts: 1}},
+		Tasks: []store.NewTask{{Step: 0, Kind: store.Kind(9), MaxAttempts: 1}},
 	}}})
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.ConstraintName != "trellis_tasks_kind_check" || !errors.Is(err, store.ErrInvalidData) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
@@ -20,7 +19,7 @@ func TestMaintainVacuumsTheQueueOnceItHasManyDeadRows(t *testing.T) {
 	runs := make([]store.NewRun, 6000)
 	for i := range runs {
 		runs[i] = store.NewRun{ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: "t", Input: []byte(`{}`),
-			Tasks: []store.NewTask{{Step: 0, Kind: dag.KindCode, Plain: true, MaxAttempts: 1}}}
+			Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1}}}
 	}
 	if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
 		t.Fatal(err)

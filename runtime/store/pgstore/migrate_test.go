@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/schema"
@@ -55,7 +55,7 @@ func TestMigrateUpgradesVersion1InPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []dag.Kind{dag.KindCode, dag.KindSleep, dag.KindOnFailure}
+	want := []store.Kind{store.KindCode, store.KindSleep, store.KindOnFailure}
 	if len(tasks) != len(want) {
 		t.Fatalf("ListTasks = %+v", tasks)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
@@ -68,7 +67,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]s
 	for _, r := range p.Runs {
 		unresolved := 0
 		for _, t := range r.Tasks {
-			if t.Kind != dag.KindOnFailure {
+			if t.Kind != store.KindOnFailure {
 				unresolved++
 			}
 		}
@@ -170,7 +169,7 @@ func (s *Store) GetRun(ctx context.Context, id uuid.UUID) (store.Run, error) {
 	}
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
-		IdempotencyKey: row.IdempotencyKey.String, Status: dag.RunStatus(row.Status), Input: row.Input,
+		IdempotencyKey: row.IdempotencyKey.String, Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 	}, nil
 }
@@ -187,7 +186,7 @@ func (s *Store) ListTasks(ctx context.Context, run uuid.UUID) ([]store.Task, err
 	out := make([]store.Task, len(rows))
 	for i, r := range rows {
 		out[i] = store.Task{
-			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: dag.TaskStatus(r.Status),
+			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: store.TaskStatus(r.Status),
 			Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
 			WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
 		}
@@ -207,7 +206,7 @@ func (s *Store) ListEvents(ctx context.Context, run uuid.UUID) ([]store.Event, e
 	out := make([]store.Event, len(rows))
 	for i, r := range rows {
 		out[i] = store.Event{
-			ID: r.ID, Run: r.RunID, Step: int(r.Step), Type: dag.EventType(r.Type),
+			ID: r.ID, Run: r.RunID, Step: int(r.Step), Type: store.EventType(r.Type),
 			Attempt: int(r.Attempt), At: r.At, Detail: r.Detail,
 		}
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
@@ -66,7 +65,7 @@ func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
 	for i, step := range r.ParentSteps {
 		p := store.ParentOutput{Step: int(step)}
 		if i < len(r.ParentStatuses) {
-			p.Status = dag.TaskStatus(r.ParentStatuses[i])
+			p.Status = store.TaskStatus(r.ParentStatuses[i])
 		}
 		if i < len(r.ParentOutputs) {
 			p.Output = r.ParentOutputs[i]
@@ -245,7 +244,7 @@ func (s *Store) fail(ctx context.Context, q *dbsqlc.Queries, failures []store.Fa
 			res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 			continue
 		}
-		if kindFromDB(row.Kind) == dag.KindOnFailure {
+		if kindFromDB(row.Kind) == store.KindOnFailure {
 			continue
 		}
 		runs.RunIds = append(runs.RunIds, row.RunID)
@@ -384,7 +383,7 @@ func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []d
 	var failures []store.Failure
 	for _, l := range leases {
 		a := attempt(l.RunID, l.Step, l.Attempt)
-		sleep := kindFromDB(l.Kind) == dag.KindSleep
+		sleep := kindFromDB(l.Kind) == store.KindSleep
 		if sleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
 			requeue.RunIds = append(requeue.RunIds, l.RunID)
 			requeue.Steps = append(requeue.Steps, l.Step)
@@ -420,7 +419,7 @@ func (s *Store) StuckTasks(ctx context.Context, p store.Stuck) ([]store.StuckTas
 	for i, r := range rows {
 		out[i] = store.StuckTask{
 			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Workflow: r.Workflow, Version: r.Version,
-			Tenant: r.Tenant, Status: dag.TaskStatus(r.Status), Attempt: int(r.Attempt), Worker: r.Worker, Since: r.Since,
+			Tenant: r.Tenant, Status: store.TaskStatus(r.Status), Attempt: int(r.Attempt), Worker: r.Worker, Since: r.Since,
 		}
 	}
 	return out, nil

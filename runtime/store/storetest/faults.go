@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -66,7 +65,7 @@ func testRelease(t *testing.T, f *fixture) {
 	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(b[0])}) || len(res.Requeued) != 0 {
 		t.Errorf("counted ReleaseTasks of %v = %+v, %v; want it failed, out of its single attempt", keys(b), res, err)
 	}
-	if r := f.run(id); r.Status != dag.RunFailed || r.Error != "stopped mid-step" {
+	if r := f.run(id); r.Status != store.RunFailed || r.Error != "stopped mid-step" {
 		t.Errorf("run = %s (%q), want FAILED with the reason", r.Status, r.Error)
 	}
 }
@@ -82,7 +81,7 @@ func testReleaseCounted(t *testing.T, f *fixture) {
 	if again.Attempt-again.PriorAttempts != 2 {
 		t.Errorf("attempt after a counted release = %d, want 2", again.Attempt-again.PriorAttempts)
 	}
-	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted}
+	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventRetrying, store.EventQueued, store.EventStarted}
 	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
 		t.Errorf("trail (-want +got):\n%s", diff)
 	}
@@ -92,7 +91,7 @@ func testReleaseWoken(t *testing.T, f *fixture) {
 	id := uuid.Must(uuid.NewV7())
 	_, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: "nap", Version: "nap@v1", Tenant: "default", Input: []byte(`{}`),
-		Tasks: []store.NewTask{{Step: 0, Kind: dag.KindSleep, MaxAttempts: 1}},
+		Tasks: []store.NewTask{{Step: 0, Kind: store.KindSleep, MaxAttempts: 1}},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +185,9 @@ func checkEventTimes(t *testing.T, evs []store.Event, parents [][]int) {
 		}
 		last[e.Step] = e
 		switch e.Type {
-		case dag.EventCompleted, dag.EventSkipped:
+		case store.EventCompleted, store.EventSkipped:
 			resolved[e.Step] = e.At
-		case dag.EventQueued:
+		case store.EventQueued:
 			if e.Step >= len(parents) {
 				continue
 			}
@@ -222,13 +221,13 @@ func testStuckTasks(t *testing.T, f *fixture) {
 	// after a minute and has not fired. The fresh run is not stuck.
 	got := stuck(start.Add(30 * time.Minute))
 	want := []store.StuckTask{
-		{Key: a.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", Status: dag.TaskRunning, Attempt: 1, Worker: "w1", Since: start},
-		{Key: s.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "default", Status: dag.TaskSleeping, Attempt: 1, Since: start.Add(time.Minute)},
+		{Key: a.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", Status: store.TaskRunning, Attempt: 1, Worker: "w1", Since: start},
+		{Key: s.Key, Workflow: "diamond", Version: "diamond@v1", Tenant: "default", Status: store.TaskSleeping, Attempt: 1, Since: start.Add(time.Minute)},
 	}
 	if diff := cmp.Diff(want, got, cmpTimes); diff != "" {
 		t.Errorf("stuck half an hour in (-want +got):\n%s", diff)
 	}
-	if got := stuck(f.tick(time.Hour)); len(got) != 3 || got[2].Key.Run != queued || got[2].Status != dag.TaskQueued {
+	if got := stuck(f.tick(time.Hour)); len(got) != 3 || got[2].Key.Run != queued || got[2].Status != store.TaskQueued {
 		t.Errorf("stuck two hours in = %+v, want the queued task last", got)
 	}
 	if got, _ := f.s.StuckTasks(f.ctx, store.Stuck{Before: f.now, Limit: 1}); len(got) != 1 {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -69,11 +68,11 @@ func (f *fixture) createDiamond(o runOpts) uuid.UUID {
 // diamondTasks are the tasks of a diamond run.
 func diamondTasks(maxAttempts int) []store.NewTask {
 	return []store.NewTask{
-		{Step: stepA, Kind: dag.KindCode, Pending: 0, Plain: true, MaxAttempts: maxAttempts},
-		{Step: stepB, Kind: dag.KindCode, Parents: []int{stepA}, Pending: 1, Plain: true, MaxAttempts: maxAttempts},
-		{Step: stepC, Kind: dag.KindCode, Parents: []int{stepA}, Pending: 1, Plain: false, MaxAttempts: maxAttempts},
-		{Step: stepD, Kind: dag.KindCode, Parents: []int{stepB, stepC}, Pending: 2, Plain: true, MaxAttempts: maxAttempts},
-		{Step: stepH, Kind: dag.KindOnFailure, Pending: 0, MaxAttempts: 1},
+		{Step: stepA, Kind: store.KindCode, Pending: 0, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepB, Kind: store.KindCode, Parents: []int{stepA}, Pending: 1, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepC, Kind: store.KindCode, Parents: []int{stepA}, Pending: 1, Plain: false, MaxAttempts: maxAttempts},
+		{Step: stepD, Kind: store.KindCode, Parents: []int{stepB, stepC}, Pending: 2, Plain: true, MaxAttempts: maxAttempts},
+		{Step: stepH, Kind: store.KindOnFailure, Pending: 0, MaxAttempts: 1},
 	}
 }
 
@@ -149,13 +148,13 @@ func (f *fixture) run(id uuid.UUID) store.Run {
 	return r
 }
 
-func (f *fixture) statuses(id uuid.UUID) []dag.TaskStatus {
+func (f *fixture) statuses(id uuid.UUID) []store.TaskStatus {
 	f.t.Helper()
 	tasks, err := f.s.ListTasks(f.ctx, id)
 	if err != nil {
 		f.t.Fatalf("ListTasks: %v", err)
 	}
-	out := make([]dag.TaskStatus, len(tasks))
+	out := make([]store.TaskStatus, len(tasks))
 	for i, tk := range tasks {
 		out[i] = tk.Status
 	}
@@ -187,13 +186,13 @@ func (f *fixture) task(id uuid.UUID, step int) store.Task {
 }
 
 // trail returns the event types of one step.
-func (f *fixture) trail(id uuid.UUID, step int) []dag.EventType {
+func (f *fixture) trail(id uuid.UUID, step int) []store.EventType {
 	f.t.Helper()
 	evs, err := f.s.ListEvents(f.ctx, id)
 	if err != nil {
 		f.t.Fatalf("ListEvents: %v", err)
 	}
-	var out []dag.EventType
+	var out []store.EventType
 	for _, e := range evs {
 		if e.Step == step {
 			out = append(out, e.Type)

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -79,10 +78,10 @@ func testWorkflows(t *testing.T, f *fixture) {
 func testCreateRunQueuesRoots(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{tenant: "acme"})
 	r := f.run(id)
-	if r.Status != dag.RunRunning || r.Tenant != "acme" || r.Workflow != "diamond" || string(r.Input) != `{"n":1}` {
+	if r.Status != store.RunRunning || r.Tenant != "acme" || r.Workflow != "diamond" || string(r.Input) != `{"n":1}` {
 		t.Errorf("run = %+v", r)
 	}
-	want := []dag.TaskStatus{dag.TaskQueued, dag.TaskPending, dag.TaskPending, dag.TaskPending, dag.TaskPending}
+	want := []store.TaskStatus{store.TaskQueued, store.TaskPending, store.TaskPending, store.TaskPending, store.TaskPending}
 	if diff := cmp.Diff(want, f.statuses(id)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
@@ -116,7 +115,7 @@ func testClaimMarksRunning(t *testing.T, f *fixture) {
 		c.Version != "diamond@v1" || string(c.Input) != `{"n":1}` {
 		t.Errorf("claimed %+v", c)
 	}
-	if got := f.statuses(id)[stepA]; got != dag.TaskRunning {
+	if got := f.statuses(id)[stepA]; got != store.TaskRunning {
 		t.Errorf("status = %s, want RUNNING", got)
 	}
 	if diff := cmp.Diff([]string{"a:QUEUED", "a:STARTED"}, f.events(id)); diff != "" {
@@ -140,7 +139,7 @@ func testClaimMarksRunning(t *testing.T, f *fixture) {
 	if err := f.s.StartTasks(f.ctx, []store.Attempt{attempt(cTask)}, f.now); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.trail(id, stepC); !cmp.Equal(got, []dag.EventType{dag.EventQueued, dag.EventStarted}) {
+	if got := f.trail(id, stepC); !cmp.Equal(got, []store.EventType{store.EventQueued, store.EventStarted}) {
 		t.Errorf("trail of c = %v", got)
 	}
 }
@@ -278,14 +277,14 @@ func testCompletionResolves(t *testing.T, f *fixture) {
 		t.Errorf("Finished = %v, want the run", res.Finished)
 	}
 	r := f.run(id)
-	if r.Status != dag.RunCompleted || r.FinishedAt.IsZero() {
+	if r.Status != store.RunCompleted || r.FinishedAt.IsZero() {
 		t.Errorf("run = %s finished %v, want COMPLETED", r.Status, r.FinishedAt)
 	}
-	if a := f.task(id, stepA); string(a.Output) != `{"v":1}` || a.Status != dag.TaskCompleted {
+	if a := f.task(id, stepA); string(a.Output) != `{"v":1}` || a.Status != store.TaskCompleted {
 		t.Errorf("a = %+v", a)
 	}
 	// A claimed task comes with its parents' statuses and outputs.
-	wantParents := []store.ParentOutput{{Step: stepA, Status: dag.TaskCompleted, Output: []byte(`{"v":1}`)}}
+	wantParents := []store.ParentOutput{{Step: stepA, Status: store.TaskCompleted, Output: []byte(`{"v":1}`)}}
 	for _, c := range bc {
 		if diff := cmp.Diff(wantParents, c.Parents); diff != "" {
 			t.Errorf("parents of %s (-want +got):\n%s", stepNames[c.Key.Step], diff)
@@ -294,11 +293,11 @@ func testCompletionResolves(t *testing.T, f *fixture) {
 	if diff := cmp.Diff([]int{stepB, stepC}, parentSteps(d)); diff != "" {
 		t.Errorf("parents of d (-want +got):\n%s", diff)
 	}
-	want := []dag.TaskStatus{dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskCompleted, dag.TaskPending}
+	want := []store.TaskStatus{store.TaskCompleted, store.TaskCompleted, store.TaskCompleted, store.TaskCompleted, store.TaskPending}
 	if diff := cmp.Diff(want, f.statuses(id)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
-	if got := f.trail(id, stepD); !cmp.Equal(got, []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventCompleted}) {
+	if got := f.trail(id, stepD); !cmp.Equal(got, []store.EventType{store.EventQueued, store.EventStarted, store.EventCompleted}) {
 		t.Errorf("trail of d = %v", got)
 	}
 }
@@ -358,7 +357,7 @@ func testSkippedParentsResolve(t *testing.T, f *fixture) {
 	}})
 	d := f.claimOne(id, stepD)
 	for _, p := range d.Parents {
-		if p.Status != dag.TaskSkipped || len(p.Output) != 0 {
+		if p.Status != store.TaskSkipped || len(p.Output) != 0 {
 			t.Errorf("parent %d: %s %q, want SKIPPED without output", p.Step, p.Status, p.Output)
 		}
 	}
@@ -366,12 +365,12 @@ func testSkippedParentsResolve(t *testing.T, f *fixture) {
 		t.Errorf("d claimed with %d parents, want 2", len(d.Parents))
 	}
 	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(d), Skipped: true, Detail: "all parents skipped"}}})
-	if r := f.run(id); r.Status != dag.RunCompleted {
+	if r := f.run(id); r.Status != store.RunCompleted {
 		t.Errorf("run = %s, want COMPLETED (skipped steps count as resolved)", r.Status)
 	}
 	evs, _ := f.s.ListEvents(f.ctx, id)
 	last := evs[len(evs)-1]
-	if last.Type != dag.EventSkipped || last.Detail != "all parents skipped" {
+	if last.Type != store.EventSkipped || last.Detail != "all parents skipped" {
 		t.Errorf("last event = %+v", last)
 	}
 }
@@ -385,7 +384,7 @@ func testStaleResults(t *testing.T, f *fixture) {
 	if len(res.Stale) != 1 {
 		t.Fatalf("Stale = %v, want the wrong attempt", res.Stale)
 	}
-	if got := f.statuses(id)[stepA]; got != dag.TaskRunning {
+	if got := f.statuses(id)[stepA]; got != store.TaskRunning {
 		t.Errorf("a = %s after a stale result, want RUNNING", got)
 	}
 }
@@ -408,37 +407,37 @@ func testFailure(t *testing.T, f *fixture) {
 		t.Errorf("Stale = %v, want the second failure", res.Stale)
 	}
 	r := f.run(id)
-	if r.Status != dag.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom" {
+	if r.Status != store.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom" {
 		t.Errorf("run = %s failed step %d %q", r.Status, r.FailedStep, r.Error)
 	}
 	st := f.statuses(id)
-	if st[bc[1].Key.Step] != dag.TaskCancelled || st[stepD] != dag.TaskCancelled || st[stepH] != dag.TaskQueued {
+	if st[bc[1].Key.Step] != store.TaskCancelled || st[stepD] != store.TaskCancelled || st[stepH] != store.TaskQueued {
 		t.Errorf("statuses = %v; want the other parent and d CANCELLED, h QUEUED", st)
 	}
 	for i, c := range bc {
-		want := []dag.EventType{dag.EventQueued}
+		want := []store.EventType{store.EventQueued}
 		if c.Plain {
-			want = append(want, dag.EventStarted)
+			want = append(want, store.EventStarted)
 		}
 		if i == 0 {
-			want = append(want, dag.EventTimedOut, dag.EventFailed)
+			want = append(want, store.EventTimedOut, store.EventFailed)
 		} else {
-			want = append(want, dag.EventCancelled)
+			want = append(want, store.EventCancelled)
 		}
 		if diff := cmp.Diff(want, f.trail(id, c.Key.Step)); diff != "" {
 			t.Errorf("trail of %s (-want +got):\n%s", stepNames[c.Key.Step], diff)
 		}
 	}
 	h := f.claim(10)
-	if len(h) != 1 || h[0].Key.Step != stepH || h[0].Kind != dag.KindOnFailure || h[0].FailedStep != bc[0].Key.Step || h[0].Error != "boom" {
+	if len(h) != 1 || h[0].Key.Step != stepH || h[0].Kind != store.KindOnFailure || h[0].FailedStep != bc[0].Key.Step || h[0].Error != "boom" {
 		t.Fatalf("claimed %+v, want the failure handler with the failure", h)
 	}
 	// The handler's own result does not touch the failed run.
 	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(h[0])}}})
-	if r := f.run(id); r.Status != dag.RunFailed {
+	if r := f.run(id); r.Status != store.RunFailed {
 		t.Errorf("run = %s after the handler completed, want FAILED", r.Status)
 	}
-	if got := f.trail(id, stepD); !cmp.Equal(got, []dag.EventType{dag.EventCancelled}) {
+	if got := f.trail(id, stepD); !cmp.Equal(got, []store.EventType{store.EventCancelled}) {
 		t.Errorf("trail of d = %v, want [CANCELLED]", got)
 	}
 }
@@ -448,7 +447,7 @@ func testRetry(t *testing.T, f *fixture) {
 	a := f.claimOne(id, stepA)
 	at := f.now.Add(time.Minute)
 	f.finish(store.Results{Retries: []store.Retry{{Attempt: attempt(a), Error: "flaky", At: at}}})
-	if st := f.statuses(id)[stepA]; st != dag.TaskRetrying {
+	if st := f.statuses(id)[stepA]; st != store.TaskRetrying {
 		t.Fatalf("a = %s, want RETRYING", st)
 	}
 	next, ok, err := f.s.NextTimer(f.ctx)
@@ -472,7 +471,7 @@ func testRetry(t *testing.T, f *fixture) {
 	if again.Attempt != 2 {
 		t.Errorf("second attempt numbered %d", again.Attempt)
 	}
-	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted}
+	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventRetrying, store.EventQueued, store.EventStarted}
 	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
 		t.Errorf("trail (-want +got):\n%s", diff)
 	}
@@ -487,7 +486,7 @@ func testSleep(t *testing.T, f *fixture) {
 	until := f.now.Add(24 * time.Hour)
 	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: 24 * time.Hour}}})
 	tasks, _ := f.s.ListTasks(f.ctx, id)
-	if tasks[stepA].Status != dag.TaskSleeping || !tasks[stepA].WakeAt.Equal(until) {
+	if tasks[stepA].Status != store.TaskSleeping || !tasks[stepA].WakeAt.Equal(until) {
 		t.Fatalf("a = %s until %v", tasks[stepA].Status, tasks[stepA].WakeAt)
 	}
 	if n, _ := f.s.FireTimers(f.ctx, until.Add(-time.Nanosecond), 10); n != 0 {
@@ -501,7 +500,7 @@ func testSleep(t *testing.T, f *fixture) {
 		t.Errorf("woken claim = %+v", woken)
 	}
 	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(woken), Woken: true, Children: diamondChildren[stepA]}}})
-	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventSleeping, dag.EventWoken, dag.EventCompleted}
+	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventSleeping, store.EventWoken, store.EventCompleted}
 	if diff := cmp.Diff(want, f.trail(id, stepA)); diff != "" {
 		t.Errorf("trail (-want +got):\n%s", diff)
 	}
@@ -567,10 +566,10 @@ func testRecover(t *testing.T, f *fixture) {
 		t.Fatalf("RecoverTasks = %+v, %v; want a failed", res, err)
 	}
 	r := f.run(retryable)
-	if r.Status != dag.RunFailed || r.FailedStep != stepA {
+	if r.Status != store.RunFailed || r.FailedStep != stepA {
 		t.Errorf("run = %s step %d, want FAILED at a", r.Status, r.FailedStep)
 	}
-	want := []dag.EventType{dag.EventQueued, dag.EventStarted, dag.EventRetrying, dag.EventQueued, dag.EventStarted, dag.EventFailed}
+	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventRetrying, store.EventQueued, store.EventStarted, store.EventFailed}
 	if diff := cmp.Diff(want, f.trail(retryable, stepA)); diff != "" {
 		t.Errorf("trail (-want +got):\n%s", diff)
 	}
@@ -584,11 +583,11 @@ func testCancel(t *testing.T, f *fixture) {
 		t.Fatalf("CancelRun = %v, %v", ok, err)
 	}
 	for i, st := range f.statuses(id) {
-		if st != dag.TaskCancelled {
+		if st != store.TaskCancelled {
 			t.Errorf("step %d = %s, want CANCELLED", i, st)
 		}
 	}
-	if r := f.run(id); r.Status != dag.RunCancelled {
+	if r := f.run(id); r.Status != store.RunCancelled {
 		t.Errorf("run = %s", r.Status)
 	}
 	if r := f.complete(a, `{}`); len(r.Stale) != 1 {
@@ -640,7 +639,7 @@ func testRetryRun(t *testing.T, f *fixture) {
 		t.Fatalf("RetryRun = %v, %v", ok, err)
 	}
 	r := f.run(id)
-	if r.Status != dag.RunRunning || r.FailedStep != -1 || r.Error != "" {
+	if r.Status != store.RunRunning || r.FailedStep != -1 || r.Error != "" {
 		t.Errorf("run after retry = %+v", r)
 	}
 	again := f.claimOne(id, failed)
@@ -649,7 +648,7 @@ func testRetryRun(t *testing.T, f *fixture) {
 	}
 	f.complete(again, `{}`)
 	f.complete(f.claimOne(id, stepD), `{}`)
-	if r := f.run(id); r.Status != dag.RunCompleted {
+	if r := f.run(id); r.Status != store.RunCompleted {
 		t.Errorf("run = %s, want COMPLETED", r.Status)
 	}
 	if a := f.task(id, stepA); string(a.Output) != `{"kept":true}` {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 )
 
@@ -86,11 +86,11 @@ func memoryBurnDown(ctx context.Context, o Options, sh shape) (res Throughput, e
 		}
 		for _, ev := range events {
 			switch ev.Type {
-			case dag.EventStarted:
+			case store.EventStarted:
 				if first.IsZero() || ev.At.Before(first) {
 					first = ev.At
 				}
-			case dag.EventCompleted:
+			case store.EventCompleted:
 				completed++
 				last = later(last, ev.At)
 			}

@@ -1,4 +1,28 @@
-package dag
+package store
+
+import "fmt"
+
+// Kind tells how a task is executed.
+type Kind int8
+
+// Task kinds.
+const (
+	KindCode      Kind = iota // runs user code
+	KindSleep                 // waits on a durable timer, no code
+	KindOnFailure             // the run's failure handler
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindCode:
+		return "code"
+	case KindSleep:
+		return "sleep"
+	case KindOnFailure:
+		return "onFailure"
+	}
+	return fmt.Sprintf("Kind(%d)", int8(k))
+}
 
 // TaskStatus is where a task is in its life.
 type TaskStatus string
