@@ -16,7 +16,7 @@ import (
 
 	"github.com/effectivelabs/trellis/gen/golang"
 	"github.com/effectivelabs/trellis/gen/workflow"
-	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // Problem is one thing wrong with a workflow file; its String is
@@ -48,9 +48,9 @@ type File struct {
 	plan     *golang.Plan
 }
 
-// Spec is the runtime.WorkflowSpec the generated code embeds, or nil when
-// the file has problems.
-func (f *File) Spec() *runtime.WorkflowSpec {
+// Spec is the workflow spec the generated code embeds, or nil when the
+// file has problems.
+func (f *File) Spec() *spec.Workflow {
 	if len(f.Problems) > 0 || f.plan == nil {
 		return nil
 	}
@@ -67,16 +67,6 @@ func (g *Generator) Check(path string, src []byte) *File {
 		plan, more := golang.Check(w)
 		f.plan = plan
 		problems = append(problems, more...)
-	}
-	if len(problems) == 0 && w != nil {
-		// Lint repeats every check the runtime makes; if the runtime still
-		// refuses the spec, say so rather than generate code that fails
-		// at Register.
-		if _, err := runtime.Compile(f.plan.Spec()); err != nil {
-			probs := workflow.NewProblems(path)
-			probs.Add(w.NamePos, "", "the runtime refuses this workflow, although lint found nothing wrong (please report this): %v", err)
-			problems = probs.List()
-		}
 	}
 	f.Problems = workflow.Sorted(problems)
 	return f

@@ -8,8 +8,7 @@ import (
 	"fmt"
 
 	"github.com/effectivelabs/trellis/runtime/condition"
-	"github.com/effectivelabs/trellis/runtime/dag"
-	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/internal/dag"
 )
 
 // Definition is a compiled WorkflowSpec: its validated graph, its
@@ -26,45 +25,16 @@ type Definition struct {
 	conds   [][]*condition.Program // per step index
 }
 
-// Compile validates and compiles a spec. Generated specs always compile;
+// Compile checks a spec (spec.Workflow.Check: the rules lint applies to
+// workflow files) and compiles its schemas and conditions. Generated specs
+// always compile;
 // an error here means a hand-written or corrupted spec.
 func Compile(spec *WorkflowSpec) (*Definition, error) {
 	if spec == nil {
 		return nil, errors.New("compiling workflow: nil spec")
 	}
 	d := &Definition{spec: spec.Clone()} // the caller may change spec later
-	if err := checkName(spec.Name); err != nil {
-		return nil, fmt.Errorf("compiling workflow: %w", err)
-	}
-	var bad []error
-	for _, s := range spec.Steps {
-		if err := checkName(s.Name); err != nil {
-			bad = append(bad, fmt.Errorf("step: %w", err))
-		}
-	}
-	if f := spec.OnFailure; f != nil {
-		if err := checkName(f.Name); err != nil {
-			bad = append(bad, fmt.Errorf("onFailure: %w", err))
-		}
-	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, errors.Join(bad...))
-	}
-	nodes := make([]dag.Node, 0, len(spec.Steps)+1)
-	for _, s := range spec.Steps {
-		kind := store.KindCode
-		if s.IsSleep() {
-			kind = store.KindSleep
-		}
-		nodes = append(nodes, dag.Node{
-			Name: s.Name, Kind: kind, Parents: s.Parents, HasSkipIf: len(s.SkipIf) > 0,
-			Sleep: s.Sleep, Retry: s.Retry, Timeout: s.Timeout,
-		})
-	}
-	if f := spec.OnFailure; f != nil {
-		nodes = append(nodes, dag.Node{Name: f.Name, Kind: store.KindOnFailure, Retry: f.Retry, Timeout: f.Timeout})
-	}
-	g, err := dag.Build(nodes)
+	g, err := dag.Build(&d.spec)
 	if err != nil {
 		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
 	}
@@ -121,21 +91,6 @@ func versioned(spec *WorkflowSpec) WorkflowSpec {
 	v := *spec
 	v.Source, v.Description = "", ""
 	return v
-}
-
-// checkName checks a workflow or step name: lowercase letters, digits and
-// '-', starting with a letter, not ending with '-'.
-func checkName(name string) error {
-	if name == "" {
-		return errors.New("name is empty")
-	}
-	for i, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && i > 0 || r == '-' && i > 0 && i < len(name)-1
-		if !ok {
-			return fmt.Errorf("name %q: use lowercase letters, digits and '-', starting with a letter", name)
-		}
-	}
-	return nil
 }
 
 // Name is the workflow's name.

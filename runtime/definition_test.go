@@ -13,9 +13,9 @@ func TestCompileRejectsBadSpecs(t *testing.T) {
 		spec runtime.WorkflowSpec
 		want string
 	}{
-		{"workflow name", runtime.WorkflowSpec{Name: "Orders"}, `name "Orders"`},
-		{"step name", runtime.WorkflowSpec{Name: "w", Steps: []runtime.StepSpec{{Name: "bad_name"}}}, `step: name "bad_name"`},
-		{"handler name", runtime.WorkflowSpec{Name: "w", Steps: []runtime.StepSpec{{Name: "a"}}, OnFailure: &runtime.OnFailureSpec{Name: "-x"}}, `onFailure: name "-x"`},
+		{"workflow name", runtime.WorkflowSpec{Name: "Orders"}, `workflow: name: "Orders" is invalid`},
+		{"step name", runtime.WorkflowSpec{Name: "w", Steps: []runtime.StepSpec{{Name: "bad_name"}}}, `step "bad_name": name: "bad_name" is invalid`},
+		{"handler name", runtime.WorkflowSpec{Name: "w", Steps: []runtime.StepSpec{{Name: "a"}}, OnFailure: &runtime.OnFailureSpec{Name: "-x"}}, `onFailure: name: "-x" is invalid`},
 		{"cycle", runtime.WorkflowSpec{Name: "w", Steps: []runtime.StepSpec{{Name: "a", Parents: []string{"b"}}, {Name: "b", Parents: []string{"a"}}}}, "a -> b -> a"},
 		{"input schema", runtime.WorkflowSpec{Name: "w", InputSchema: `{"type": 3}`, Steps: []runtime.StepSpec{{Name: "a"}}}, "input schema"},
 		{"condition", runtime.WorkflowSpec{Name: "w", InputSchema: `{"type":"object","properties":{"x":{"type":"integer"}}}`,

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 

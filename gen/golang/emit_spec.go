@@ -2,47 +2,19 @@ package golang
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/dave/jennifer/jen"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
-// Spec returns the runtime.WorkflowSpec the generated <W>Spec function
-// returns: the workflow's declaration with effective settings (defaults
-// merged), so the runtime needs no knowledge of the file. The generated
-// literal is rendered from this value, so a test can hand the very same
-// spec to runtime.Compile.
-func (p *Plan) Spec() *runtime.WorkflowSpec {
-	w := p.w
-	spec := &runtime.WorkflowSpec{Name: w.Name, Description: w.Description, Source: filepath.Base(w.File)}
-	if w.Input != nil {
-		spec.InputSchema = w.Input.JSON
-	}
-	for _, s := range w.Steps {
-		step := runtime.StepSpec{Name: s.Name, Sleep: s.Sleep}
-		for _, ref := range s.Parents {
-			step.Parents = append(step.Parents, ref.Name)
-		}
-		for _, c := range s.SkipIf {
-			step.SkipIf = append(step.SkipIf, c.Source)
-		}
-		if !s.IsSleep() {
-			step.Retry, step.Timeout = s.Retry, s.Timeout
-			if s.Output != nil {
-				step.OutputSchema = s.Output.JSON
-			}
-		}
-		spec.Steps = append(spec.Steps, step)
-	}
-	if h := w.OnFailure; h != nil {
-		spec.OnFailure = &runtime.OnFailureSpec{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
-	}
-	return spec
-}
+// Spec returns the spec the generated <W>Spec function returns (see
+// workflow.Workflow.Spec). The generated literal is rendered from this
+// value, so a test can hand the very same spec to runtime.Compile.
+func (p *Plan) Spec() *spec.Workflow { return p.w.Spec() }
 
 // spec renders <W>Spec, which returns Plan.Spec as a literal.
 func (e *emitter) spec() {

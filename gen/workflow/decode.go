@@ -52,7 +52,6 @@ func (d *decoder) decodeDefaults(v *Value) {
 	d.keys(v, "defaults", "retry", "timeout")
 	if f := v.Get("retry"); f != nil {
 		d.defaults = d.retry(f.Value, "defaults.retry", "")
-		d.checkDelays(d.defaults, retryOverride{})
 	}
 	if f := v.Get("timeout"); f != nil {
 		d.timeout = d.duration(f.Value, "defaults.timeout")
@@ -108,13 +107,10 @@ func (d *decoder) step(v *Value, index int) *Step {
 			return s
 		}
 	}
-	override := d.defaults
 	if f := v.Get("retry"); f != nil {
-		local := d.retry(f.Value, "retry", what)
-		override = local.over(d.defaults)
-		d.checkDelays(local, d.defaults)
+		s.retry = d.retry(f.Value, "retry", what)
 	}
-	s.Retry = override.apply(spec.DefaultRetryPolicy())
+	s.Retry = s.retry.over(d.defaults).apply(spec.DefaultRetryPolicy())
 	s.Timeout = d.timeout
 	if f := v.Get("timeout"); f != nil {
 		s.Timeout = d.duration(f.Value, "timeout of "+what)
@@ -186,13 +182,10 @@ func (d *decoder) onFailure(v *Value) *OnFailure {
 	if f := d.required(v, "name", "onFailure has no name: add name: <handler-name>"); f != nil {
 		h.Name, h.Pos = d.name(f.Value, "onFailure name"), f.Value.Pos
 	}
-	override := d.defaults
 	if f := v.Get("retry"); f != nil {
-		local := d.retry(f.Value, "onFailure.retry", "")
-		override = local.over(d.defaults)
-		d.checkDelays(local, d.defaults)
+		h.retry = d.retry(f.Value, "onFailure.retry", "")
 	}
-	h.Retry = override.apply(spec.DefaultRetryPolicy())
+	h.Retry = h.retry.over(d.defaults).apply(spec.DefaultRetryPolicy())
 	h.Timeout = d.timeout
 	if f := v.Get("timeout"); f != nil {
 		h.Timeout = d.duration(f.Value, "onFailure.timeout")
@@ -258,7 +251,7 @@ func (d *decoder) name(v *Value, what string) string {
 		return ""
 	}
 	if !validName(v.Str) {
-		msg := fmt.Sprintf("%s %q is invalid: use lowercase letters, digits and '-', starting with a letter", what, v.Str)
+		msg := fmt.Sprintf("%s %q is invalid: use lowercase letters, digits and '-', starting with a letter and not ending with '-'", what, v.Str)
 		if s := suggestName(v.Str); s != "" {
 			msg += fmt.Sprintf(" (such as %q)", s)
 		}

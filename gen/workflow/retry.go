@@ -141,26 +141,31 @@ func (d *decoder) factor(v *Value, what string) (float64, bool) {
 	return f, true
 }
 
-// checkDelays reports an effective policy (local over base over the
-// built-in policy) whose maxDelay is shorter than its initialDelay, at
-// whichever of the two local sets; when local sets neither, the problem
-// belongs to (and is reported at) the policy it inherits from.
-func (d *decoder) checkDelays(local, base retryOverride) {
-	p := local.over(base).apply(spec.DefaultRetryPolicy())
-	if p.MaxDelay >= p.InitialDelay {
+// retryProblem reports a problem spec.RetryPolicy.Check found in an
+// effective policy (local over base over the built-in policy) at the
+// mapping that caused it: local when it sets the offending field (or, for
+// delays that disagree, either of the two), else base, which the policy
+// inherits the problem from. Only delays can disagree in a policy the
+// decoder built, since it refuses bad values one by one.
+func (d *decoder) retryProblem(p spec.Problem, local, base retryOverride) {
+	eff := local.over(base).apply(spec.DefaultRetryPolicy())
+	if p.Field != "retry.maxDelay" {
+		d.probs.Add(local.initialPos, "", "%s", p.Message)
 		return
 	}
 	switch {
 	case local.maxDelay != nil:
 		d.probs.Add(local.maxPos, "", "maxDelay %s is shorter than initialDelay %s: raise maxDelay or lower initialDelay",
-			shortDuration(p.MaxDelay), shortDuration(p.InitialDelay))
+			shortDuration(eff.MaxDelay), shortDuration(eff.InitialDelay))
 	case local.initialDelay != nil:
 		from := "the built-in policy"
 		if base.maxDelay != nil {
 			from = "defaults.retry"
 		}
 		d.probs.Add(local.initialPos, "", "initialDelay %s is longer than maxDelay %s (from %s): lower initialDelay or set maxDelay here",
-			shortDuration(p.InitialDelay), shortDuration(p.MaxDelay), from)
+			shortDuration(eff.InitialDelay), shortDuration(eff.MaxDelay), from)
+	default:
+		d.retryProblem(p, base, retryOverride{})
 	}
 }
 

@@ -3,6 +3,8 @@ package workflow
 import (
 	"strings"
 	"unicode"
+
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // closest returns the candidate a misspelt word most likely meant, or ""
@@ -104,16 +106,5 @@ func suggestName(name string) string {
 }
 
 // validName reports whether name is a valid workflow or step name:
-// lowercase letters, digits and '-', starting with a letter.
-func validName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i, r := range name {
-		ok := r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '-')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+// see spec.CheckName.
+func validName(name string) bool { return spec.CheckName(name) == nil }

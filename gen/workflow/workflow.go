@@ -61,6 +61,9 @@ type Step struct {
 	// label names the step in messages: step "charge", or steps[2] when
 	// its name is missing or invalid.
 	label string
+	// retry is what the step's own retry mapping sets, for locating
+	// problems of the effective policy.
+	retry retryOverride
 }
 
 // IsSleep reports whether the step is a durable sleep step.
@@ -87,6 +90,8 @@ type OnFailure struct {
 	Pos     Pos
 	Retry   spec.RetryPolicy
 	Timeout time.Duration
+	// retry is what the handler's own retry mapping sets.
+	retry retryOverride
 }
 
 // Schema is a JSON Schema embedded in a workflow file.
@@ -143,7 +148,7 @@ func (p *Parser) Parse(file string, src []byte) (*Workflow, []Problem) {
 	d := &decoder{probs: probs, src: src}
 	w := d.workflow(root)
 	w.File = file
-	checkGraph(w, probs)
+	d.check(w)
 	checkConditions(w, d.lines(), probs)
 	return w, probs.List()
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 

@@ -11,21 +11,24 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-func orderNodes() []Node {
-	return []Node{
-		{Name: "validate"},
-		{Name: "charge", Parents: []string{"validate"}, HasSkipIf: true},
-		{Name: "reject", Parents: []string{"validate"}, HasSkipIf: true},
-		{Name: "fraud-window", Kind: store.KindSleep, Sleep: 24 * time.Hour, Parents: []string{"charge"}},
-		{Name: "prepare-shipment", Parents: []string{"charge"}},
-		{Name: "ship", Parents: []string{"fraud-window", "prepare-shipment"}},
-		{Name: "finalize", Parents: []string{"ship", "reject"}},
-		{Name: "notify-admin", Kind: store.KindOnFailure},
+func orderWorkflow() *spec.Workflow {
+	return &spec.Workflow{
+		Name: "orders",
+		Steps: []spec.Step{
+			{Name: "validate"},
+			{Name: "charge", Parents: []string{"validate"}, SkipIf: []string{"true"}},
+			{Name: "reject", Parents: []string{"validate"}, SkipIf: []string{"true"}},
+			{Name: "fraud-window", Sleep: 24 * time.Hour, Parents: []string{"charge"}},
+			{Name: "prepare-shipment", Parents: []string{"charge"}},
+			{Name: "ship", Parents: []string{"fraud-window", "prepare-shipment"}},
+			{Name: "finalize", Parents: []string{"ship", "reject"}},
+		},
+		OnFailure: &spec.OnFailure{Name: "notify-admin"},
 	}
 }
 
 func TestBuildLinksChildrenAndStaticSkips(t *testing.T) {
-	g, err := Build(orderNodes())
+	g, err := Build(orderWorkflow())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,17 +57,20 @@ func TestBuildLinksChildrenAndStaticSkips(t *testing.T) {
 }
 
 func TestBuildReportsEveryProblem(t *testing.T) {
-	_, err := Build([]Node{
+	_, err := Build(&spec.Workflow{Name: "w", Steps: []spec.Step{
 		{Name: "a", Parents: []string{"a"}},
 		{Name: "b", Parents: []string{"nope"}},
 		{Name: "b"},
-		{Name: "c", Retry: spec.RetryPolicy{MaxRetries: -1}},
-	})
+		{Name: "c", Retry: spec.RetryPolicy{MaxRetries: -1, InitialDelay: time.Second, BackoffFactor: 1, MaxDelay: time.Second}},
+	}})
 	if err == nil {
 		t.Fatal("Build succeeded")
 	}
 	for _, want := range []string{
-		`"a" lists itself`, `unknown parent "nope"`, `"b" is declared twice`, "maxRetries must not be negative",
+		`step "a": parents[0]: a step cannot be its own parent`,
+		`step "b": parents[0]: unknown parent "nope"`,
+		`step "b": name: step name "b" is used twice`,
+		`step "c": retry.maxRetries: maxRetries -1 is negative`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
@@ -72,15 +78,17 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 	}
 }
 
-func TestBuildNamesTheCycle(t *testing.T) {
-	_, err := Build([]Node{
-		{Name: "start"},
-		{Name: "a", Parents: []string{"start", "c"}},
-		{Name: "b", Parents: []string{"a"}},
-		{Name: "c", Parents: []string{"b"}},
-	})
-	if err == nil || !strings.Contains(err.Error(), "a -> b -> c -> a") {
-		t.Fatalf("error = %v, want the cycle a -> b -> c -> a", err)
+func TestBuildPutsTheFailureHandlerLast(t *testing.T) {
+	g, err := Build(orderWorkflow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := g.Steps[len(g.Steps)-1]
+	if last.Name != "notify-admin" || last.Kind != store.KindOnFailure || len(last.Parents) != 0 {
+		t.Errorf("last step = %+v, want the failure handler without parents", last)
+	}
+	if s, ok := g.Step("fraud-window"); !ok || s.Kind != store.KindSleep || s.Sleep != 24*time.Hour {
+		t.Errorf("fraud-window = %+v, want a 24h sleep", s)
 	}
 }
 
@@ -122,7 +130,7 @@ func TestRetry(t *testing.T) {
 }
 
 func TestResolveIsExactForFanIn(t *testing.T) {
-	g, err := Build([]Node{{Name: "a"}, {Name: "b"}, {Name: "c", Parents: []string{"a", "b"}}})
+	g, err := Build(&spec.Workflow{Name: "w", Steps: []spec.Step{{Name: "a"}, {Name: "b"}, {Name: "c", Parents: []string{"a", "b"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
