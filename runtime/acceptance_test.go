@@ -497,6 +497,27 @@ func testSleepDay(t *testing.T, newH newHarness) {
 	if got := h.Times(ref.ID, "after-day", started); !cmp.Equal(got, []time.Duration{24 * time.Hour}) {
 		t.Errorf("after-day started at %v, want 24h", got)
 	}
+	// The SLEEPING event says when the sleep ends; no other event has a
+	// wake time.
+	if got := wakeTimes(h, ref.ID, "day"); !cmp.Equal(got, []string{"QUEUED", "SLEEPING wake 24h0m0s", "WOKEN", "COMPLETED"}) {
+		t.Errorf("wake times of day = %q", got)
+	}
+}
+
+// wakeTimes lists the events of a step as their type and, when they have
+// one, their wake time relative to h.Start.
+func wakeTimes(h *trellistest.Harness, id runtime.RunID, step string) []string {
+	var out []string
+	for _, ev := range h.Events(id) {
+		switch {
+		case ev.Step != step:
+		case ev.WakeAt.IsZero():
+			out = append(out, string(ev.Type))
+		default:
+			out = append(out, fmt.Sprintf("%s wake %v", ev.Type, ev.WakeAt.Sub(h.Start)))
+		}
+	}
+	return out
 }
 
 func testConcurrentSleeps(t *testing.T, newH newHarness) {
@@ -643,6 +664,11 @@ func testRetryThird(t *testing.T, newH newHarness) {
 		t.Errorf("work started at %v, want %v", got, want)
 	}
 	checkTrail(t, h, res.ID, "work", trail(queued, started, retrying, queued, started, retrying, queued, started, completed))
+	// Each RETRYING event says when the next attempt is due.
+	wakes := []string{"QUEUED", "STARTED", "RETRYING wake 30s", "QUEUED", "STARTED", "RETRYING wake 2m0s", "QUEUED", "STARTED", "COMPLETED"}
+	if got := wakeTimes(h, res.ID, "work"); !cmp.Equal(got, wakes) {
+		t.Errorf("wake times of work = %q, want %q", got, wakes)
+	}
 	var details []string
 	for _, ev := range h.Events(res.ID) {
 		if ev.Step == "work" && ev.Type == retrying {

@@ -31,7 +31,8 @@
 // for good fails the run, cancels what has not finished and runs the
 // workflow's failure handler. Sleep steps are durable timers that hold
 // nothing while they wait. Every state change is appended to the run's
-// event log (Engine.Events). Delivery is at least once: a step may run
+// event log (Engine.Events); a SLEEPING or RETRYING event's WakeAt says
+// when the task's timer is due. Delivery is at least once: a step may run
 // again if its worker dies before its result is recorded, so steps
 // should be idempotent (StepInfo, from InfoFromContext, names the run,
 // step and attempt).

@@ -338,7 +338,7 @@ func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 		if ev.Step >= 0 && ev.Step < len(def.graph.Steps) {
 			name = def.graph.Steps[ev.Step].Name
 		}
-		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail}
+		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail, WakeAt: ev.WakeAt}
 	}
 	return out, nil
 }
@@ -349,6 +349,15 @@ type Event struct {
 	Type    EventType
 	Attempt int
 	At      time.Time
-	// Detail is the error of a failure, the reason of a skip, or empty.
+	// Detail is for people: the error of a failure or retry, the reason
+	// of a skip or a hand-back, the end of a sleep ("until ..."), or
+	// empty. Programs read WakeAt rather than parse it.
 	Detail string
+	// WakeAt is when a waiting task's timer is due: for a SLEEPING event,
+	// when the sleep ends; for a RETRYING event, when the next attempt is
+	// queued (after a retry backoff; a retry after a lost worker is queued
+	// at once, at At). It is zero for every other event type. The task
+	// may start later than WakeAt, when workers are busy, but never
+	// earlier.
+	WakeAt time.Time
 }

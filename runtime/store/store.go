@@ -330,6 +330,11 @@ type Event struct {
 	At      time.Time
 	// Detail is the error of a failure, the reason of a skip, or empty.
 	Detail string
+	// WakeAt is when the task's timer is due, for SLEEPING events (the
+	// sleep ends) and RETRYING events (the next attempt is queued; a
+	// retry after a lost worker is queued at once, at At). It is zero for
+	// every other event.
+	WakeAt time.Time
 }
 
 // Claim holds what ClaimTasks needs.

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"FailureCancelsAndQueuesHandlerOnce", testFailure},
 		{"RetryWaitsOnDurableTimer", testRetry},
 		{"SleepAndWake", testSleep},
+		{"EventWakeTimes", testEventWakeTimes},
 		{"Heartbeat", testHeartbeat},
 		{"ReleaseTasks", testRelease},
 		{"ReleaseWokenSleep", testReleaseWoken},
