@@ -40,6 +40,7 @@
 // # Options
 //
 // Triggers take RunOptions: WithTenant (the scheduler is fair across
-// tenants), WithIdempotencyKey, and WithTx to create a run inside the
-// caller's database transaction (runtime.WithTx(pgstore.Tx(tx))).
+// tenants), WithIdempotencyKey (WithIdempotencyKeys for TriggerMany, one
+// key per input), and WithTx to create a run inside the caller's
+// database transaction (runtime.WithTx(pgstore.Tx(tx))).
 package runtime

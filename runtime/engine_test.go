@@ -59,6 +59,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
 		{"TriggerRetriedOnce", testTriggerRetriedOnce},
+		{"TriggerManyKeysRace", testTriggerManyKeysRace},
 		{"StuckRunIsReported", testStuckRunIsReported},
 	}
 	for _, tt := range tests {

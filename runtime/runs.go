@@ -17,19 +17,33 @@ import (
 
 // trigger validates the input and creates the run with all its tasks.
 func (e *Engine) trigger(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error) {
-	refs, err := e.triggerMany(ctx, def, []json.RawMessage{input}, o)
+	if err := o.checkOne(def.Name()); err != nil {
+		return RunRef{}, err
+	}
+	refs, err := e.create(ctx, def, []json.RawMessage{input}, []string{o.IdempotencyKey}, o)
 	if err != nil {
 		return RunRef{}, err
 	}
 	return refs[0], nil
 }
 
-// triggerMany validates every input, then creates all the runs in one
-// store call: all of them, or none.
+// triggerMany creates one run per input, each with its key of
+// o.IdempotencyKeys (if given).
 func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json.RawMessage, o RunOptions) ([]RunRef, error) {
-	if len(inputs) > 1 && o.IdempotencyKey != "" {
-		return nil, errors.New("an idempotency key names one run; give each run its own trigger")
+	if err := o.checkMany(def.Name(), len(inputs)); err != nil {
+		return nil, err
 	}
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	return e.create(ctx, def, inputs, o.IdempotencyKeys, o)
+}
+
+// create validates every input, then creates all the runs in one store
+// call: all of them, or none. keys[i], when keys is not nil, is the
+// idempotency key of inputs[i]; the caller has checked that keys are
+// distinct.
+func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) ([]RunRef, error) {
 	inputs = slices.Clone(inputs)
 	for i, in := range inputs {
 		if len(in) == 0 {
@@ -53,8 +67,10 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 			return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 		}
 		runs[i] = store.NewRun{
-			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant,
-			IdempotencyKey: o.IdempotencyKey, Input: in, Tasks: tasks,
+			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Input: in, Tasks: tasks,
+		}
+		if keys != nil {
+			runs[i].IdempotencyKey = keys[i]
 		}
 	}
 	// Run ids are made here, so creating runs is idempotent by id: a retry

@@ -108,12 +108,14 @@ type Runs interface {
 	// tasks that wait for no parent (writing their QUEUED events) and
 	// signals TasksReady. For a run whose idempotency key an earlier run of
 	// the same workflow and tenant used, it writes nothing and returns that
-	// run with Created false. A run whose id exists is left as it is and
-	// reported created: ids are made by the caller, so that a CreateRuns
-	// retried after a transient failure, which may have taken effect, does
-	// not create runs twice. It returns one result per run, in order. With
-	// Tx set, everything happens inside the caller's transaction; a store
-	// that cannot use Tx returns ErrTxUnsupported.
+	// run with Created false; calls racing with keys in common all
+	// succeed, and each key ends with one run. A run whose id exists is
+	// left as it is and reported created: ids are made by the caller, so
+	// that a CreateRuns retried after a transient failure, which may have
+	// taken effect, does not create runs twice. It returns one result per
+	// run, in order, and queues roots in that order. With Tx set,
+	// everything happens inside the caller's transaction; a store that
+	// cannot use Tx returns ErrTxUnsupported.
 	CreateRuns(ctx context.Context, p CreateRuns) ([]CreateRunResult, error)
 	// GetRun returns a run, or ErrNotFound.
 	GetRun(ctx context.Context, id uuid.UUID) (Run, error)

@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"IdempotencyKey", testIdempotencyKey},
 		{"CreateRunsInABatch", testCreateBatch},
 		{"CreateRunsIdempotentByID", testCreateByID},
+		{"CreateRunsKeysConcurrently", testCreateKeysConcurrently},
 		{"EventTimesNeverGoBack", testEventTimesMonotonic},
 		{"ClaimMarksRunning", testClaimMarksRunning},
 		{"ClaimNeverTwice", testClaimNeverTwice},

@@ -247,10 +247,14 @@ const runsInsert = `-- name: RunsInsert :many
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, $1
 FROM (
-    SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
-           unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
-           unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.input, u.unresolved, row_number() OVER () AS ord
+    FROM (
+        SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
+               unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
+               unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+    ) AS u
 ) AS i
+ORDER BY i.ord
 ON CONFLICT DO NOTHING
 RETURNING id
 `
@@ -268,7 +272,10 @@ type RunsInsertParams struct {
 
 // Creates runs, except those whose id exists (an earlier try of the same
 // call created them) or whose idempotency key another run of the workflow
-// and tenant holds. Returns the ids of the runs created.
+// and tenant holds. Rows are inserted in the order given: the caller
+// orders them by key, so that concurrent inserts with keys in common wait
+// on each other's keys in one order and never deadlock. Returns the ids
+// of the runs created.
 func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, runsInsert,
 		arg.Now,
