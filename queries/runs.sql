@@ -41,6 +41,17 @@ SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_ste
 FROM trellis_runs
 WHERE id = @id;
 
+-- name: RunsStatus :many
+-- The status of each of the given runs that exists.
+SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
+
+-- name: RunsGet :many
+-- The given runs that exist, ordered by id.
+SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
+FROM trellis_runs
+WHERE id = ANY (@ids::uuid[])
+ORDER BY id;
+
 -- name: RunCancel :one
 -- Moves a running run to CANCELLED; no row when it was not running.
 UPDATE trellis_runs

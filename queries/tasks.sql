@@ -33,6 +33,13 @@ FROM trellis_tasks
 WHERE run_id = @run_id
 ORDER BY step;
 
+-- name: TasksOfRuns :many
+-- The tasks of the given runs, by run and step.
+SELECT run_id, step, kind, status, attempt, output, error, worker, wake_at, updated_at, finished_at
+FROM trellis_tasks
+WHERE run_id = ANY (@run_ids::uuid[])
+ORDER BY run_id, step;
+
 -- name: TasksStart :exec
 -- Writes STARTED events for claimed tasks that run their code, no earlier
 -- than their claim.

@@ -67,6 +67,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"RunManyIsAllOrNothing", testRunMany},
 		{"RunManyWithIdempotencyKeys", testRunManyKeys},
 		{"IdempotencyKeysMisused", testRunManyKeysMisused},
+		{"WaitManyRunsEndingAtDifferentTimes", testWaitMany},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

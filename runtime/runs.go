@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,93 +136,6 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 	return nil
 }
 
-// Wait waits until the run ends and returns its result, whose Err is
-// returned as the error. It returns early with ctx's error. It rides out
-// transient store failures (a database restart, a lost connection) and
-// returns other errors. On an engine with a Driver it drives the engine
-// instead of waiting (see Driver), and a run that is still waiting on time
-// is returned with ErrStillRunning.
-func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	e.mu.Lock()
-	d := e.driver
-	e.mu.Unlock()
-	if d != nil {
-		return d.wait(ctx, id)
-	}
-	w := e.addWaiter(id)
-	defer e.removeWaiter(id, w)
-	var res *RunResult
-	for {
-		ch := w.current(&e.mu)
-		current, err := e.Result(ctx, id)
-		switch {
-		case err == nil:
-			res = current
-			if res.Status.Terminal() {
-				err := res.Err()
-				return res, err
-			}
-		case !isTransient(err) || ctx.Err() != nil:
-			return nil, err
-		}
-		t := e.clock.NewTimer(e.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, ctx.Err()
-		case <-ch:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// waiter is the callers of Wait for one run: its channel is closed (and
-// replaced) each time the engine learns that the run may have finished.
-type waiter struct {
-	ch    chan struct{}
-	count int
-}
-
-// current returns the channel to wait on now.
-func (w *waiter) current(mu *sync.Mutex) chan struct{} {
-	mu.Lock()
-	defer mu.Unlock()
-	return w.ch
-}
-
-func (e *Engine) addWaiter(id RunID) *waiter {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.waiters[id]
-	if !ok {
-		w = &waiter{ch: make(chan struct{})}
-		e.waiters[id] = w
-	}
-	w.count++
-	return w
-}
-
-// removeWaiter forgets a caller of Wait; the run's entry goes with its
-// last one, so waiting on runs that never finish leaks nothing.
-func (e *Engine) removeWaiter(id RunID, w *waiter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w.count--; w.count == 0 && e.waiters[id] == w {
-		delete(e.waiters, id)
-	}
-}
-
-// runFinished wakes the waiters of a run.
-func (e *Engine) runFinished(id RunID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.waiters[id]; ok {
-		close(w.ch)
-		w.ch = make(chan struct{})
-	}
-}
-
 // Result returns the current state of a run with its outputs.
 func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	run, err := e.store.GetRun(ctx, id)
@@ -238,6 +150,11 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	if err != nil {
 		return nil, storeErr(err, id)
 	}
+	return resultOf(def, run, tasks), nil
+}
+
+// resultOf builds a run's result from what the store holds.
+func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
@@ -255,7 +172,7 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	if run.Status == store.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
 		res.Failure = &Failure{Step: def.graph.Steps[run.FailedStep].Name, Error: run.Error}
 	}
-	return res, nil
+	return res
 }
 
 func storeErr(err error, id RunID) error {

@@ -58,3 +58,9 @@ func (w *Workflow) Run(ctx context.Context, input json.RawMessage, opts ...RunOp
 func (w *Workflow) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 	return w.engine.Wait(ctx, id)
 }
+
+// WaitMany waits until every run of ids has ended and returns their
+// results in the order of ids; see Engine.WaitMany.
+func (w *Workflow) WaitMany(ctx context.Context, ids []RunID) ([]*RunResult, error) {
+	return w.engine.WaitMany(ctx, ids)
+}

@@ -119,6 +119,14 @@ type Runs interface {
 	CreateRuns(ctx context.Context, p CreateRuns) ([]CreateRunResult, error)
 	// GetRun returns a run, or ErrNotFound.
 	GetRun(ctx context.Context, id uuid.UUID) (Run, error)
+	// RunStatuses returns the status of each run of ids that exists; an
+	// unknown id has no entry. It reads nothing else, so that a caller
+	// waiting for many runs can poll them cheaply.
+	RunStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]RunStatus, error)
+	// GetRuns returns the runs of ids that exist, ordered by id, each with
+	// its tasks in step order: what GetRun and ListTasks return, for many
+	// runs in one read, as of one instant. An unknown id is left out.
+	GetRuns(ctx context.Context, ids []uuid.UUID) ([]RunWithTasks, error)
 	// ListTasks returns every task of a run in step order.
 	ListTasks(ctx context.Context, run uuid.UUID) ([]Task, error)
 	// ListEvents returns a run's event log in the order it was written.
@@ -306,6 +314,12 @@ type Run struct {
 	Error      string
 	CreatedAt  time.Time
 	FinishedAt time.Time // zero while running
+}
+
+// RunWithTasks is a run with its tasks, in step order.
+type RunWithTasks struct {
+	Run
+	Tasks []Task
 }
 
 // Task is a stored task.

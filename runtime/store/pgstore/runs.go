@@ -219,11 +219,15 @@ func (s *Store) GetRun(ctx context.Context, id uuid.UUID) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, wrap(notFound(err, "run "+id.String()), "reading run")
 	}
+	return runFromRow(row), nil
+}
+
+func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
-	}, nil
+	}
 }
 
 // ListTasks implements store.Runs.
@@ -237,11 +241,67 @@ func (s *Store) ListTasks(ctx context.Context, run uuid.UUID) ([]store.Task, err
 	}
 	out := make([]store.Task, len(rows))
 	for i, r := range rows {
-		out[i] = store.Task{
-			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: store.TaskStatus(r.Status),
-			Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
-			WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+		out[i] = taskFromRow(r)
+	}
+	return out, nil
+}
+
+func taskFromRow(r dbsqlc.TaskListRow) store.Task {
+	return store.Task{
+		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: store.TaskStatus(r.Status),
+		Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
+		WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+	}
+}
+
+// RunStatuses implements store.Runs: one statement.
+func (s *Store) RunStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.RunStatus, error) {
+	out := make(map[uuid.UUID]store.RunStatus, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.RunsStatus(ctx, ids)
+	if err != nil {
+		return nil, wrap(err, "reading run statuses")
+	}
+	for _, r := range rows {
+		out[r.ID] = store.RunStatus(r.Status)
+	}
+	return out, nil
+}
+
+// GetRuns implements store.Runs: the runs, then their tasks, in a
+// read-only transaction that sees one snapshot.
+func (s *Store) GetRuns(ctx context.Context, ids []uuid.UUID) ([]store.RunWithTasks, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []store.RunWithTasks
+	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		runs, err := q.RunsGet(ctx, ids)
+		if err != nil || len(runs) == 0 {
+			return err
 		}
+		found := make([]uuid.UUID, len(runs))
+		out = make([]store.RunWithTasks, len(runs))
+		at := make(map[uuid.UUID]int, len(runs))
+		for i, r := range runs {
+			found[i] = r.ID
+			out[i] = store.RunWithTasks{Run: runFromRow(dbsqlc.RunGetRow(r))}
+			at[r.ID] = i
+		}
+		tasks, err := q.TasksOfRuns(ctx, found)
+		for _, t := range tasks {
+			if i, ok := at[t.RunID]; ok {
+				out[i].Tasks = append(out[i].Tasks, taskFromRow(dbsqlc.TaskListRow(t)))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "reading runs")
 	}
 	return out, nil
 }

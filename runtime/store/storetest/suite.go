@@ -25,6 +25,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CreateRunsInABatch", testCreateBatch},
 		{"CreateRunsIdempotentByID", testCreateByID},
 		{"CreateRunsKeysConcurrently", testCreateKeysConcurrently},
+		{"ReadManyRuns", testReadManyRuns},
 		{"EventTimesNeverGoBack", testEventTimesMonotonic},
 		{"ClaimMarksRunning", testClaimMarksRunning},
 		{"ClaimNeverTwice", testClaimNeverTwice},
