@@ -1,14 +1,21 @@
 -- name: RunsInsert :many
 -- Creates runs, except those whose id exists (an earlier try of the same
 -- call created them) or whose idempotency key another run of the workflow
--- and tenant holds. Returns the ids of the runs created.
+-- and tenant holds. Rows are inserted in the order given: the caller
+-- orders them by key, so that concurrent inserts with keys in common wait
+-- on each other's keys in one order and never deadlock. Returns the ids
+-- of the runs created.
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, @now
 FROM (
-    SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
-           unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
-           unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved
+    SELECT u.*, row_number() OVER () AS ord
+    FROM (
+        SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
+               unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
+               unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved
+    ) AS u
 ) AS i
+ORDER BY i.ord
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -33,6 +40,17 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
 FROM trellis_runs
 WHERE id = @id;
+
+-- name: RunsStatus :many
+-- The status of each of the given runs that exists.
+SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
+
+-- name: RunsGet :many
+-- The given runs that exist, ordered by id.
+SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
+FROM trellis_runs
+WHERE id = ANY (@ids::uuid[])
+ORDER BY id;
 
 -- name: RunCancel :one
 -- Moves a running run to CANCELLED; no row when it was not running.

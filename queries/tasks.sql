@@ -33,6 +33,13 @@ FROM trellis_tasks
 WHERE run_id = @run_id
 ORDER BY step;
 
+-- name: TasksOfRuns :many
+-- The tasks of the given runs, by run and step.
+SELECT run_id, step, kind, status, attempt, output, error, worker, wake_at, updated_at, finished_at
+FROM trellis_tasks
+WHERE run_id = ANY (@run_ids::uuid[])
+ORDER BY run_id, step;
+
 -- name: TasksStart :exec
 -- Writes STARTED events for claimed tasks that run their code, no earlier
 -- than their claim.
@@ -137,10 +144,10 @@ WITH input AS (
     SELECT run_id, step, wake_at FROM applied
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail, wake_at)
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error, NULL FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'RETRYING', attempt, at, error FROM applied
+    SELECT run_id, step, 'RETRYING', attempt, at, error, wake_at FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -167,9 +174,9 @@ WITH input AS (
     SELECT run_id, step, wake_at FROM applied
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail, wake_at)
     SELECT run_id, step, 'SLEEPING', attempt, at,
-           'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+           'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), wake_at
     FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt

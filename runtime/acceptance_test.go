@@ -65,6 +65,9 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"RequiredInputNamedByPath", testRequiredInputNamed},
 		{"InvalidOutputFailsTheStep", testInvalidOutput},
 		{"RunManyIsAllOrNothing", testRunMany},
+		{"RunManyWithIdempotencyKeys", testRunManyKeys},
+		{"IdempotencyKeysMisused", testRunManyKeysMisused},
+		{"WaitManyRunsEndingAtDifferentTimes", testWaitMany},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })
@@ -497,6 +500,27 @@ func testSleepDay(t *testing.T, newH newHarness) {
 	if got := h.Times(ref.ID, "after-day", started); !cmp.Equal(got, []time.Duration{24 * time.Hour}) {
 		t.Errorf("after-day started at %v, want 24h", got)
 	}
+	// The SLEEPING event says when the sleep ends; no other event has a
+	// wake time.
+	if got := wakeTimes(h, ref.ID, "day"); !cmp.Equal(got, []string{"QUEUED", "SLEEPING wake 24h0m0s", "WOKEN", "COMPLETED"}) {
+		t.Errorf("wake times of day = %q", got)
+	}
+}
+
+// wakeTimes lists the events of a step as their type and, when they have
+// one, their wake time relative to h.Start.
+func wakeTimes(h *trellistest.Harness, id runtime.RunID, step string) []string {
+	var out []string
+	for _, ev := range h.Events(id) {
+		switch {
+		case ev.Step != step:
+		case ev.WakeAt.IsZero():
+			out = append(out, string(ev.Type))
+		default:
+			out = append(out, fmt.Sprintf("%s wake %v", ev.Type, ev.WakeAt.Sub(h.Start)))
+		}
+	}
+	return out
 }
 
 func testConcurrentSleeps(t *testing.T, newH newHarness) {
@@ -643,6 +667,11 @@ func testRetryThird(t *testing.T, newH newHarness) {
 		t.Errorf("work started at %v, want %v", got, want)
 	}
 	checkTrail(t, h, res.ID, "work", trail(queued, started, retrying, queued, started, retrying, queued, started, completed))
+	// Each RETRYING event says when the next attempt is due.
+	wakes := []string{"QUEUED", "STARTED", "RETRYING wake 30s", "QUEUED", "STARTED", "RETRYING wake 2m0s", "QUEUED", "STARTED", "COMPLETED"}
+	if got := wakeTimes(h, res.ID, "work"); !cmp.Equal(got, wakes) {
+		t.Errorf("wake times of work = %q, want %q", got, wakes)
+	}
 	var details []string
 	for _, ev := range h.Events(res.ID) {
 		if ev.Step == "work" && ev.Type == retrying {
@@ -1073,8 +1102,8 @@ func testRunMany(t *testing.T, newH newHarness) {
 		t.Fatalf("%d tasks ran after a refused batch", n)
 	}
 	_, err = client.RunManyNoWait(t.Context(), []wf.ChainInput{{Start: 1}, {Start: 2}}, runtime.WithIdempotencyKey("k"))
-	if err == nil {
-		t.Fatal("a batch with an idempotency key was accepted")
+	if err == nil || !strings.Contains(err.Error(), "WithIdempotencyKeys") {
+		t.Fatalf("a batch with one idempotency key = %v; want it refused, pointing to WithIdempotencyKeys", err)
 	}
 	refs, err := client.RunManyNoWait(t.Context(), []wf.ChainInput{{Start: 1}, {Start: 2}, {Start: 3}}, runtime.WithTenant("bulk"))
 	if err != nil {
@@ -1095,6 +1124,119 @@ func testRunMany(t *testing.T, newH newHarness) {
 	}
 	if n := steps.calls.count("first"); n != 3 {
 		t.Errorf("first ran %d times, want 3", n)
+	}
+}
+
+// testRunManyKeys: WithIdempotencyKeys gives each input of a batch its
+// own key, with the single-run key's semantics: a key an earlier run of
+// the workflow and tenant holds returns that run (Existing) and creates
+// nothing; the other inputs are created; an empty key is no key.
+func testRunManyKeys(t *testing.T, newH newHarness) {
+	h := newH(t)
+	steps := &chainSteps{}
+	client, err := wf.RegisterChain(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, acme := t.Context(), runtime.WithTenant("acme")
+	single, err := client.RunNoWait(ctx, wf.ChainInput{Start: 100}, runtime.WithIdempotencyKey("order-2"), acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := client.RunManyNoWait(ctx, []wf.ChainInput{{Start: 1}, {Start: 2}, {Start: 3}},
+		runtime.WithIdempotencyKeys("order-1", "order-2", ""), acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].Existing || !first[1].Existing || first[1].ID != single.ID || first[2].Existing {
+		t.Fatalf("first batch = %+v; want order-2 to return the single run %s, the others created", first, single.ID)
+	}
+	// A caller retrying the batch (and adding to it) gets the same runs.
+	again, err := client.RunManyNoWait(ctx, []wf.ChainInput{{Start: 1}, {Start: 2}, {Start: 4}, {Start: 3}},
+		runtime.WithIdempotencyKeys("order-1", "order-2", "order-4", ""), acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again[0].Existing || again[0].ID != first[0].ID || !again[1].Existing || again[1].ID != single.ID ||
+		again[2].Existing || again[3].Existing || again[3].ID == first[2].ID {
+		t.Fatalf("second batch = %+v; want order-1 and order-2 existing, order-4 and the keyless input created", again)
+	}
+	// Keys are scoped to the tenant, as single keys are.
+	other, err := client.RunManyNoWait(ctx, []wf.ChainInput{{Start: 1}}, runtime.WithIdempotencyKeys("order-1"), runtime.WithTenant("globex"))
+	if err != nil || other[0].Existing || other[0].ID == first[0].ID {
+		t.Fatalf("the same key under another tenant = %+v, %v; want a new run", other, err)
+	}
+	h.Settle()
+	// single, order-1, the first keyless, order-4, the second keyless, globex's.
+	if n := steps.calls.count("first"); n != 6 {
+		t.Errorf("first ran %d times, want 6 (one per run created)", n)
+	}
+	for i, ref := range first {
+		res, err := client.Wait(ctx, ref.ID)
+		want := int64(i + 4)
+		if ref.ID == single.ID {
+			want = 103
+		}
+		if err != nil || res.Third == nil || res.Third.Value != want {
+			t.Errorf("run %d: %+v, %v; want third = %d", i, res.Third, err, want)
+		}
+	}
+}
+
+// testRunManyKeysMisused: the ways to get keys wrong are refused before
+// anything is written, each saying what to do instead.
+func testRunManyKeysMisused(t *testing.T, newH newHarness) {
+	h := newH(t)
+	client, err := wf.RegisterChain(h.Engine, &chainSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	three := []wf.ChainInput{{Start: 1}, {Start: 2}, {Start: 3}}
+	tests := []struct {
+		name string
+		call func() error
+		want []string
+	}{
+		{"fewer keys than inputs", func() error {
+			_, err := client.RunManyNoWait(ctx, three, runtime.WithIdempotencyKeys("a", "b"))
+			return err
+		}, []string{"chain", "2 idempotency keys", "3 inputs"}},
+		{"more keys than inputs", func() error {
+			_, err := client.RunManyNoWait(ctx, three[:1], runtime.WithIdempotencyKeys("a", "b"))
+			return err
+		}, []string{"2 idempotency keys", "1 input"}},
+		{"a key twice", func() error {
+			_, err := client.RunManyNoWait(ctx, three, runtime.WithIdempotencyKeys("a", "", "a"))
+			return err
+		}, []string{`"a"`, "inputs 0 and 2"}},
+		{"one key for a batch", func() error {
+			_, err := client.RunManyNoWait(ctx, three[:1], runtime.WithIdempotencyKey("a"))
+			return err
+		}, []string{"WithIdempotencyKeys"}},
+		{"keys for one run", func() error {
+			_, err := client.RunNoWait(ctx, three[0], runtime.WithIdempotencyKeys("a"))
+			return err
+		}, []string{"WithIdempotencyKeys", "TriggerMany", "WithIdempotencyKey"}},
+		{"keys for Run", func() error {
+			_, err := client.Run(ctx, three[0], runtime.WithIdempotencyKeys("a"))
+			return err
+		}, []string{"WithIdempotencyKeys", "TriggerMany"}},
+	}
+	for _, tt := range tests {
+		err := tt.call()
+		if err == nil {
+			t.Errorf("%s: accepted", tt.name)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", tt.name, err, w)
+			}
+		}
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Errorf("%d tasks ran after refused triggers", n)
 	}
 }
 

@@ -11,7 +11,9 @@
 //     engine: Register<Workflow>(engine, steps) returns a typed client
 //     whose Run, RunNoWait and Wait start and await runs. Without
 //     generated code, Engine.Register takes a spec and Handlers and returns
-//     a Workflow with the same methods on JSON.
+//     a Workflow with the same methods on JSON. Engine.WaitMany waits for
+//     many runs at once (a batch from TriggerMany, say), at the cost of a
+//     few reads per wake-up rather than a poll per run.
 //   - Start makes an engine claim ready tasks, run their steps, record the
 //     results, heartbeat, and take part in leader election (the leader
 //     fires durable timers and recovers the tasks of dead workers). Stop
@@ -31,7 +33,8 @@
 // for good fails the run, cancels what has not finished and runs the
 // workflow's failure handler. Sleep steps are durable timers that hold
 // nothing while they wait. Every state change is appended to the run's
-// event log (Engine.Events). Delivery is at least once: a step may run
+// event log (Engine.Events); a SLEEPING or RETRYING event's WakeAt says
+// when the task's timer is due. Delivery is at least once: a step may run
 // again if its worker dies before its result is recorded, so steps
 // should be idempotent (StepInfo, from InfoFromContext, names the run,
 // step and attempt).
@@ -39,6 +42,7 @@
 // # Options
 //
 // Triggers take RunOptions: WithTenant (the scheduler is fair across
-// tenants), WithIdempotencyKey, and WithTx to create a run inside the
-// caller's database transaction (runtime.WithTx(pgstore.Tx(tx))).
+// tenants), WithIdempotencyKey (WithIdempotencyKeys for TriggerMany, one
+// key per input), and WithTx to create a run inside the caller's
+// database transaction (runtime.WithTx(pgstore.Tx(tx))).
 package runtime

@@ -17,10 +17,10 @@ import (
 // therefore ends as soon as its run fails or is cancelled, whatever else
 // is running.
 //
-// While an engine has a driver, its Wait (and so a generated client's
-// Run) drives the engine instead of waiting: it runs everything that can
-// run at the clock's current time and returns the run's state, with
-// ErrStillRunning when the run waits on time.
+// While an engine has a driver, its Wait and WaitMany (and so a generated
+// client's Run) drive the engine instead of waiting: they run everything
+// that can run at the clock's current time and return the runs' states,
+// with ErrStillRunning when a run waits on time.
 type Driver struct {
 	e  *Engine
 	p  *pipeline

@@ -122,7 +122,7 @@ type Engine struct {
 	registered  map[string]*registration // by workflow name
 	names       []string                 // registered workflow names, sorted
 	saved       map[string]bool          // versions known to be in the store
-	waiters     map[RunID]*waiter        // callers of Wait, by run
+	watches     map[RunID][]*watch       // callers of Wait and WaitMany, by run
 	claims      claims
 	faults      *faultLog
 	started     bool
@@ -149,7 +149,7 @@ func New(cfg Config) (*Engine, error) {
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
 		saved:       map[string]bool{},
-		waiters:     map[RunID]*waiter{},
+		watches:     map[RunID][]*watch{},
 		claims:      newClaims(),
 		faults:      newFaultLog(log),
 		localWakeup: make(chan struct{}, 1),

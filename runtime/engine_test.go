@@ -58,7 +58,10 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"FinishRetried", testFinishRetried},
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
+		{"WaitManyBlocksUntilEveryRunEnds", testWaitManyBlocks},
+		{"WaitManyRidesOutOutage", testWaitManyRidesOutOutage},
 		{"TriggerRetriedOnce", testTriggerRetriedOnce},
+		{"TriggerManyKeysRace", testTriggerManyKeysRace},
 		{"StuckRunIsReported", testStuckRunIsReported},
 	}
 	for _, tt := range tests {

@@ -96,3 +96,47 @@ func ExampleDriver() {
 	// before: RUNNING
 	// after a day: COMPLETED <nil>
 }
+
+// TriggerMany starts a batch of runs in one transaction, and WaitMany
+// waits for all of them: one result per run, in order, each saying how its
+// run ended. Idempotency keys, one per input, make the batch safe to
+// retry.
+func ExampleEngine_WaitMany() {
+	ctx := context.Background()
+	engine, err := runtime.New(runtime.Config{Store: memstore.New()})
+	if err != nil {
+		panic(err)
+	}
+	greet, err := engine.Register(greetSpec, greetHandlers)
+	if err != nil {
+		panic(err)
+	}
+	if err := engine.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer func() { _ = engine.Stop(ctx) }()
+
+	inputs := []json.RawMessage{json.RawMessage(`{"name":"Ada"}`), json.RawMessage(`{"name":"Grace"}`)}
+	keys := runtime.WithIdempotencyKeys("signup-ada", "signup-grace")
+	refs, err := greet.TriggerMany(ctx, inputs, keys)
+	if err != nil {
+		panic(err)
+	}
+	again, err := greet.TriggerMany(ctx, inputs, keys) // a retry: the same runs
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("retry returned the first runs:", again[0].ID == refs[0].ID && again[1].Existing)
+
+	results, err := engine.WaitMany(ctx, []runtime.RunID{refs[0].ID, refs[1].ID})
+	if err != nil {
+		panic(err)
+	}
+	for _, res := range results {
+		fmt.Println(res.Status, string(res.Outputs["hello"]), res.Err())
+	}
+	// Output:
+	// retry returned the first runs: true
+	// COMPLETED {"message":"hello Ada"} <nil>
+	// COMPLETED {"message":"hello Grace"} <nil>
+}

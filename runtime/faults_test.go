@@ -25,6 +25,7 @@ type flaky struct {
 	failFinish  atomic.Int32 // Finish calls that fail (before taking effect)
 	loseCreate  atomic.Int32 // CreateRuns calls that take effect but answer with an error
 	failGetRun  atomic.Int32 // GetRun calls that fail
+	failReads   atomic.Int32 // RunStatuses and GetRuns calls that fail
 	failRelease atomic.Int32 // ReleaseTasks calls that fail
 }
 
@@ -70,6 +71,20 @@ func (f *flaky) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.Cre
 		return nil, errLost
 	}
 	return res, err
+}
+
+func (f *flaky) RunStatuses(ctx context.Context, ids []runtime.RunID) (map[runtime.RunID]store.RunStatus, error) {
+	if take(&f.failReads) {
+		return nil, errLost
+	}
+	return f.Store.RunStatuses(ctx, ids)
+}
+
+func (f *flaky) GetRuns(ctx context.Context, ids []runtime.RunID) ([]store.RunWithTasks, error) {
+	if take(&f.failReads) {
+		return nil, errLost
+	}
+	return f.Store.GetRuns(ctx, ids)
 }
 
 func (f *flaky) GetRun(ctx context.Context, id runtime.RunID) (store.Run, error) {

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/effectivelabs/trellis/runtime/store"
+import (
+	"fmt"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
 
 // DefaultTenant is the tenant of runs triggered without WithTenant.
 const DefaultTenant = "default"
@@ -13,6 +17,9 @@ type RunOptions struct {
 	// trigger with the same key (for the same workflow and tenant) returns
 	// the first run instead of creating another.
 	IdempotencyKey string
+	// IdempotencyKeys, set by WithIdempotencyKeys, gives each input of a
+	// TriggerMany a key of its own; nil when not given.
+	IdempotencyKeys []string
 	// Tx is a store transaction to create the run in, so that the run
 	// exists if and only if the caller's transaction commits. Only stores
 	// that support transactions accept it (on Postgres, pgstore.Tx(tx)
@@ -28,9 +35,24 @@ func WithTenant(tenant string) RunOption {
 	return func(o *RunOptions) { o.Tenant = tenant }
 }
 
-// WithIdempotencyKey makes the trigger idempotent under key.
+// WithIdempotencyKey makes the trigger of one run idempotent under key
+// (Trigger, Run; for TriggerMany, see WithIdempotencyKeys).
 func WithIdempotencyKey(key string) RunOption {
 	return func(o *RunOptions) { o.IdempotencyKey = key }
+}
+
+// WithIdempotencyKeys makes TriggerMany idempotent input by input, so
+// that a caller may retry a batch safely: keys[i] is the idempotency key
+// of inputs[i], one key per input, in order, and an empty string means no
+// key for that input. Each key means what WithIdempotencyKey means for one
+// run: a key that an earlier run of the workflow and tenant holds returns
+// that run (with RunRef.Existing set) and creates nothing for its input,
+// while the other inputs' runs are created, all in one transaction. A
+// key may appear once per call. Only TriggerMany (a generated client's
+// RunManyNoWait) accepts it.
+func WithIdempotencyKeys(keys ...string) RunOption {
+	keys = append([]string{}, keys...) // not nil, even when empty: given
+	return func(o *RunOptions) { o.IdempotencyKeys = keys }
 }
 
 // WithTx creates the run inside the caller's store transaction: on
@@ -50,4 +72,45 @@ func runOptions(opts []RunOption) RunOptions {
 		o.Tenant = DefaultTenant
 	}
 	return o
+}
+
+// checkOne checks the options of a trigger of one run of workflow.
+func (o *RunOptions) checkOne(workflow string) error {
+	if o.IdempotencyKeys != nil {
+		return fmt.Errorf("triggering %s: WithIdempotencyKeys gives each run of a TriggerMany its own key; give one run its key with WithIdempotencyKey", workflow)
+	}
+	return nil
+}
+
+// checkMany checks the options of a TriggerMany of n runs of workflow.
+func (o *RunOptions) checkMany(workflow string, n int) error {
+	if o.IdempotencyKey != "" {
+		return fmt.Errorf("triggering %s: WithIdempotencyKey names one run, and TriggerMany creates one per input; give each input its own key with WithIdempotencyKeys", workflow)
+	}
+	if o.IdempotencyKeys == nil {
+		return nil
+	}
+	if len(o.IdempotencyKeys) != n {
+		return fmt.Errorf("triggering %s: WithIdempotencyKeys gives %s for %s; give one key per input, in order (\"\" for an input without one)",
+			workflow, plural(len(o.IdempotencyKeys), "idempotency key"), plural(n, "input"))
+	}
+	first := make(map[string]int, n)
+	for i, k := range o.IdempotencyKeys {
+		if k == "" {
+			continue
+		}
+		if j, dup := first[k]; dup {
+			return fmt.Errorf("triggering %s: idempotency key %q is given for inputs %d and %d; a key names one run, so give each input a key of its own", workflow, k, j, i)
+		}
+		first[k] = i
+	}
+	return nil
+}
+
+// plural says "1 input" or "3 inputs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

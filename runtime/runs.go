@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,19 +16,33 @@ import (
 
 // trigger validates the input and creates the run with all its tasks.
 func (e *Engine) trigger(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error) {
-	refs, err := e.triggerMany(ctx, def, []json.RawMessage{input}, o)
+	if err := o.checkOne(def.Name()); err != nil {
+		return RunRef{}, err
+	}
+	refs, err := e.create(ctx, def, []json.RawMessage{input}, []string{o.IdempotencyKey}, o)
 	if err != nil {
 		return RunRef{}, err
 	}
 	return refs[0], nil
 }
 
-// triggerMany validates every input, then creates all the runs in one
-// store call: all of them, or none.
+// triggerMany creates one run per input, each with its key of
+// o.IdempotencyKeys (if given).
 func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json.RawMessage, o RunOptions) ([]RunRef, error) {
-	if len(inputs) > 1 && o.IdempotencyKey != "" {
-		return nil, errors.New("an idempotency key names one run; give each run its own trigger")
+	if err := o.checkMany(def.Name(), len(inputs)); err != nil {
+		return nil, err
 	}
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	return e.create(ctx, def, inputs, o.IdempotencyKeys, o)
+}
+
+// create validates every input, then creates all the runs in one store
+// call: all of them, or none. keys[i], when keys is not nil, is the
+// idempotency key of inputs[i]; the caller has checked that keys are
+// distinct.
+func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) ([]RunRef, error) {
 	inputs = slices.Clone(inputs)
 	for i, in := range inputs {
 		if len(in) == 0 {
@@ -53,8 +66,10 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 			return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 		}
 		runs[i] = store.NewRun{
-			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant,
-			IdempotencyKey: o.IdempotencyKey, Input: in, Tasks: tasks,
+			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Input: in, Tasks: tasks,
+		}
+		if keys != nil {
+			runs[i].IdempotencyKey = keys[i]
 		}
 	}
 	// Run ids are made here, so creating runs is idempotent by id: a retry
@@ -121,93 +136,6 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 	return nil
 }
 
-// Wait waits until the run ends and returns its result, whose Err is
-// returned as the error. It returns early with ctx's error. It rides out
-// transient store failures (a database restart, a lost connection) and
-// returns other errors. On an engine with a Driver it drives the engine
-// instead of waiting (see Driver), and a run that is still waiting on time
-// is returned with ErrStillRunning.
-func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	e.mu.Lock()
-	d := e.driver
-	e.mu.Unlock()
-	if d != nil {
-		return d.wait(ctx, id)
-	}
-	w := e.addWaiter(id)
-	defer e.removeWaiter(id, w)
-	var res *RunResult
-	for {
-		ch := w.current(&e.mu)
-		current, err := e.Result(ctx, id)
-		switch {
-		case err == nil:
-			res = current
-			if res.Status.Terminal() {
-				err := res.Err()
-				return res, err
-			}
-		case !isTransient(err) || ctx.Err() != nil:
-			return nil, err
-		}
-		t := e.clock.NewTimer(e.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, ctx.Err()
-		case <-ch:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// waiter is the callers of Wait for one run: its channel is closed (and
-// replaced) each time the engine learns that the run may have finished.
-type waiter struct {
-	ch    chan struct{}
-	count int
-}
-
-// current returns the channel to wait on now.
-func (w *waiter) current(mu *sync.Mutex) chan struct{} {
-	mu.Lock()
-	defer mu.Unlock()
-	return w.ch
-}
-
-func (e *Engine) addWaiter(id RunID) *waiter {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.waiters[id]
-	if !ok {
-		w = &waiter{ch: make(chan struct{})}
-		e.waiters[id] = w
-	}
-	w.count++
-	return w
-}
-
-// removeWaiter forgets a caller of Wait; the run's entry goes with its
-// last one, so waiting on runs that never finish leaks nothing.
-func (e *Engine) removeWaiter(id RunID, w *waiter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w.count--; w.count == 0 && e.waiters[id] == w {
-		delete(e.waiters, id)
-	}
-}
-
-// runFinished wakes the waiters of a run.
-func (e *Engine) runFinished(id RunID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if w, ok := e.waiters[id]; ok {
-		close(w.ch)
-		w.ch = make(chan struct{})
-	}
-}
-
 // Result returns the current state of a run with its outputs.
 func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	run, err := e.store.GetRun(ctx, id)
@@ -222,6 +150,11 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	if err != nil {
 		return nil, storeErr(err, id)
 	}
+	return resultOf(def, run, tasks), nil
+}
+
+// resultOf builds a run's result from what the store holds.
+func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
@@ -239,7 +172,7 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	if run.Status == store.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
 		res.Failure = &Failure{Step: def.graph.Steps[run.FailedStep].Name, Error: run.Error}
 	}
-	return res, nil
+	return res
 }
 
 func storeErr(err error, id RunID) error {
@@ -338,7 +271,7 @@ func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 		if ev.Step >= 0 && ev.Step < len(def.graph.Steps) {
 			name = def.graph.Steps[ev.Step].Name
 		}
-		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail}
+		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail, WakeAt: ev.WakeAt}
 	}
 	return out, nil
 }
@@ -349,6 +282,15 @@ type Event struct {
 	Type    EventType
 	Attempt int
 	At      time.Time
-	// Detail is the error of a failure, the reason of a skip, or empty.
+	// Detail is for people: the error of a failure or retry, the reason
+	// of a skip or a hand-back, the end of a sleep ("until ..."), or
+	// empty. Programs read WakeAt rather than parse it.
 	Detail string
+	// WakeAt is when a waiting task's timer is due: for a SLEEPING event,
+	// when the sleep ends; for a RETRYING event, when the next attempt is
+	// queued (after a retry backoff; a retry after a lost worker is queued
+	// at once, at At). It is zero for every other event type. The task
+	// may start later than WakeAt, when workers are busy, but never
+	// earlier.
+	WakeAt time.Time
 }

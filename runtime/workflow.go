@@ -29,12 +29,13 @@ func (w *Workflow) Trigger(ctx context.Context, input json.RawMessage, opts ...R
 
 // TriggerMany creates one run per input, all with the same options, in
 // one transaction: every input is validated first, and either all the
-// runs are created or none is. It is the fast way to start many runs. An
-// idempotency key cannot be given (it names one run).
+// runs are created or none is. It is the fast way to start many runs.
+// Idempotency keys are given per input, with WithIdempotencyKeys (which
+// only TriggerMany accepts; WithIdempotencyKey, which names one run, is
+// refused): an input whose key an earlier run holds gets that run back,
+// with RunRef.Existing set, and the others are created. The refs are in
+// the order of inputs.
 func (w *Workflow) TriggerMany(ctx context.Context, inputs []json.RawMessage, opts ...RunOption) ([]RunRef, error) {
-	if len(inputs) == 0 {
-		return nil, nil
-	}
 	return w.engine.triggerMany(ctx, w.def, inputs, runOptions(opts))
 }
 
@@ -56,4 +57,10 @@ func (w *Workflow) Run(ctx context.Context, input json.RawMessage, opts ...RunOp
 // Wait waits until the run ends and returns its result; see Run.
 func (w *Workflow) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 	return w.engine.Wait(ctx, id)
+}
+
+// WaitMany waits until every run of ids has ended and returns their
+// results in the order of ids; see Engine.WaitMany.
+func (w *Workflow) WaitMany(ctx context.Context, ids []RunID) ([]*RunResult, error) {
+	return w.engine.WaitMany(ctx, ids)
 }

@@ -108,15 +108,25 @@ type Runs interface {
 	// tasks that wait for no parent (writing their QUEUED events) and
 	// signals TasksReady. For a run whose idempotency key an earlier run of
 	// the same workflow and tenant used, it writes nothing and returns that
-	// run with Created false. A run whose id exists is left as it is and
-	// reported created: ids are made by the caller, so that a CreateRuns
-	// retried after a transient failure, which may have taken effect, does
-	// not create runs twice. It returns one result per run, in order. With
-	// Tx set, everything happens inside the caller's transaction; a store
-	// that cannot use Tx returns ErrTxUnsupported.
+	// run with Created false; calls racing with keys in common all
+	// succeed, and each key ends with one run. A run whose id exists is
+	// left as it is and reported created: ids are made by the caller, so
+	// that a CreateRuns retried after a transient failure, which may have
+	// taken effect, does not create runs twice. It returns one result per
+	// run, in order, and queues roots in that order. With Tx set,
+	// everything happens inside the caller's transaction; a store that
+	// cannot use Tx returns ErrTxUnsupported.
 	CreateRuns(ctx context.Context, p CreateRuns) ([]CreateRunResult, error)
 	// GetRun returns a run, or ErrNotFound.
 	GetRun(ctx context.Context, id uuid.UUID) (Run, error)
+	// RunStatuses returns the status of each run of ids that exists; an
+	// unknown id has no entry. It reads nothing else, so that a caller
+	// waiting for many runs can poll them cheaply.
+	RunStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]RunStatus, error)
+	// GetRuns returns the runs of ids that exist, ordered by id, each with
+	// its tasks in step order: what GetRun and ListTasks return, for many
+	// runs in one read, as of one instant. An unknown id is left out.
+	GetRuns(ctx context.Context, ids []uuid.UUID) ([]RunWithTasks, error)
 	// ListTasks returns every task of a run in step order.
 	ListTasks(ctx context.Context, run uuid.UUID) ([]Task, error)
 	// ListEvents returns a run's event log in the order it was written.
@@ -306,6 +316,12 @@ type Run struct {
 	FinishedAt time.Time // zero while running
 }
 
+// RunWithTasks is a run with its tasks, in step order.
+type RunWithTasks struct {
+	Run
+	Tasks []Task
+}
+
 // Task is a stored task.
 type Task struct {
 	Key        TaskKey
@@ -330,6 +346,11 @@ type Event struct {
 	At      time.Time
 	// Detail is the error of a failure, the reason of a skip, or empty.
 	Detail string
+	// WakeAt is when the task's timer is due, for SLEEPING events (the
+	// sleep ends) and RETRYING events (the next attempt is queued; a
+	// retry after a lost worker is queued at once, at At). It is zero for
+	// every other event.
+	WakeAt time.Time
 }
 
 // Claim holds what ClaimTasks needs.

@@ -11,9 +11,9 @@
 //	res, err = orders.Wait(ctx, res.ID)
 //
 // Register workflows on h.Engine with the generated Register functions.
-// Generated clients' Run and Wait drive the engine themselves; RunUntilIdle,
-// Advance and Settle drive it explicitly; Trail, Steps, Events and Output
-// inspect what happened.
+// Generated clients' Run and Wait (and h.Engine.WaitMany) drive the engine
+// themselves; RunUntilIdle, Advance and Settle drive it explicitly; Trail,
+// Steps, Events and Output inspect what happened.
 //
 // The harness runs its engine with a runtime.Driver: tasks take the same
 // path as on a started engine (claimed in batches, steps run concurrently,

@@ -99,6 +99,13 @@ func (s *Store) event(r *run, step int, typ store.EventType, attempt int, at tim
 	})
 }
 
+// timerEvent appends a SLEEPING or RETRYING event, which says when the
+// task's timer is due. Callers hold s.mu.
+func (s *Store) timerEvent(r *run, step int, typ store.EventType, attempt int, at, wakeAt time.Time, detail string) {
+	s.event(r, step, typ, attempt, at, detail)
+	r.events[len(r.events)-1].WakeAt = wakeAt
+}
+
 // stamp returns the time a change of t at now is recorded at: now, or the
 // task's previous change when that is later (see store's Time), and makes
 // it the task's latest change. Callers hold s.mu.

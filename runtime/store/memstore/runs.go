@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,11 +111,49 @@ func (s *Store) ListTasks(_ context.Context, id uuid.UUID) ([]store.Task, error)
 	if !ok {
 		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
+	return r.taskRecords(), nil
+}
+
+// taskRecords copies the run's tasks out. Callers hold s.mu.
+func (r *run) taskRecords() []store.Task {
 	out := make([]store.Task, len(r.tasks))
 	for i, t := range r.tasks {
 		out[i] = t.rec
 		out[i].Output = append([]byte(nil), t.rec.Output...)
 	}
+	return out
+}
+
+// RunStatuses implements store.Runs.
+func (s *Store) RunStatuses(_ context.Context, ids []uuid.UUID) (map[uuid.UUID]store.RunStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[uuid.UUID]store.RunStatus, len(ids))
+	for _, id := range ids {
+		if r, ok := s.runs[id]; ok {
+			out[id] = r.rec.Status
+		}
+	}
+	return out, nil
+}
+
+// GetRuns implements store.Runs.
+func (s *Store) GetRuns(_ context.Context, ids []uuid.UUID) ([]store.RunWithTasks, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[uuid.UUID]bool, len(ids))
+	var out []store.RunWithTasks
+	for _, id := range ids {
+		r, ok := s.runs[id]
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		rec := r.rec
+		rec.Input = append([]byte(nil), rec.Input...)
+		out = append(out, store.RunWithTasks{Run: rec, Tasks: r.taskRecords()})
+	}
+	slices.SortFunc(out, func(a, b store.RunWithTasks) int { return compareUUID(a.ID, b.ID) })
 	return out, nil
 }
 

@@ -123,7 +123,7 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		}
 		t.rec.Error, t.rec.WakeAt = rt.Error, rt.At
 		s.timers.push(t, rt.At)
-		s.event(t.run, rt.Key.Step, store.EventRetrying, rt.Attempt.Attempt, at, rt.Error)
+		s.timerEvent(t.run, rt.Key.Step, store.EventRetrying, rt.Attempt.Attempt, at, rt.At, rt.Error)
 	}
 	for _, f := range r.Failures {
 		t, ok := s.owned(f.Attempt)
@@ -151,7 +151,7 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		until := at.Add(sl.For)
 		t.rec.WakeAt = until
 		s.timers.push(t, until)
-		s.event(t.run, sl.Key.Step, store.EventSleeping, sl.Attempt.Attempt, at, "until "+until.UTC().Format(time.RFC3339Nano))
+		s.timerEvent(t.run, sl.Key.Step, store.EventSleeping, sl.Attempt.Attempt, at, until, "until "+until.UTC().Format(time.RFC3339Nano))
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
@@ -244,7 +244,7 @@ func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.
 	a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
 	if t.rec.Kind == store.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
 		at := s.enqueue(t, wokenSleep(t), now)
-		s.event(t.run, t.rec.Key.Step, store.EventRetrying, t.rec.Attempt, at, detail)
+		s.timerEvent(t.run, t.rec.Key.Step, store.EventRetrying, t.rec.Attempt, at, at, detail)
 		s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, at, "")
 		res.Requeued = append(res.Requeued, a)
 		return

@@ -34,21 +34,15 @@ func (s *Store) LoadWorkflow(ctx context.Context, version string) (store.Workflo
 // several statements, still in one transaction.
 const createChunk = 2000
 
-// CreateRuns implements store.Runs: three statements per createChunk
-// runs. With p.Tx (see Tx) the runs are created in the caller's
+// CreateRuns implements store.Runs: two statements per createChunk runs
+// (the runs, then their tasks), and two more reads when some runs were
+// not created. With p.Tx (see Tx) the runs are created in the caller's
 // transaction, inside a savepoint so that a failure leaves it usable.
 func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
 	var out []store.CreateRunResult
-	create := func(q *dbsqlc.Queries) error {
-		out = out[:0]
-		for chunk := range slices.Chunk(p.Runs, createChunk) {
-			res, err := createRuns(ctx, q, store.CreateRuns{Runs: chunk, Now: p.Now})
-			if err != nil {
-				return err
-			}
-			out = append(out, res...)
-		}
-		return nil
+	create := func(q *dbsqlc.Queries) (err error) {
+		out, err = createRuns(ctx, q, p.Runs, p.Now)
+		return err
 	}
 	var err error
 	switch tx := p.Tx.(type) {
@@ -59,106 +53,164 @@ func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.Cre
 	default:
 		return nil, fmt.Errorf("pgstore: creating runs: the transaction is a %T, want a pgstore.Tx: %w", p.Tx, store.ErrTxUnsupported)
 	}
-	return out, wrap(err, "creating runs")
+	if err != nil {
+		return nil, wrap(err, "creating runs")
+	}
+	return out, nil
 }
 
-func createRuns(ctx context.Context, q *dbsqlc.Queries, p store.CreateRuns) ([]store.CreateRunResult, error) {
-	runs := dbsqlc.RunsInsertParams{Now: p.Now}
-	for _, r := range p.Runs {
+// createRuns inserts the runs, finds out why those it did not insert
+// were not (an earlier try of the same call created them, or an earlier
+// run holds their idempotency key), and inserts the tasks of the runs it
+// created.
+//
+// Runs are inserted in the order of their idempotency keys, across
+// chunks: inserting a key waits for a concurrent transaction that
+// inserted the same key to end, and two batches taking keys they share
+// in different orders would deadlock. Tasks are inserted in the caller's
+// order, which is the order roots are queued in.
+func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now time.Time) ([]store.CreateRunResult, error) {
+	created := make(map[uuid.UUID]bool, len(runs))
+	for chunk := range slices.Chunk(byKey(runs), createChunk) {
+		ids, err := q.RunsInsert(ctx, runsInsert(chunk, now))
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			created[id] = true
+		}
+	}
+	out := make([]store.CreateRunResult, len(runs))
+	var others []int // the runs not created now
+	for i, r := range runs {
+		if created[r.ID] {
+			out[i] = store.CreateRunResult{ID: r.ID, Created: true}
+		} else {
+			others = append(others, i)
+		}
+	}
+	if len(others) > 0 {
+		if err := resolveOthers(ctx, q, runs, others, out); err != nil {
+			return nil, err
+		}
+	}
+	for chunk := range slices.Chunk(runs, createChunk) {
+		tasks := dbsqlc.TasksInsertParams{Now: now}
+		for _, r := range chunk {
+			if !created[r.ID] {
+				continue
+			}
+			tasks.Runs = append(tasks.Runs, r.ID)
+			tasks.Tenants = append(tasks.Tenants, r.Tenant)
+			tasks.Workflows = append(tasks.Workflows, r.Workflow)
+			for _, t := range r.Tasks {
+				tasks.RunIds = append(tasks.RunIds, r.ID)
+				tasks.Steps = append(tasks.Steps, int16(t.Step))
+				tasks.Kinds = append(tasks.Kinds, kindToDB(t.Kind))
+				tasks.Parents = append(tasks.Parents, arrayLiteral(t.Parents))
+				tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
+				tasks.Plains = append(tasks.Plains, t.Plain)
+				tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
+			}
+		}
+		if len(tasks.RunIds) == 0 {
+			continue
+		}
+		if _, err := q.TasksInsert(ctx, tasks); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// byKey returns runs ordered by workflow, tenant and idempotency key, in
+// byte order (runs without a key first, in the order given).
+func byKey(runs []store.NewRun) []store.NewRun {
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b store.NewRun) int {
+		if c := strings.Compare(a.Workflow, b.Workflow); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return strings.Compare(a.IdempotencyKey, b.IdempotencyKey)
+	})
+	return sorted
+}
+
+func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
+	p := dbsqlc.RunsInsertParams{Now: now}
+	for _, r := range runs {
 		unresolved := 0
 		for _, t := range r.Tasks {
 			if t.Kind != store.KindOnFailure {
 				unresolved++
 			}
 		}
-		runs.Ids = append(runs.Ids, r.ID)
-		runs.Workflows = append(runs.Workflows, r.Workflow)
-		runs.Versions = append(runs.Versions, r.Version)
-		runs.Tenants = append(runs.Tenants, r.Tenant)
-		runs.IdempotencyKeys = append(runs.IdempotencyKeys, r.IdempotencyKey)
-		runs.Inputs = append(runs.Inputs, r.Input)
-		runs.Unresolved = append(runs.Unresolved, int32(unresolved))
+		p.Ids = append(p.Ids, r.ID)
+		p.Workflows = append(p.Workflows, r.Workflow)
+		p.Versions = append(p.Versions, r.Version)
+		p.Tenants = append(p.Tenants, r.Tenant)
+		p.IdempotencyKeys = append(p.IdempotencyKeys, r.IdempotencyKey)
+		p.Inputs = append(p.Inputs, r.Input)
+		p.Unresolved = append(p.Unresolved, int32(unresolved))
 	}
-	ids, err := q.RunsInsert(ctx, runs)
+	return p
+}
+
+// resolveOthers fills in the results of the runs (at indexes others)
+// that were not inserted: a run whose id exists was created by an earlier
+// try of the same call, and is reported created; any other holds an
+// idempotency key an earlier run holds, and that run is reported.
+func resolveOthers(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, others []int, out []store.CreateRunResult) error {
+	ids := make([]uuid.UUID, len(others))
+	for i, j := range others {
+		ids[i] = runs[j].ID
+	}
+	existing, err := q.RunsExisting(ctx, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	created := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		created[id] = true
+	earlier := make(map[uuid.UUID]bool, len(existing))
+	for _, id := range existing {
+		earlier[id] = true
 	}
-	out := make([]store.CreateRunResult, len(p.Runs))
-	var earlier map[uuid.UUID]bool // created by an earlier try of this call
-	if len(ids) < len(p.Runs) {
-		var missing []uuid.UUID
-		for _, r := range p.Runs {
-			if !created[r.ID] {
-				missing = append(missing, r.ID)
-			}
-		}
-		existing, err := q.RunsExisting(ctx, missing)
-		if err != nil {
-			return nil, err
-		}
-		earlier = make(map[uuid.UUID]bool, len(existing))
-		for _, id := range existing {
-			earlier[id] = true
-		}
-	}
-	tasks := dbsqlc.TasksInsertParams{Now: p.Now}
 	var dup dbsqlc.RunsByIdempotencyKeyParams
-	for i, r := range p.Runs {
+	for _, j := range others {
+		r := runs[j]
 		if earlier[r.ID] {
-			out[i] = store.CreateRunResult{ID: r.ID, Created: true}
+			out[j] = store.CreateRunResult{ID: r.ID, Created: true}
 			continue
 		}
-		if !created[r.ID] {
-			dup.Workflows = append(dup.Workflows, r.Workflow)
-			dup.Tenants = append(dup.Tenants, r.Tenant)
-			dup.Keys = append(dup.Keys, r.IdempotencyKey)
+		dup.Workflows = append(dup.Workflows, r.Workflow)
+		dup.Tenants = append(dup.Tenants, r.Tenant)
+		dup.Keys = append(dup.Keys, r.IdempotencyKey)
+	}
+	if len(dup.Keys) == 0 {
+		return nil
+	}
+	holders, err := q.RunsByIdempotencyKey(ctx, dup)
+	if err != nil {
+		return err
+	}
+	type key struct{ workflow, tenant, key string }
+	holder := make(map[key]uuid.UUID, len(holders))
+	for _, h := range holders {
+		holder[key{h.Workflow, h.Tenant, h.IdempotencyKey}] = h.ID
+	}
+	for _, j := range others {
+		r := runs[j]
+		if earlier[r.ID] {
 			continue
 		}
-		out[i] = store.CreateRunResult{ID: r.ID, Created: true}
-		tasks.Runs = append(tasks.Runs, r.ID)
-		tasks.Tenants = append(tasks.Tenants, r.Tenant)
-		tasks.Workflows = append(tasks.Workflows, r.Workflow)
-		for _, t := range r.Tasks {
-			tasks.RunIds = append(tasks.RunIds, r.ID)
-			tasks.Steps = append(tasks.Steps, int16(t.Step))
-			tasks.Kinds = append(tasks.Kinds, kindToDB(t.Kind))
-			tasks.Parents = append(tasks.Parents, arrayLiteral(t.Parents))
-			tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
-			tasks.Plains = append(tasks.Plains, t.Plain)
-			tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
+		id, ok := holder[key{r.Workflow, r.Tenant, r.IdempotencyKey}]
+		if !ok {
+			return fmt.Errorf("run %s was not created and no run holds its idempotency key %q", r.ID, r.IdempotencyKey)
 		}
+		out[j] = store.CreateRunResult{ID: id}
 	}
-	if len(tasks.RunIds) > 0 {
-		if _, err := q.TasksInsert(ctx, tasks); err != nil {
-			return nil, err
-		}
-	}
-	if len(dup.Keys) > 0 {
-		existing, err := q.RunsByIdempotencyKey(ctx, dup)
-		if err != nil {
-			return nil, err
-		}
-		type key struct{ workflow, tenant, key string }
-		byKey := make(map[key]uuid.UUID, len(existing))
-		for _, e := range existing {
-			byKey[key{e.Workflow, e.Tenant, e.IdempotencyKey}] = e.ID
-		}
-		for i, r := range p.Runs {
-			if created[r.ID] || earlier[r.ID] {
-				continue
-			}
-			id, ok := byKey[key{r.Workflow, r.Tenant, r.IdempotencyKey}]
-			if !ok {
-				return nil, fmt.Errorf("run %s was not created and no run holds its idempotency key", r.ID)
-			}
-			out[i] = store.CreateRunResult{ID: id}
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // GetRun implements store.Runs.
@@ -167,11 +219,15 @@ func (s *Store) GetRun(ctx context.Context, id uuid.UUID) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, wrap(notFound(err, "run "+id.String()), "reading run")
 	}
+	return runFromRow(row), nil
+}
+
+func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
-	}, nil
+	}
 }
 
 // ListTasks implements store.Runs.
@@ -185,11 +241,67 @@ func (s *Store) ListTasks(ctx context.Context, run uuid.UUID) ([]store.Task, err
 	}
 	out := make([]store.Task, len(rows))
 	for i, r := range rows {
-		out[i] = store.Task{
-			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: store.TaskStatus(r.Status),
-			Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
-			WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+		out[i] = taskFromRow(r)
+	}
+	return out, nil
+}
+
+func taskFromRow(r dbsqlc.TaskListRow) store.Task {
+	return store.Task{
+		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Status: store.TaskStatus(r.Status),
+		Attempt: int(r.Attempt), Output: r.Output, Error: r.Error.String, Worker: r.Worker.String,
+		WakeAt: deref(r.WakeAt), UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+	}
+}
+
+// RunStatuses implements store.Runs: one statement.
+func (s *Store) RunStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.RunStatus, error) {
+	out := make(map[uuid.UUID]store.RunStatus, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.RunsStatus(ctx, ids)
+	if err != nil {
+		return nil, wrap(err, "reading run statuses")
+	}
+	for _, r := range rows {
+		out[r.ID] = store.RunStatus(r.Status)
+	}
+	return out, nil
+}
+
+// GetRuns implements store.Runs: the runs, then their tasks, in a
+// read-only transaction that sees one snapshot.
+func (s *Store) GetRuns(ctx context.Context, ids []uuid.UUID) ([]store.RunWithTasks, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []store.RunWithTasks
+	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		runs, err := q.RunsGet(ctx, ids)
+		if err != nil || len(runs) == 0 {
+			return err
 		}
+		found := make([]uuid.UUID, len(runs))
+		out = make([]store.RunWithTasks, len(runs))
+		at := make(map[uuid.UUID]int, len(runs))
+		for i, r := range runs {
+			found[i] = r.ID
+			out[i] = store.RunWithTasks{Run: runFromRow(dbsqlc.RunGetRow(r))}
+			at[r.ID] = i
+		}
+		tasks, err := q.TasksOfRuns(ctx, found)
+		for _, t := range tasks {
+			if i, ok := at[t.RunID]; ok {
+				out[i].Tasks = append(out[i].Tasks, taskFromRow(dbsqlc.TaskListRow(t)))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "reading runs")
 	}
 	return out, nil
 }
@@ -207,7 +319,7 @@ func (s *Store) ListEvents(ctx context.Context, run uuid.UUID) ([]store.Event, e
 	for i, r := range rows {
 		out[i] = store.Event{
 			ID: r.ID, Run: r.RunID, Step: int(r.Step), Type: store.EventType(r.Type),
-			Attempt: int(r.Attempt), At: r.At, Detail: r.Detail,
+			Attempt: int(r.Attempt), At: r.At, Detail: r.Detail, WakeAt: deref(r.WakeAt),
 		}
 	}
 	return out, nil

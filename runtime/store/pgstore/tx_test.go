@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -124,3 +126,88 @@ func errTxUnsupported() error { return store.ErrTxUnsupported }
 type otherTx struct{}
 
 func (otherTx) StoreTx() {}
+
+// TriggerMany with idempotency keys works inside a caller's transaction
+// as outside it: a batch waits for a transaction that holds one of its
+// keys and, once that commits, gets its run; a batch that is rolled back
+// leaves its keys free.
+func TestTriggerManyKeysInCallerTransaction(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
+	client, err := multiproc.RegisterPing(h.Engine, &pong{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := []multiproc.PingInput{{}, {}}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	held, err := client.RunManyNoWait(ctx, two, runtime.WithIdempotencyKeys("a", "b"), runtime.WithTx(pgstore.Tx(tx)))
+	if err != nil || held[0].Existing || held[1].Existing {
+		t.Fatalf("in the transaction: %+v, %v", held, err)
+	}
+	// Another caller's batch shares key b: it waits for the transaction.
+	type answer struct {
+		refs []runtime.RunRef
+		err  error
+	}
+	racing := make(chan answer, 1)
+	go func() {
+		refs, err := client.RunManyNoWait(ctx, two, runtime.WithIdempotencyKeys("c", "b"))
+		racing <- answer{refs, err}
+	}()
+	waitForLockWait(t, pool)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-racing
+	if got.err != nil || got.refs[0].Existing || !got.refs[1].Existing || got.refs[1].ID != held[1].ID {
+		t.Fatalf("racing batch = %+v, %v; want c created and b the committed run %s", got.refs, got.err, held[1].ID)
+	}
+
+	// Rolled back: the existing key answers, the new one is not kept.
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := client.RunManyNoWait(ctx, two, runtime.WithIdempotencyKeys("a", "d"), runtime.WithTx(pgstore.Tx(tx)))
+	if err != nil || !gone[0].Existing || gone[0].ID != held[0].ID || gone[1].Existing {
+		t.Fatalf("second transaction: %+v, %v", gone, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := client.RunManyNoWait(ctx, two[:1], runtime.WithIdempotencyKeys("d"))
+	if err != nil || again[0].Existing || again[0].ID == gone[1].ID {
+		t.Fatalf("after rollback, key d = %+v, %v; want a new run", again, err)
+	}
+	if _, err := h.Engine.Result(ctx, gone[1].ID); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Errorf("the rolled-back run: Result = %v, want ErrRunNotFound", err)
+	}
+}
+
+// waitForLockWait waits until a statement inserting runs waits on a lock
+// (on a key a transaction holds), failing the test after 10s.
+func waitForLockWait(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		err := pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '-- name: RunsInsert %' AND datname = current_database())`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the racing batch never waited for the transaction's key")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

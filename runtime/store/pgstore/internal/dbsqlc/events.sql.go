@@ -13,7 +13,7 @@ import (
 )
 
 const eventList = `-- name: EventList :many
-SELECT id, run_id, step, type, attempt, at, coalesce(detail, '')::text AS detail
+SELECT id, run_id, step, type, attempt, at, coalesce(detail, '')::text AS detail, wake_at
 FROM trellis_events
 WHERE run_id = $1
 ORDER BY id
@@ -27,6 +27,7 @@ type EventListRow struct {
 	Attempt int32
 	At      time.Time
 	Detail  string
+	WakeAt  *time.Time
 }
 
 func (q *Queries) EventList(ctx context.Context, runID uuid.UUID) ([]EventListRow, error) {
@@ -46,6 +47,7 @@ func (q *Queries) EventList(ctx context.Context, runID uuid.UUID) ([]EventListRo
 			&i.Attempt,
 			&i.At,
 			&i.Detail,
+			&i.WakeAt,
 		); err != nil {
 			return nil, err
 		}

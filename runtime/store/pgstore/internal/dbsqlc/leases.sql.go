@@ -197,10 +197,11 @@ WITH input AS (
 ), released AS (
     DELETE FROM trellis_leases l USING requeued r WHERE l.run_id = r.run_id AND l.step = r.step
 ), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'RETRYING', attempt, at, detail FROM requeued
+    -- The retry is immediate: the task is queued again when it says so.
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail, wake_at)
+    SELECT run_id, step, 'RETRYING', attempt, at, detail, at FROM requeued
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM requeued
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL, NULL FROM requeued
 )
 SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow))::bigint
 FROM requeued q JOIN trellis_runs r ON r.id = q.run_id

@@ -19,6 +19,7 @@ type TrellisEvent struct {
 	Attempt int32
 	At      time.Time
 	Detail  pgtype.Text
+	WakeAt  *time.Time
 }
 
 type TrellisLease struct {

@@ -243,14 +243,72 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 	return items, nil
 }
 
+const runsGet = `-- name: RunsGet :many
+SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
+FROM trellis_runs
+WHERE id = ANY ($1::uuid[])
+ORDER BY id
+`
+
+type RunsGetRow struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey pgtype.Text
+	Status         string
+	Input          []byte
+	FailedStep     int32
+	Error          pgtype.Text
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
+// The given runs that exist, ordered by id.
+func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, error) {
+	rows, err := q.db.Query(ctx, runsGet, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsGetRow{}
+	for rows.Next() {
+		var i RunsGetRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.IdempotencyKey,
+			&i.Status,
+			&i.Input,
+			&i.FailedStep,
+			&i.Error,
+			&i.CreatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runsInsert = `-- name: RunsInsert :many
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, $1
 FROM (
-    SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
-           unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
-           unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.input, u.unresolved, row_number() OVER () AS ord
+    FROM (
+        SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
+               unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
+               unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+    ) AS u
 ) AS i
+ORDER BY i.ord
 ON CONFLICT DO NOTHING
 RETURNING id
 `
@@ -268,7 +326,10 @@ type RunsInsertParams struct {
 
 // Creates runs, except those whose id exists (an earlier try of the same
 // call created them) or whose idempotency key another run of the workflow
-// and tenant holds. Returns the ids of the runs created.
+// and tenant holds. Rows are inserted in the order given: the caller
+// orders them by key, so that concurrent inserts with keys in common wait
+// on each other's keys in one order and never deadlock. Returns the ids
+// of the runs created.
 func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, runsInsert,
 		arg.Now,
@@ -307,4 +368,34 @@ SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY U
 func (q *Queries) RunsLock(ctx context.Context, ids []uuid.UUID) error {
 	_, err := q.db.Exec(ctx, runsLock, ids)
 	return err
+}
+
+const runsStatus = `-- name: RunsStatus :many
+SELECT id, status FROM trellis_runs WHERE id = ANY ($1::uuid[])
+`
+
+type RunsStatusRow struct {
+	ID     uuid.UUID
+	Status string
+}
+
+// The status of each of the given runs that exists.
+func (q *Queries) RunsStatus(ctx context.Context, ids []uuid.UUID) ([]RunsStatusRow, error) {
+	rows, err := q.db.Query(ctx, runsStatus, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsStatusRow{}
+	for rows.Next() {
+		var i RunsStatusRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

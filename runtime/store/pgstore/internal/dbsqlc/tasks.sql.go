@@ -430,6 +430,60 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 	return column_1, err
 }
 
+const tasksOfRuns = `-- name: TasksOfRuns :many
+SELECT run_id, step, kind, status, attempt, output, error, worker, wake_at, updated_at, finished_at
+FROM trellis_tasks
+WHERE run_id = ANY ($1::uuid[])
+ORDER BY run_id, step
+`
+
+type TasksOfRunsRow struct {
+	RunID      uuid.UUID
+	Step       int16
+	Kind       int16
+	Status     string
+	Attempt    int32
+	Output     []byte
+	Error      pgtype.Text
+	Worker     pgtype.Text
+	WakeAt     *time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// The tasks of the given runs, by run and step.
+func (q *Queries) TasksOfRuns(ctx context.Context, runIds []uuid.UUID) ([]TasksOfRunsRow, error) {
+	rows, err := q.db.Query(ctx, tasksOfRuns, runIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksOfRunsRow{}
+	for rows.Next() {
+		var i TasksOfRunsRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Kind,
+			&i.Status,
+			&i.Attempt,
+			&i.Output,
+			&i.Error,
+			&i.Worker,
+			&i.WakeAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tasksQueueHandlers = `-- name: TasksQueueHandlers :one
 WITH handlers AS (
     UPDATE trellis_tasks t
@@ -516,10 +570,10 @@ WITH input AS (
     SELECT run_id, step, wake_at FROM applied
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail, wake_at)
+    SELECT run_id, step, 'TIMED_OUT', attempt, at, error, NULL FROM applied WHERE timed_out
     UNION ALL
-    SELECT run_id, step, 'RETRYING', attempt, at, error FROM applied
+    SELECT run_id, step, 'RETRYING', attempt, at, error, wake_at FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
 FROM input i
@@ -591,9 +645,9 @@ WITH input AS (
     SELECT run_id, step, wake_at FROM applied
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail, wake_at)
     SELECT run_id, step, 'SLEEPING', attempt, at,
-           'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+           'until ' || to_char(wake_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), wake_at
     FROM applied
 )
 SELECT i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
