@@ -8,22 +8,24 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
-// Spec returns the runtime.WorkflowSpec the generated <W>Spec function
-// returns: the workflow's declaration with effective settings (defaults
-// merged), so the runtime needs no knowledge of the file. The generated
-// literal is rendered from this value, so a test can hand the very same
-// spec to runtime.Compile.
-func (p *Plan) Spec() *runtime.WorkflowSpec {
+// Spec returns the spec the generated <W>Spec function returns (as a
+// runtime.WorkflowSpec, the runtime's name for spec.Workflow): the
+// workflow's declaration with effective settings (defaults merged), so
+// the runtime needs no knowledge of the file. The generated literal is
+// rendered from this value, so a test can hand the very same spec to
+// runtime.Compile. It is built with package spec, not the runtime: the
+// generator does not depend on the engine it generates code for.
+func (p *Plan) Spec() *spec.Workflow {
 	w := p.w
-	spec := &runtime.WorkflowSpec{Name: w.Name, Description: w.Description, Source: filepath.Base(w.File)}
+	out := &spec.Workflow{Name: w.Name, Description: w.Description, Source: filepath.Base(w.File)}
 	if w.Input != nil {
-		spec.InputSchema = w.Input.JSON
+		out.InputSchema = w.Input.JSON
 	}
 	for _, s := range w.Steps {
-		step := runtime.StepSpec{Name: s.Name, Sleep: s.Sleep}
+		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {
 			step.Parents = append(step.Parents, ref.Name)
 		}
@@ -36,31 +38,31 @@ func (p *Plan) Spec() *runtime.WorkflowSpec {
 				step.OutputSchema = s.Output.JSON
 			}
 		}
-		spec.Steps = append(spec.Steps, step)
+		out.Steps = append(out.Steps, step)
 	}
 	if h := w.OnFailure; h != nil {
-		spec.OnFailure = &runtime.OnFailureSpec{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
+		out.OnFailure = &spec.OnFailure{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
 	}
-	return spec
+	return out
 }
 
 // spec renders <W>Spec, which returns Plan.Spec as a literal.
 func (e *emitter) spec() {
-	spec := e.p.Spec()
-	fields := []jen.Code{kv("Name", jen.Lit(spec.Name))}
-	if spec.Description != "" {
-		fields = append(fields, kv("Description", jen.Lit(spec.Description)))
+	w := e.p.Spec()
+	fields := []jen.Code{kv("Name", jen.Lit(w.Name))}
+	if w.Description != "" {
+		fields = append(fields, kv("Description", jen.Lit(w.Description)))
 	}
 	fields = append(fields,
-		kv("Source", jen.Lit(spec.Source)),
-		kv("InputSchema", rawString(spec.InputSchema)),
+		kv("Source", jen.Lit(w.Source)),
+		kv("InputSchema", rawString(w.InputSchema)),
 	)
-	steps := make([]jen.Code, 0, len(spec.Steps))
-	for _, s := range spec.Steps {
+	steps := make([]jen.Code, 0, len(w.Steps))
+	for _, s := range w.Steps {
 		steps = append(steps, stepSpec(s))
 	}
 	fields = append(fields, kv("Steps", jen.Index().Qual(runtimePkg, "StepSpec").Add(multi(steps...))))
-	if h := spec.OnFailure; h != nil {
+	if h := w.OnFailure; h != nil {
 		handler := []jen.Code{kv("Name", jen.Lit(h.Name)), kv("Retry", retryCode(h.Retry))}
 		if h.Timeout > 0 {
 			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
@@ -68,13 +70,13 @@ func (e *emitter) spec() {
 		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
 	}
 	name := e.w + "Spec"
-	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, spec.Name, spec.Source)
+	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, w.Source)
 	e.f.Add(doc(text).Func().Id(name).Params().Op("*").Qual(runtimePkg, "WorkflowSpec").Block(
 		jen.Return(jen.Op("&").Qual(runtimePkg, "WorkflowSpec").Add(multi(fields...))),
 	))
 }
 
-func stepSpec(s runtime.StepSpec) jen.Code {
+func stepSpec(s spec.Step) jen.Code {
 	fields := []jen.Code{kv("Name", jen.Lit(s.Name))}
 	if len(s.Parents) > 0 {
 		names := make([]jen.Code, len(s.Parents))
@@ -104,7 +106,7 @@ func stepSpec(s runtime.StepSpec) jen.Code {
 	return multi(fields...)
 }
 
-func retryCode(r runtime.RetryPolicy) jen.Code {
+func retryCode(r spec.RetryPolicy) jen.Code {
 	return jen.Qual(runtimePkg, "RetryPolicy").Values(
 		kv("MaxRetries", jen.Lit(r.MaxRetries)),
 		kv("InitialDelay", durationCode(r.InitialDelay)),
