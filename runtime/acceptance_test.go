@@ -65,6 +65,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"RequiredInputNamedByPath", testRequiredInputNamed},
 		{"InvalidOutputFailsTheStep", testInvalidOutput},
 		{"RunManyIsAllOrNothing", testRunMany},
+		{"ResultDoesNotWait", testResultDoesNotWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })
@@ -1054,6 +1055,54 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			t.Errorf("a skipped charge has output %+v", res.Charge)
 		}
 	})
+}
+
+// testResultDoesNotWait reads a run in its fraud window, after it ends,
+// and with ids that are not the workflow's runs.
+func testResultDoesNotWait(t *testing.T, newH newHarness) {
+	h := newH(t)
+	orders, err := workflow.RegisterOrderProcessing(h.Engine, &orderSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := orders.RunNoWait(t.Context(), workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	res, err := orders.Workflow().Result(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatalf("Result of a sleeping run: %v", err)
+	}
+	if res.Status != runtime.RunRunning || res.Steps["fraud-window"] != runtime.TaskSleeping || res.Steps["ship"] != runtime.TaskPending {
+		t.Errorf("in the fraud window: status %s, steps %v", res.Status, res.Steps)
+	}
+	if _, ok := res.Outputs["charge"]; !ok {
+		t.Errorf("in the fraud window, the completed charge has no output: %v", res.Outputs)
+	}
+
+	h.Advance(24 * time.Hour)
+	if res, err = orders.Workflow().Result(t.Context(), ref.ID); err != nil || res.Status != runtime.RunCompleted {
+		t.Errorf("after the fraud window: %+v, %v", res, err)
+	}
+
+	chain, err := wf.RegisterChain(h.Engine, &chainSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := chain.Run(t.Context(), wf.ChainInput{Start: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown, err := runtime.ParseRunID("00000000-0000-4000-8000-000000000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, id := range map[string]runtime.RunID{"a chain run": other.ID, "an unknown id": unknown} {
+		if _, err := orders.Workflow().Result(t.Context(), id); !errors.Is(err, runtime.ErrRunNotFound) {
+			t.Errorf("Result of %s = %v, want ErrRunNotFound", what, err)
+		}
+	}
 }
 
 func testRunMany(t *testing.T, newH newHarness) {
