@@ -170,8 +170,8 @@ func testChain(t *testing.T, newH newHarness) {
 	for _, step := range []string{"first", "second", "third"} {
 		checkTrail(t, h, res.ID, step, trail(queued, started, completed))
 	}
-	if out, ok := trellistest.Output(h, res.ID, wf.ChainRefs.Second()); !ok || out.Value != 12 {
-		t.Errorf("Output(second) = %+v, %v", out, ok)
+	if res.Second == nil || res.Second.Value != 12 {
+		t.Errorf("output of second = %+v, want 12", res.Second)
 	}
 }
 
@@ -1058,7 +1058,7 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 }
 
 // testResultDoesNotWait reads a run in its fraud window, after it ends,
-// and with ids that are not the workflow's runs.
+// and with ids that are not the workflow's runs, through the typed client.
 func testResultDoesNotWait(t *testing.T, newH newHarness) {
 	h := newH(t)
 	orders, err := workflow.RegisterOrderProcessing(h.Engine, &orderSteps{})
@@ -1070,20 +1070,36 @@ func testResultDoesNotWait(t *testing.T, newH newHarness) {
 		t.Fatal(err)
 	}
 	h.RunUntilIdle()
-	res, err := orders.Workflow().Result(t.Context(), ref.ID)
+	res, err := orders.Result(t.Context(), ref.ID)
 	if err != nil {
 		t.Fatalf("Result of a sleeping run: %v", err)
 	}
-	if res.Status != runtime.RunRunning || res.Steps["fraud-window"] != runtime.TaskSleeping || res.Steps["ship"] != runtime.TaskPending {
-		t.Errorf("in the fraud window: status %s, steps %v", res.Status, res.Steps)
+	wantSteps := workflow.OrderProcessingStepStatuses{
+		Validate: runtime.TaskCompleted, Charge: runtime.TaskCompleted, Reject: runtime.TaskSkipped,
+		FraudWindow: runtime.TaskSleeping, PrepareShipment: runtime.TaskCompleted,
+		Ship: runtime.TaskPending, Finalize: runtime.TaskPending, NotifyAdmin: runtime.TaskPending,
 	}
-	if _, ok := res.Outputs["charge"]; !ok {
-		t.Errorf("in the fraud window, the completed charge has no output: %v", res.Outputs)
+	if res.Status != runtime.RunRunning || res.Steps != wantSteps {
+		t.Errorf("in the fraud window: status %s, steps %+v, want RUNNING, %+v", res.Status, res.Steps, wantSteps)
+	}
+	if res.Validate == nil || !res.Validate.IsValid || res.Charge == nil || *res.Charge.ChargeID != "ch_1" {
+		t.Errorf("in the fraud window, outputs validate = %+v, charge = %+v", res.Validate, res.Charge)
 	}
 
 	h.Advance(24 * time.Hour)
-	if res, err = orders.Workflow().Result(t.Context(), ref.ID); err != nil || res.Status != runtime.RunCompleted {
+	if res, err = orders.Result(t.Context(), ref.ID); err != nil || res.Status != runtime.RunCompleted || res.Steps.Ship != runtime.TaskCompleted {
 		t.Errorf("after the fraud window: %+v, %v", res, err)
+	}
+
+	// A run whose steps have not run yet: zero outputs, and statuses that
+	// say why.
+	ref, err = orders.RunNoWait(t.Context(), workflow.OrderProcessingInput{OrderID: "o-2", AmountCents: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = orders.Result(t.Context(), ref.ID)
+	if err != nil || res.Status != runtime.RunRunning || res.Steps.Validate != runtime.TaskQueued || res.Validate != nil || res.Charge != nil {
+		t.Errorf("a run not yet started: %+v, %v", res, err)
 	}
 
 	chain, err := wf.RegisterChain(h.Engine, &chainSteps{})
@@ -1099,7 +1115,7 @@ func testResultDoesNotWait(t *testing.T, newH newHarness) {
 		t.Fatal(err)
 	}
 	for what, id := range map[string]runtime.RunID{"a chain run": other.ID, "an unknown id": unknown} {
-		if _, err := orders.Workflow().Result(t.Context(), id); !errors.Is(err, runtime.ErrRunNotFound) {
+		if _, err := orders.Result(t.Context(), id); !errors.Is(err, runtime.ErrRunNotFound) {
 			t.Errorf("Result of %s = %v, want ErrRunNotFound", what, err)
 		}
 	}

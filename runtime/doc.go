@@ -9,7 +9,8 @@
 //   - A WorkflowSpec is a workflow's declarative form. Generated code
 //     embeds one per YAML file and registers it, with the step code, on an
 //     engine: Register<Workflow>(engine, steps) returns a typed client
-//     whose Run, RunNoWait and Wait start and await runs. Without
+//     whose Run, RunNoWait and Wait start and await runs, and whose
+//     Result reads one as it is now, outputs typed. Without
 //     generated code, Engine.Register takes a spec and Handlers and returns
 //     a Workflow with the same methods on JSON.
 //   - Start makes an engine claim ready tasks, run their steps, record the

@@ -136,23 +136,3 @@ func durationCode(d time.Duration) jen.Code {
 	}
 	return jen.Qual("time", "Duration").Call(jen.Op(strconv.FormatInt(int64(d), 10)))
 }
-
-// refs renders <W>Refs: typed references to every step, for reading
-// outputs with runtime.Output without naming types twice.
-func (e *emitter) refs() {
-	typ := unexported(e.w) + "Refs"
-	name := e.w + "Refs"
-	e.f.Add(doc(fmt.Sprintf("%s holds typed references to the steps of %s, for use with runtime.Output.", name, e.p.w.Name)).
-		Var().Id(name).Id(typ))
-	e.f.Add(doc(fmt.Sprintf("%s is the type of %s; it has one method per step.", typ, name)).Type().Id(typ).Struct())
-	for _, s := range e.p.steps {
-		out := jen.Qual(runtimePkg, "NoOutput")
-		if s.output != nil {
-			out = jen.Id(s.output.name)
-		}
-		e.f.Add(doc(fmt.Sprintf("%s refers to step %s.", s.goName, s.step.Name)).
-			Func().Params(jen.Id(typ)).Id(s.goName).Params().Qual(runtimePkg, "StepRef").Types(out).Block(
-			jen.Return(jen.Qual(runtimePkg, "NewStepRef").Types(out.Clone()).Call(jen.Lit(e.p.w.Name), jen.Lit(s.step.Name))),
-		))
-	}
-}

@@ -28,7 +28,7 @@ const (
 	// it uses. It changes when generated code needs runtime API that older
 	// runtimes lack, and the runtime then exports
 	// SupportsGeneratedCodeV<CodeVersion>.
-	CodeVersion = "2"
+	CodeVersion = "3"
 )
 
 // emitter renders one plan into a jennifer file.
@@ -58,7 +58,6 @@ func Generate(p *Plan, pkg string) ([]byte, error) {
 	e.parentTypes()
 	e.stepsInterface()
 	e.spec()
-	e.refs()
 	e.result()
 	e.client()
 	var buf bytes.Buffer
