@@ -407,7 +407,10 @@ func TestShipmentWaitsForPickup(t *testing.T) {
 		t.Fatalf("before pickup: %+v, %v", res, err)
 	}
 	if res.BookCarrier == nil || res.BookCarrier.Carrier != ShipOrderBookCarrierOutputCarrierPostNl || len(res.BookCarrier.TrackingIDs) != 1 {
-		t.Errorf("booking = %+v", res.BookCarrier)
+		t.Fatalf("booking = %+v", res.BookCarrier)
+	}
+	if booking, ok := trellistest.Output(h, ref.ID, ShipOrderRefs.BookCarrier()); !ok || booking.Carrier != res.BookCarrier.Carrier {
+		t.Errorf("trellistest.Output(book-carrier) = %+v, %v; want the booking of the result", booking, ok)
 	}
 	h.Advance(4 * time.Hour)
 	res, err = client.Wait(t.Context(), ref.ID)

@@ -171,7 +171,12 @@ func testChain(t *testing.T, newH newHarness) {
 		checkTrail(t, h, res.ID, step, trail(queued, started, completed))
 	}
 	if res.Second == nil || res.Second.Value != 12 {
-		t.Errorf("output of second = %+v, want 12", res.Second)
+		t.Fatalf("output of second = %+v, want 12", res.Second)
+	}
+	// The typed result is read through the step references; the test kit
+	// reads the same output by the same reference.
+	if out, ok := trellistest.Output(h, res.ID, wf.ChainRefs.Second()); !ok || out != *res.Second {
+		t.Errorf("trellistest.Output(second) = %+v, %v; want %+v, true", out, ok, *res.Second)
 	}
 }
 
@@ -1084,6 +1089,9 @@ func testResultDoesNotWait(t *testing.T, newH newHarness) {
 	}
 	if res.Validate == nil || !res.Validate.IsValid || res.Charge == nil || *res.Charge.ChargeID != "ch_1" {
 		t.Errorf("in the fraud window, outputs validate = %+v, charge = %+v", res.Validate, res.Charge)
+	}
+	if _, ok := trellistest.Output(h, ref.ID, workflow.OrderProcessingRefs.Ship()); ok {
+		t.Error("in the fraud window, trellistest.Output reads an output of ship, which has not run")
 	}
 
 	h.Advance(24 * time.Hour)

@@ -26,11 +26,12 @@ import (
 // Generated code v3 uses the adapters Step, StepNoOutput, RootStep,
 // RootStepNoOutput and FailureHandler (with parents structs whose fields
 // carry trellis tags), Engine.Register and Engine.Workflow,
-// Workflow.Trigger, TriggerMany, Run, Wait and Result, DecodeOutput, and
-// the types they take and return. It differs from v2 in that a typed
-// client reads a run's current state (Workflow.Result), and in that step
-// references are gone (StepRef, NewStepRef, Output, NoOutput): the typed
-// result is the one way to read outputs.
+// Workflow.Trigger, TriggerMany, Run, Wait and Result, StepRef (NewStepRef,
+// StepRef.Status, NoOutput), DecodeOutput, and the types they take and
+// return. It differs from v2 in that a typed client reads a run's current
+// state (Workflow.Result), and in that its typed result is read through
+// the step references: DecodeOutput takes a StepRef rather than a step
+// name, and step statuses come from StepRef.Status.
 const SupportsGeneratedCodeV3 = true
 
 // Step adapts the code of a step that has parents and an output to a
@@ -195,20 +196,4 @@ func parentFields(t reflect.Type) ([]parentField, error) {
 		fields = append(fields, f)
 	}
 	return fields, nil
-}
-
-// DecodeOutput decodes the output of step from a run result into a new T,
-// for generated result types: nil when res holds no output for the step
-// (it did not complete). An output that does not decode is appended to
-// errs, naming the step, and the partly decoded value is returned.
-func DecodeOutput[T any](res *RunResult, step string, errs *[]error) *T {
-	raw, ok := res.Outputs[step]
-	if !ok {
-		return nil
-	}
-	out := new(T)
-	if err := json.Unmarshal(raw, out); err != nil {
-		*errs = append(*errs, fmt.Errorf("decoding output of %s: %w", step, err))
-	}
-	return out
 }

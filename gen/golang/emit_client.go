@@ -21,9 +21,18 @@ func (e *emitter) withOutput() []*stepPlan {
 	return out
 }
 
+// refOf is the expression <W>Refs.<goName>(), the typed reference of a
+// step or of the failure handler.
+func (e *emitter) refOf(goName string) *jen.Statement {
+	return jen.Id(e.w + "Refs").Dot(goName).Call()
+}
+
 // result renders <W>StepStatuses, <W>Result (a run's state with typed
-// outputs and step statuses, the one way generated code offers to read
-// outputs) and the function that decodes it from a runtime.RunResult.
+// outputs and step statuses) and the function that decodes it from a
+// runtime.RunResult. That function reads every status and output through
+// <W>Refs (StepRef.Status, and runtime.DecodeOutput, which is
+// runtime.Output), the path users' code takes too, and names no step as a
+// string.
 func (e *emitter) result() {
 	name, w := e.resultType(), e.p.w.Name
 	statuses := e.w + "StepStatuses"
@@ -31,12 +40,12 @@ func (e *emitter) result() {
 	for _, s := range e.p.steps {
 		text := fmt.Sprintf("%s is the status of step %s.", s.goName, s.step.Name)
 		statusFields = append(statusFields, doc(text).Id(s.goName).Qual(runtimePkg, "TaskStatus"))
-		statusValues = append(statusValues, kv(s.goName, jen.Id("res").Dot("Steps").Index(jen.Lit(s.step.Name))))
+		statusValues = append(statusValues, kv(s.goName, e.refOf(s.goName).Dot("Status").Call(jen.Id("res"))))
 	}
 	if h := e.p.w.OnFailure; h != nil {
 		text := fmt.Sprintf("%s is the status of the failure handler %s.", e.p.onFailure, h.Name)
 		statusFields = append(statusFields, doc(text).Id(e.p.onFailure).Qual(runtimePkg, "TaskStatus"))
-		statusValues = append(statusValues, kv(e.p.onFailure, jen.Id("res").Dot("Steps").Index(jen.Lit(h.Name))))
+		statusValues = append(statusValues, kv(e.p.onFailure, e.refOf(e.p.onFailure).Dot("Status").Call(jen.Id("res"))))
 	}
 	text := fmt.Sprintf("%s holds the status of every step of %s %s run, and of its failure handler if it has one; a status is empty when the run has no task for the step.", statuses, article(w), w)
 	e.f.Add(doc(text).Type().Id(statuses).Struct(statusFields...))
@@ -69,8 +78,8 @@ func (e *emitter) result() {
 	} else {
 		body = append(body, jen.Var().Id("errs").Index().Error())
 		for _, s := range outputs {
-			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Types(jen.Id(s.output.name)).Call(
-				jen.Id("res"), jen.Lit(s.step.Name), jen.Op("&").Id("errs")))
+			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Call(
+				jen.Id("res"), e.refOf(s.goName), jen.Op("&").Id("errs")))
 		}
 		body = append(body,
 			jen.If(jen.Len(jen.Id("errs")).Op(">").Lit(0)).Block(

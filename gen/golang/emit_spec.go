@@ -136,3 +136,36 @@ func durationCode(d time.Duration) jen.Code {
 	}
 	return jen.Qual("time", "Duration").Call(jen.Op(strconv.FormatInt(int64(d), 10)))
 }
+
+// refs renders <W>Refs: the typed identity of every step, and of the
+// failure handler, as a runtime.StepRef with the step's output type. The
+// typed result is decoded through them (see result), and users pass them
+// to runtime.Output and trellistest.Output, so that no code names a step
+// as a string or its output type twice.
+func (e *emitter) refs() {
+	typ := unexported(e.w) + "Refs"
+	name := e.w + "Refs"
+	steps, methods := "every step", "one method per step"
+	if h := e.p.w.OnFailure; h != nil {
+		steps, methods = "every step and of the failure handler", "one method per step and one for the failure handler"
+	}
+	text := fmt.Sprintf("%s holds the typed reference (runtime.StepRef) of %s of %s: the step's identity with its output type, for runtime.Output and trellistest.Output. The client reads the outputs and statuses of its %s through them.", name, steps, e.p.w.Name, e.resultType())
+	e.f.Add(doc(text).Var().Id(name).Id(typ))
+	e.f.Add(doc(fmt.Sprintf("%s is the type of %s; it has %s.", typ, name, methods)).Type().Id(typ).Struct())
+	ref := func(goName, step, what string, out jen.Code) {
+		e.f.Add(doc(fmt.Sprintf("%s refers to %s %s.", goName, what, step)).
+			Func().Params(jen.Id(typ)).Id(goName).Params().Qual(runtimePkg, "StepRef").Types(out).Block(
+			jen.Return(jen.Qual(runtimePkg, "NewStepRef").Types(out).Call(jen.Lit(e.p.w.Name), jen.Lit(step))),
+		))
+	}
+	for _, s := range e.p.steps {
+		out := jen.Qual(runtimePkg, "NoOutput")
+		if s.output != nil {
+			out = jen.Id(s.output.name)
+		}
+		ref(s.goName, s.step.Name, "step", out)
+	}
+	if h := e.p.w.OnFailure; h != nil {
+		ref(e.p.onFailure, h.Name, "the failure handler", jen.Qual(runtimePkg, "NoOutput"))
+	}
+}

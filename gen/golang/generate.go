@@ -58,6 +58,7 @@ func Generate(p *Plan, pkg string) ([]byte, error) {
 	e.parentTypes()
 	e.stepsInterface()
 	e.spec()
+	e.refs()
 	e.result()
 	e.client()
 	var buf bytes.Buffer

@@ -1,7 +1,8 @@
 // Package golang generates the Go code of a workflow: the input and
 // output types its JSON Schemas map to, the Steps interface users
-// implement, typed parent access, the embedded runtime.WorkflowSpec, and
-// a typed client whose result holds every output. Plan maps and names
+// implement, typed parent access, the embedded runtime.WorkflowSpec,
+// typed step references (runtime.StepRef) and a typed client whose result
+// holds every output, read through those references. Plan maps and names
 // everything, reporting what cannot be mapped or would collide; Generate
 // renders a plan with jennifer and returns gofmt'ed source.
 package golang
@@ -85,11 +86,12 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 		p.goName, p.badName = "Workflow", true
 	}
 	ids := newIdents(probs)
-	for _, suffix := range []string{"Steps", "Spec", "Result", "StepStatuses", "Client"} {
+	for _, suffix := range []string{"Steps", "Spec", "Refs", "Result", "StepStatuses", "Client"} {
 		ids.claim(p.goName+suffix, w.NamePos, "the workflow")
 	}
 	ids.claim("New"+p.goName+"Client", w.NamePos, "the workflow")
 	ids.claim("Register"+p.goName, w.NamePos, "the workflow")
+	ids.claim(unexported(p.goName)+"Refs", w.NamePos, "the workflow")
 	ids.claim(unexported(p.goName)+"Result", w.NamePos, "the workflow")
 
 	m := &mapper{probs: probs}

@@ -17,7 +17,8 @@
 // returns the same typed result at any point without driving anything
 // (after RunNoWait, between Advances). RunUntilIdle, Advance and Settle
 // drive the engine explicitly; Trail, Times, Steps and Events inspect what
-// happened, by step name.
+// happened, by step name, and Output reads one step's output by its typed
+// reference (<Workflow>Refs).
 //
 // The harness runs its engine with a runtime.Driver: tasks take the same
 // path as on a started engine (claimed in batches, steps run concurrently,
@@ -196,6 +197,19 @@ func (h *Harness) Times(id runtime.RunID, step string, typ runtime.EventType) []
 		}
 	}
 	return out
+}
+
+// Output decodes the output of a step of a run, named by its typed
+// reference (<Workflow>Refs in generated code); ok is false when the step
+// did not complete. It reads the run as it is now, without driving the
+// engine, like a client's Result.
+func Output[T any](h *Harness, id runtime.RunID, ref runtime.StepRef[T]) (out T, ok bool) {
+	h.t.Helper()
+	out, ok, err := runtime.Output(h.Result(id), ref)
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
+	}
+	return out, ok
 }
 
 // JSON marshals v for use as a raw step output or input in tests.

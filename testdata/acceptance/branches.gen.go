@@ -167,6 +167,60 @@ func BranchesSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// BranchesRefs holds the typed reference (runtime.StepRef) of every step of
+// branches: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// BranchesResult through them.
+var BranchesRefs branchesRefs
+
+// branchesRefs is the type of BranchesRefs; it has one method per step.
+type branchesRefs struct{}
+
+// Gate refers to step gate.
+func (branchesRefs) Gate() runtime.StepRef[BranchesGateOutput] {
+	return runtime.NewStepRef[BranchesGateOutput]("branches", "gate")
+}
+
+// Yes1 refers to step yes-1.
+func (branchesRefs) Yes1() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "yes-1")
+}
+
+// YesNap refers to step yes-nap.
+func (branchesRefs) YesNap() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "yes-nap")
+}
+
+// Yes2 refers to step yes-2.
+func (branchesRefs) Yes2() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "yes-2")
+}
+
+// No1 refers to step no-1.
+func (branchesRefs) No1() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "no-1")
+}
+
+// No2 refers to step no-2.
+func (branchesRefs) No2() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "no-2")
+}
+
+// No3 refers to step no-3.
+func (branchesRefs) No3() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "no-3")
+}
+
+// Merge refers to step merge.
+func (branchesRefs) Merge() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "merge")
+}
+
+// Announce refers to step announce.
+func (branchesRefs) Announce() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("branches", "announce")
+}
+
 // BranchesStepStatuses holds the status of every step of a branches run, and
 // of its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -216,20 +270,20 @@ func branchesResult(res *runtime.RunResult, runErr error) (BranchesResult, error
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: BranchesStepStatuses{
-			Gate:     res.Steps["gate"],
-			Yes1:     res.Steps["yes-1"],
-			YesNap:   res.Steps["yes-nap"],
-			Yes2:     res.Steps["yes-2"],
-			No1:      res.Steps["no-1"],
-			No2:      res.Steps["no-2"],
-			No3:      res.Steps["no-3"],
-			Merge:    res.Steps["merge"],
-			Announce: res.Steps["announce"],
+			Gate:     BranchesRefs.Gate().Status(res),
+			Yes1:     BranchesRefs.Yes1().Status(res),
+			YesNap:   BranchesRefs.YesNap().Status(res),
+			Yes2:     BranchesRefs.Yes2().Status(res),
+			No1:      BranchesRefs.No1().Status(res),
+			No2:      BranchesRefs.No2().Status(res),
+			No3:      BranchesRefs.No3().Status(res),
+			Merge:    BranchesRefs.Merge().Status(res),
+			Announce: BranchesRefs.Announce().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Gate = runtime.DecodeOutput[BranchesGateOutput](res, "gate", &errs)
+	out.Gate = runtime.DecodeOutput(res, BranchesRefs.Gate(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

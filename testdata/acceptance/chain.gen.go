@@ -94,6 +94,30 @@ func ChainSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// ChainRefs holds the typed reference (runtime.StepRef) of every step of
+// chain: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// ChainResult through them.
+var ChainRefs chainRefs
+
+// chainRefs is the type of ChainRefs; it has one method per step.
+type chainRefs struct{}
+
+// First refers to step first.
+func (chainRefs) First() runtime.StepRef[ChainFirstOutput] {
+	return runtime.NewStepRef[ChainFirstOutput]("chain", "first")
+}
+
+// Second refers to step second.
+func (chainRefs) Second() runtime.StepRef[ChainSecondOutput] {
+	return runtime.NewStepRef[ChainSecondOutput]("chain", "second")
+}
+
+// Third refers to step third.
+func (chainRefs) Third() runtime.StepRef[ChainThirdOutput] {
+	return runtime.NewStepRef[ChainThirdOutput]("chain", "third")
+}
+
 // ChainStepStatuses holds the status of every step of a chain run, and of its
 // failure handler if it has one; a status is empty when the run has no task
 // for the step.
@@ -135,16 +159,16 @@ func chainResult(res *runtime.RunResult, runErr error) (ChainResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: ChainStepStatuses{
-			First:  res.Steps["first"],
-			Second: res.Steps["second"],
-			Third:  res.Steps["third"],
+			First:  ChainRefs.First().Status(res),
+			Second: ChainRefs.Second().Status(res),
+			Third:  ChainRefs.Third().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.First = runtime.DecodeOutput[ChainFirstOutput](res, "first", &errs)
-	out.Second = runtime.DecodeOutput[ChainSecondOutput](res, "second", &errs)
-	out.Third = runtime.DecodeOutput[ChainThirdOutput](res, "third", &errs)
+	out.First = runtime.DecodeOutput(res, ChainRefs.First(), &errs)
+	out.Second = runtime.DecodeOutput(res, ChainRefs.Second(), &errs)
+	out.Third = runtime.DecodeOutput(res, ChainRefs.Third(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

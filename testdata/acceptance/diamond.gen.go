@@ -115,6 +115,35 @@ func DiamondSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// DiamondRefs holds the typed reference (runtime.StepRef) of every step of
+// diamond: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// DiamondResult through them.
+var DiamondRefs diamondRefs
+
+// diamondRefs is the type of DiamondRefs; it has one method per step.
+type diamondRefs struct{}
+
+// Top refers to step top.
+func (diamondRefs) Top() runtime.StepRef[DiamondTopOutput] {
+	return runtime.NewStepRef[DiamondTopOutput]("diamond", "top")
+}
+
+// Left refers to step left.
+func (diamondRefs) Left() runtime.StepRef[DiamondLeftOutput] {
+	return runtime.NewStepRef[DiamondLeftOutput]("diamond", "left")
+}
+
+// Right refers to step right.
+func (diamondRefs) Right() runtime.StepRef[DiamondRightOutput] {
+	return runtime.NewStepRef[DiamondRightOutput]("diamond", "right")
+}
+
+// Bottom refers to step bottom.
+func (diamondRefs) Bottom() runtime.StepRef[DiamondBottomOutput] {
+	return runtime.NewStepRef[DiamondBottomOutput]("diamond", "bottom")
+}
+
 // DiamondStepStatuses holds the status of every step of a diamond run, and of
 // its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -160,18 +189,18 @@ func diamondResult(res *runtime.RunResult, runErr error) (DiamondResult, error) 
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: DiamondStepStatuses{
-			Top:    res.Steps["top"],
-			Left:   res.Steps["left"],
-			Right:  res.Steps["right"],
-			Bottom: res.Steps["bottom"],
+			Top:    DiamondRefs.Top().Status(res),
+			Left:   DiamondRefs.Left().Status(res),
+			Right:  DiamondRefs.Right().Status(res),
+			Bottom: DiamondRefs.Bottom().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Top = runtime.DecodeOutput[DiamondTopOutput](res, "top", &errs)
-	out.Left = runtime.DecodeOutput[DiamondLeftOutput](res, "left", &errs)
-	out.Right = runtime.DecodeOutput[DiamondRightOutput](res, "right", &errs)
-	out.Bottom = runtime.DecodeOutput[DiamondBottomOutput](res, "bottom", &errs)
+	out.Top = runtime.DecodeOutput(res, DiamondRefs.Top(), &errs)
+	out.Left = runtime.DecodeOutput(res, DiamondRefs.Left(), &errs)
+	out.Right = runtime.DecodeOutput(res, DiamondRefs.Right(), &errs)
+	out.Bottom = runtime.DecodeOutput(res, DiamondRefs.Bottom(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -164,6 +164,50 @@ func FanoutSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// FanoutRefs holds the typed reference (runtime.StepRef) of every step of
+// fanout: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// FanoutResult through them.
+var FanoutRefs fanoutRefs
+
+// fanoutRefs is the type of FanoutRefs; it has one method per step.
+type fanoutRefs struct{}
+
+// Split refers to step split.
+func (fanoutRefs) Split() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fanout", "split")
+}
+
+// OtherRoot refers to step other-root.
+func (fanoutRefs) OtherRoot() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fanout", "other-root")
+}
+
+// Worker1 refers to step worker-1.
+func (fanoutRefs) Worker1() runtime.StepRef[FanoutWorker1Output] {
+	return runtime.NewStepRef[FanoutWorker1Output]("fanout", "worker-1")
+}
+
+// Worker2 refers to step worker-2.
+func (fanoutRefs) Worker2() runtime.StepRef[FanoutWorker2Output] {
+	return runtime.NewStepRef[FanoutWorker2Output]("fanout", "worker-2")
+}
+
+// Worker3 refers to step worker-3.
+func (fanoutRefs) Worker3() runtime.StepRef[FanoutWorker3Output] {
+	return runtime.NewStepRef[FanoutWorker3Output]("fanout", "worker-3")
+}
+
+// Worker4 refers to step worker-4.
+func (fanoutRefs) Worker4() runtime.StepRef[FanoutWorker4Output] {
+	return runtime.NewStepRef[FanoutWorker4Output]("fanout", "worker-4")
+}
+
+// Join refers to step join.
+func (fanoutRefs) Join() runtime.StepRef[FanoutJoinOutput] {
+	return runtime.NewStepRef[FanoutJoinOutput]("fanout", "join")
+}
+
 // FanoutStepStatuses holds the status of every step of a fanout run, and of
 // its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -217,22 +261,22 @@ func fanoutResult(res *runtime.RunResult, runErr error) (FanoutResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: FanoutStepStatuses{
-			Split:     res.Steps["split"],
-			OtherRoot: res.Steps["other-root"],
-			Worker1:   res.Steps["worker-1"],
-			Worker2:   res.Steps["worker-2"],
-			Worker3:   res.Steps["worker-3"],
-			Worker4:   res.Steps["worker-4"],
-			Join:      res.Steps["join"],
+			Split:     FanoutRefs.Split().Status(res),
+			OtherRoot: FanoutRefs.OtherRoot().Status(res),
+			Worker1:   FanoutRefs.Worker1().Status(res),
+			Worker2:   FanoutRefs.Worker2().Status(res),
+			Worker3:   FanoutRefs.Worker3().Status(res),
+			Worker4:   FanoutRefs.Worker4().Status(res),
+			Join:      FanoutRefs.Join().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Worker1 = runtime.DecodeOutput[FanoutWorker1Output](res, "worker-1", &errs)
-	out.Worker2 = runtime.DecodeOutput[FanoutWorker2Output](res, "worker-2", &errs)
-	out.Worker3 = runtime.DecodeOutput[FanoutWorker3Output](res, "worker-3", &errs)
-	out.Worker4 = runtime.DecodeOutput[FanoutWorker4Output](res, "worker-4", &errs)
-	out.Join = runtime.DecodeOutput[FanoutJoinOutput](res, "join", &errs)
+	out.Worker1 = runtime.DecodeOutput(res, FanoutRefs.Worker1(), &errs)
+	out.Worker2 = runtime.DecodeOutput(res, FanoutRefs.Worker2(), &errs)
+	out.Worker3 = runtime.DecodeOutput(res, FanoutRefs.Worker3(), &errs)
+	out.Worker4 = runtime.DecodeOutput(res, FanoutRefs.Worker4(), &errs)
+	out.Join = runtime.DecodeOutput(res, FanoutRefs.Join(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -100,6 +100,31 @@ func GradesSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// GradesRefs holds the typed reference (runtime.StepRef) of every step and of
+// the failure handler of grades: the step's identity with its output type, for
+// runtime.Output and trellistest.Output. The client reads the outputs and
+// statuses of its GradesResult through them.
+var GradesRefs gradesRefs
+
+// gradesRefs is the type of GradesRefs; it has one method per step and one for
+// the failure handler.
+type gradesRefs struct{}
+
+// Grade refers to step grade.
+func (gradesRefs) Grade() runtime.StepRef[GradesGradeOutput] {
+	return runtime.NewStepRef[GradesGradeOutput]("grades", "grade")
+}
+
+// Publish refers to step publish.
+func (gradesRefs) Publish() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("grades", "publish")
+}
+
+// Report refers to the failure handler report.
+func (gradesRefs) Report() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("grades", "report")
+}
+
 // GradesStepStatuses holds the status of every step of a grades run, and of
 // its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -137,14 +162,14 @@ func gradesResult(res *runtime.RunResult, runErr error) (GradesResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: GradesStepStatuses{
-			Grade:   res.Steps["grade"],
-			Publish: res.Steps["publish"],
-			Report:  res.Steps["report"],
+			Grade:   GradesRefs.Grade().Status(res),
+			Publish: GradesRefs.Publish().Status(res),
+			Report:  GradesRefs.Report().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Grade = runtime.DecodeOutput[GradesGradeOutput](res, "grade", &errs)
+	out.Grade = runtime.DecodeOutput(res, GradesRefs.Grade(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -139,6 +139,46 @@ func OpsSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// OpsRefs holds the typed reference (runtime.StepRef) of every step and of the
+// failure handler of ops: the step's identity with its output type, for
+// runtime.Output and trellistest.Output. The client reads the outputs and
+// statuses of its OpsResult through them.
+var OpsRefs opsRefs
+
+// opsRefs is the type of OpsRefs; it has one method per step and one for the
+// failure handler.
+type opsRefs struct{}
+
+// Prepare refers to step prepare.
+func (opsRefs) Prepare() runtime.StepRef[OpsPrepareOutput] {
+	return runtime.NewStepRef[OpsPrepareOutput]("ops", "prepare")
+}
+
+// Work refers to step work.
+func (opsRefs) Work() runtime.StepRef[OpsWorkOutput] {
+	return runtime.NewStepRef[OpsWorkOutput]("ops", "work")
+}
+
+// Sidecar refers to step sidecar.
+func (opsRefs) Sidecar() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ops", "sidecar")
+}
+
+// Report refers to step report.
+func (opsRefs) Report() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ops", "report")
+}
+
+// Audit refers to step audit.
+func (opsRefs) Audit() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ops", "audit")
+}
+
+// Alert refers to the failure handler alert.
+func (opsRefs) Alert() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ops", "alert")
+}
+
 // OpsStepStatuses holds the status of every step of an ops run, and of its
 // failure handler if it has one; a status is empty when the run has no task
 // for the step.
@@ -184,18 +224,18 @@ func opsResult(res *runtime.RunResult, runErr error) (OpsResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: OpsStepStatuses{
-			Prepare: res.Steps["prepare"],
-			Work:    res.Steps["work"],
-			Sidecar: res.Steps["sidecar"],
-			Report:  res.Steps["report"],
-			Audit:   res.Steps["audit"],
-			Alert:   res.Steps["alert"],
+			Prepare: OpsRefs.Prepare().Status(res),
+			Work:    OpsRefs.Work().Status(res),
+			Sidecar: OpsRefs.Sidecar().Status(res),
+			Report:  OpsRefs.Report().Status(res),
+			Audit:   OpsRefs.Audit().Status(res),
+			Alert:   OpsRefs.Alert().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Prepare = runtime.DecodeOutput[OpsPrepareOutput](res, "prepare", &errs)
-	out.Work = runtime.DecodeOutput[OpsWorkOutput](res, "work", &errs)
+	out.Prepare = runtime.DecodeOutput(res, OpsRefs.Prepare(), &errs)
+	out.Work = runtime.DecodeOutput(res, OpsRefs.Work(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

@@ -93,6 +93,45 @@ func SleepsSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// SleepsRefs holds the typed reference (runtime.StepRef) of every step of
+// sleeps: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// SleepsResult through them.
+var SleepsRefs sleepsRefs
+
+// sleepsRefs is the type of SleepsRefs; it has one method per step.
+type sleepsRefs struct{}
+
+// Start refers to step start.
+func (sleepsRefs) Start() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "start")
+}
+
+// Day refers to step day.
+func (sleepsRefs) Day() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "day")
+}
+
+// Short refers to step short.
+func (sleepsRefs) Short() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "short")
+}
+
+// Long refers to step long.
+func (sleepsRefs) Long() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "long")
+}
+
+// AfterBoth refers to step after-both.
+func (sleepsRefs) AfterBoth() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "after-both")
+}
+
+// AfterDay refers to step after-day.
+func (sleepsRefs) AfterDay() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("sleeps", "after-day")
+}
+
 // SleepsStepStatuses holds the status of every step of a sleeps run, and of
 // its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -134,12 +173,12 @@ func sleepsResult(res *runtime.RunResult, runErr error) (SleepsResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: SleepsStepStatuses{
-			Start:     res.Steps["start"],
-			Day:       res.Steps["day"],
-			Short:     res.Steps["short"],
-			Long:      res.Steps["long"],
-			AfterBoth: res.Steps["after-both"],
-			AfterDay:  res.Steps["after-day"],
+			Start:     SleepsRefs.Start().Status(res),
+			Day:       SleepsRefs.Day().Status(res),
+			Short:     SleepsRefs.Short().Status(res),
+			Long:      SleepsRefs.Long().Status(res),
+			AfterBoth: SleepsRefs.AfterBoth().Status(res),
+			AfterDay:  SleepsRefs.AfterDay().Status(res),
 		},
 		Failure: res.Failure,
 	}

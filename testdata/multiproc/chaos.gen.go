@@ -120,6 +120,45 @@ func ChaosSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// ChaosRefs holds the typed reference (runtime.StepRef) of every step of
+// chaos: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// ChaosResult through them.
+var ChaosRefs chaosRefs
+
+// chaosRefs is the type of ChaosRefs; it has one method per step.
+type chaosRefs struct{}
+
+// A refers to step a.
+func (chaosRefs) A() runtime.StepRef[ChaosAOutput] {
+	return runtime.NewStepRef[ChaosAOutput]("chaos", "a")
+}
+
+// B refers to step b.
+func (chaosRefs) B() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("chaos", "b")
+}
+
+// C refers to step c.
+func (chaosRefs) C() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("chaos", "c")
+}
+
+// D refers to step d.
+func (chaosRefs) D() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("chaos", "d")
+}
+
+// Nap refers to step nap.
+func (chaosRefs) Nap() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("chaos", "nap")
+}
+
+// E refers to step e.
+func (chaosRefs) E() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("chaos", "e")
+}
+
 // ChaosStepStatuses holds the status of every step of a chaos run, and of its
 // failure handler if it has one; a status is empty when the run has no task
 // for the step.
@@ -163,17 +202,17 @@ func chaosResult(res *runtime.RunResult, runErr error) (ChaosResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: ChaosStepStatuses{
-			A:   res.Steps["a"],
-			B:   res.Steps["b"],
-			C:   res.Steps["c"],
-			D:   res.Steps["d"],
-			Nap: res.Steps["nap"],
-			E:   res.Steps["e"],
+			A:   ChaosRefs.A().Status(res),
+			B:   ChaosRefs.B().Status(res),
+			C:   ChaosRefs.C().Status(res),
+			D:   ChaosRefs.D().Status(res),
+			Nap: ChaosRefs.Nap().Status(res),
+			E:   ChaosRefs.E().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.A = runtime.DecodeOutput[ChaosAOutput](res, "a", &errs)
+	out.A = runtime.DecodeOutput(res, ChaosRefs.A(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

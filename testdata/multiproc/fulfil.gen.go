@@ -219,6 +219,75 @@ func FulfilSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// FulfilRefs holds the typed reference (runtime.StepRef) of every step of
+// fulfil: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// FulfilResult through them.
+var FulfilRefs fulfilRefs
+
+// fulfilRefs is the type of FulfilRefs; it has one method per step.
+type fulfilRefs struct{}
+
+// Receive refers to step receive.
+func (fulfilRefs) Receive() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "receive")
+}
+
+// Pick1 refers to step pick-1.
+func (fulfilRefs) Pick1() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-1")
+}
+
+// Pick2 refers to step pick-2.
+func (fulfilRefs) Pick2() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-2")
+}
+
+// Pick3 refers to step pick-3.
+func (fulfilRefs) Pick3() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-3")
+}
+
+// Pick4 refers to step pick-4.
+func (fulfilRefs) Pick4() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-4")
+}
+
+// Pick5 refers to step pick-5.
+func (fulfilRefs) Pick5() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-5")
+}
+
+// Pick6 refers to step pick-6.
+func (fulfilRefs) Pick6() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-6")
+}
+
+// Pick7 refers to step pick-7.
+func (fulfilRefs) Pick7() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-7")
+}
+
+// Pick8 refers to step pick-8.
+func (fulfilRefs) Pick8() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pick-8")
+}
+
+// Pack refers to step pack.
+func (fulfilRefs) Pack() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "pack")
+}
+
+// CoolOff refers to step cool-off.
+func (fulfilRefs) CoolOff() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "cool-off")
+}
+
+// Ship refers to step ship.
+func (fulfilRefs) Ship() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("fulfil", "ship")
+}
+
 // FulfilStepStatuses holds the status of every step of a fulfil run, and of
 // its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -272,18 +341,18 @@ func fulfilResult(res *runtime.RunResult, runErr error) (FulfilResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: FulfilStepStatuses{
-			Receive: res.Steps["receive"],
-			Pick1:   res.Steps["pick-1"],
-			Pick2:   res.Steps["pick-2"],
-			Pick3:   res.Steps["pick-3"],
-			Pick4:   res.Steps["pick-4"],
-			Pick5:   res.Steps["pick-5"],
-			Pick6:   res.Steps["pick-6"],
-			Pick7:   res.Steps["pick-7"],
-			Pick8:   res.Steps["pick-8"],
-			Pack:    res.Steps["pack"],
-			CoolOff: res.Steps["cool-off"],
-			Ship:    res.Steps["ship"],
+			Receive: FulfilRefs.Receive().Status(res),
+			Pick1:   FulfilRefs.Pick1().Status(res),
+			Pick2:   FulfilRefs.Pick2().Status(res),
+			Pick3:   FulfilRefs.Pick3().Status(res),
+			Pick4:   FulfilRefs.Pick4().Status(res),
+			Pick5:   FulfilRefs.Pick5().Status(res),
+			Pick6:   FulfilRefs.Pick6().Status(res),
+			Pick7:   FulfilRefs.Pick7().Status(res),
+			Pick8:   FulfilRefs.Pick8().Status(res),
+			Pack:    FulfilRefs.Pack().Status(res),
+			CoolOff: FulfilRefs.CoolOff().Status(res),
+			Ship:    FulfilRefs.Ship().Status(res),
 		},
 		Failure: res.Failure,
 	}

@@ -48,6 +48,20 @@ func PingSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// PingRefs holds the typed reference (runtime.StepRef) of every step of ping:
+// the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// PingResult through them.
+var PingRefs pingRefs
+
+// pingRefs is the type of PingRefs; it has one method per step.
+type pingRefs struct{}
+
+// Pong refers to step pong.
+func (pingRefs) Pong() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ping", "pong")
+}
+
 // PingStepStatuses holds the status of every step of a ping run, and of its
 // failure handler if it has one; a status is empty when the run has no task
 // for the step.
@@ -79,7 +93,7 @@ func pingResult(res *runtime.RunResult, runErr error) (PingResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: PingStepStatuses{
-			Pong: res.Steps["pong"],
+			Pong: PingRefs.Pong().Status(res),
 		},
 		Failure: res.Failure,
 	}

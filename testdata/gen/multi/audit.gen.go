@@ -68,6 +68,25 @@ func AuditSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// AuditRefs holds the typed reference (runtime.StepRef) of every step of
+// audit: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// AuditResult through them.
+var AuditRefs auditRefs
+
+// auditRefs is the type of AuditRefs; it has one method per step.
+type auditRefs struct{}
+
+// Count refers to step count.
+func (auditRefs) Count() runtime.StepRef[AuditCountOutput] {
+	return runtime.NewStepRef[AuditCountOutput]("audit", "count")
+}
+
+// Report refers to step report.
+func (auditRefs) Report() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("audit", "report")
+}
+
 // AuditStepStatuses holds the status of every step of an audit run, and of its
 // failure handler if it has one; a status is empty when the run has no task
 // for the step.
@@ -103,13 +122,13 @@ func auditResult(res *runtime.RunResult, runErr error) (AuditResult, error) {
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: AuditStepStatuses{
-			Count:  res.Steps["count"],
-			Report: res.Steps["report"],
+			Count:  AuditRefs.Count().Status(res),
+			Report: AuditRefs.Report().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Count = runtime.DecodeOutput[AuditCountOutput](res, "count", &errs)
+	out.Count = runtime.DecodeOutput(res, AuditRefs.Count(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

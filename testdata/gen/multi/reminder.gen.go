@@ -57,6 +57,25 @@ func ReminderSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// ReminderRefs holds the typed reference (runtime.StepRef) of every step of
+// reminder: the step's identity with its output type, for runtime.Output and
+// trellistest.Output. The client reads the outputs and statuses of its
+// ReminderResult through them.
+var ReminderRefs reminderRefs
+
+// reminderRefs is the type of ReminderRefs; it has one method per step.
+type reminderRefs struct{}
+
+// Wait refers to step wait.
+func (reminderRefs) Wait() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("reminder", "wait")
+}
+
+// Remind refers to step remind.
+func (reminderRefs) Remind() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("reminder", "remind")
+}
+
 // ReminderStepStatuses holds the status of every step of a reminder run, and
 // of its failure handler if it has one; a status is empty when the run has no
 // task for the step.
@@ -90,8 +109,8 @@ func reminderResult(res *runtime.RunResult, runErr error) (ReminderResult, error
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: ReminderStepStatuses{
-			Wait:   res.Steps["wait"],
-			Remind: res.Steps["remind"],
+			Wait:   ReminderRefs.Wait().Status(res),
+			Remind: ReminderRefs.Remind().Status(res),
 		},
 		Failure: res.Failure,
 	}

@@ -159,6 +159,56 @@ func OrderProcessingSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// OrderProcessingRefs holds the typed reference (runtime.StepRef) of every
+// step and of the failure handler of order-processing: the step's identity
+// with its output type, for runtime.Output and trellistest.Output. The client
+// reads the outputs and statuses of its OrderProcessingResult through them.
+var OrderProcessingRefs orderProcessingRefs
+
+// orderProcessingRefs is the type of OrderProcessingRefs; it has one method
+// per step and one for the failure handler.
+type orderProcessingRefs struct{}
+
+// Validate refers to step validate.
+func (orderProcessingRefs) Validate() runtime.StepRef[OrderProcessingValidateOutput] {
+	return runtime.NewStepRef[OrderProcessingValidateOutput]("order-processing", "validate")
+}
+
+// Charge refers to step charge.
+func (orderProcessingRefs) Charge() runtime.StepRef[OrderProcessingChargeOutput] {
+	return runtime.NewStepRef[OrderProcessingChargeOutput]("order-processing", "charge")
+}
+
+// Reject refers to step reject.
+func (orderProcessingRefs) Reject() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "reject")
+}
+
+// FraudWindow refers to step fraud-window.
+func (orderProcessingRefs) FraudWindow() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "fraud-window")
+}
+
+// PrepareShipment refers to step prepare-shipment.
+func (orderProcessingRefs) PrepareShipment() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "prepare-shipment")
+}
+
+// Ship refers to step ship.
+func (orderProcessingRefs) Ship() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "ship")
+}
+
+// Finalize refers to step finalize.
+func (orderProcessingRefs) Finalize() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "finalize")
+}
+
+// NotifyAdmin refers to the failure handler notify-admin.
+func (orderProcessingRefs) NotifyAdmin() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("order-processing", "notify-admin")
+}
+
 // OrderProcessingStepStatuses holds the status of every step of an
 // order-processing run, and of its failure handler if it has one; a status is
 // empty when the run has no task for the step.
@@ -210,20 +260,20 @@ func orderProcessingResult(res *runtime.RunResult, runErr error) (OrderProcessin
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: OrderProcessingStepStatuses{
-			Validate:        res.Steps["validate"],
-			Charge:          res.Steps["charge"],
-			Reject:          res.Steps["reject"],
-			FraudWindow:     res.Steps["fraud-window"],
-			PrepareShipment: res.Steps["prepare-shipment"],
-			Ship:            res.Steps["ship"],
-			Finalize:        res.Steps["finalize"],
-			NotifyAdmin:     res.Steps["notify-admin"],
+			Validate:        OrderProcessingRefs.Validate().Status(res),
+			Charge:          OrderProcessingRefs.Charge().Status(res),
+			Reject:          OrderProcessingRefs.Reject().Status(res),
+			FraudWindow:     OrderProcessingRefs.FraudWindow().Status(res),
+			PrepareShipment: OrderProcessingRefs.PrepareShipment().Status(res),
+			Ship:            OrderProcessingRefs.Ship().Status(res),
+			Finalize:        OrderProcessingRefs.Finalize().Status(res),
+			NotifyAdmin:     OrderProcessingRefs.NotifyAdmin().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Validate = runtime.DecodeOutput[OrderProcessingValidateOutput](res, "validate", &errs)
-	out.Charge = runtime.DecodeOutput[OrderProcessingChargeOutput](res, "charge", &errs)
+	out.Validate = runtime.DecodeOutput(res, OrderProcessingRefs.Validate(), &errs)
+	out.Charge = runtime.DecodeOutput(res, OrderProcessingRefs.Charge(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}

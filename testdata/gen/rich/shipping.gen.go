@@ -225,6 +225,41 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 	}
 }
 
+// ShipOrderRefs holds the typed reference (runtime.StepRef) of every step and
+// of the failure handler of ship-order: the step's identity with its output
+// type, for runtime.Output and trellistest.Output. The client reads the
+// outputs and statuses of its ShipOrderResult through them.
+var ShipOrderRefs shipOrderRefs
+
+// shipOrderRefs is the type of ShipOrderRefs; it has one method per step and
+// one for the failure handler.
+type shipOrderRefs struct{}
+
+// Plan refers to step plan.
+func (shipOrderRefs) Plan() runtime.StepRef[ShipOrderPlanOutput] {
+	return runtime.NewStepRef[ShipOrderPlanOutput]("ship-order", "plan")
+}
+
+// BookCarrier refers to step book-carrier.
+func (shipOrderRefs) BookCarrier() runtime.StepRef[ShipOrderBookCarrierOutput] {
+	return runtime.NewStepRef[ShipOrderBookCarrierOutput]("ship-order", "book-carrier")
+}
+
+// WaitForPickup refers to step wait-for-pickup.
+func (shipOrderRefs) WaitForPickup() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ship-order", "wait-for-pickup")
+}
+
+// NotifyCustomer refers to step notify-customer.
+func (shipOrderRefs) NotifyCustomer() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ship-order", "notify-customer")
+}
+
+// PageOnCall refers to the failure handler page-on-call.
+func (shipOrderRefs) PageOnCall() runtime.StepRef[runtime.NoOutput] {
+	return runtime.NewStepRef[runtime.NoOutput]("ship-order", "page-on-call")
+}
+
 // ShipOrderStepStatuses holds the status of every step of a ship-order run,
 // and of its failure handler if it has one; a status is empty when the run has
 // no task for the step.
@@ -269,17 +304,17 @@ func shipOrderResult(res *runtime.RunResult, runErr error) (ShipOrderResult, err
 		ID:     res.ID,
 		Status: res.Status,
 		Steps: ShipOrderStepStatuses{
-			Plan:           res.Steps["plan"],
-			BookCarrier:    res.Steps["book-carrier"],
-			WaitForPickup:  res.Steps["wait-for-pickup"],
-			NotifyCustomer: res.Steps["notify-customer"],
-			PageOnCall:     res.Steps["page-on-call"],
+			Plan:           ShipOrderRefs.Plan().Status(res),
+			BookCarrier:    ShipOrderRefs.BookCarrier().Status(res),
+			WaitForPickup:  ShipOrderRefs.WaitForPickup().Status(res),
+			NotifyCustomer: ShipOrderRefs.NotifyCustomer().Status(res),
+			PageOnCall:     ShipOrderRefs.PageOnCall().Status(res),
 		},
 		Failure: res.Failure,
 	}
 	var errs []error
-	out.Plan = runtime.DecodeOutput[ShipOrderPlanOutput](res, "plan", &errs)
-	out.BookCarrier = runtime.DecodeOutput[ShipOrderBookCarrierOutput](res, "book-carrier", &errs)
+	out.Plan = runtime.DecodeOutput(res, ShipOrderRefs.Plan(), &errs)
+	out.BookCarrier = runtime.DecodeOutput(res, ShipOrderRefs.BookCarrier(), &errs)
 	if len(errs) > 0 {
 		return out, errors.Join(append([]error{runErr}, errs...)...)
 	}
