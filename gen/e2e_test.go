@@ -364,29 +364,58 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
-func TestGeneratedSpecCompiles(t *testing.T) {
-	def, err := runtime.Compile(ShipOrderSpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := ShipOrderInput{
+func order() ShipOrderInput {
+	return ShipOrderInput{
 		OrderID:  "o-1",
 		PlacedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Priority: ShipOrderInputPriorityExpress,
 		Customer: ShipOrderInputCustomer{Name: "Ada", Address: ShipOrderAddress{Street: "Main 1", City: "Utrecht", CountryCode: "NL"}},
 		Items:    []ShipOrderInputItemsItem{{SKU: "sku-1", Quantity: 2}},
 	}
-	raw, err := json.Marshal(in)
+}
+
+func TestGeneratedSpecCompiles(t *testing.T) {
+	def, err := runtime.Compile(ShipOrderSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(order())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := def.ValidateInput(raw); err != nil {
 		t.Errorf("a typed input does not satisfy the input schema: %v", err)
 	}
-	if ShipOrderRefs.BookCarrier().Name() != "book-carrier" {
-		t.Error("wrong step reference")
+}
+
+func TestShipmentWaitsForPickup(t *testing.T) {
+	h := trellistest.New(t)
+	client, err := RegisterShipOrder(h.Engine, Shipper{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), order())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	res, err := client.Result(t.Context(), ref.ID)
+	if err != nil || res.Status != runtime.RunRunning || res.Steps.WaitForPickup != runtime.TaskSleeping {
+		t.Fatalf("before pickup: %+v, %v", res, err)
+	}
+	if res.BookCarrier == nil || res.BookCarrier.Carrier != ShipOrderBookCarrierOutputCarrierPostNl || len(res.BookCarrier.TrackingIDs) != 1 {
+		t.Fatalf("booking = %+v", res.BookCarrier)
+	}
+	if booking, ok := trellistest.Output(h, ref.ID, ShipOrderRefs.BookCarrier()); !ok || booking.Carrier != res.BookCarrier.Carrier {
+		t.Errorf("trellistest.Output(book-carrier) = %+v, %v; want the booking of the result", booking, ok)
+	}
+	h.Advance(4 * time.Hour)
+	res, err = client.Wait(t.Context(), ref.ID)
+	if err != nil || res.Steps.NotifyCustomer != runtime.TaskSkipped {
+		t.Errorf("after pickup: %+v, %v; want notify-customer skipped (no email)", res, err)
 	}
 }
 `

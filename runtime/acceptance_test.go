@@ -68,6 +68,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"RunManyWithIdempotencyKeys", testRunManyKeys},
 		{"IdempotencyKeysMisused", testRunManyKeysMisused},
 		{"WaitManyRunsEndingAtDifferentTimes", testWaitMany},
+		{"ResultDoesNotWait", testResultDoesNotWait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })
@@ -172,8 +173,13 @@ func testChain(t *testing.T, newH newHarness) {
 	for _, step := range []string{"first", "second", "third"} {
 		checkTrail(t, h, res.ID, step, trail(queued, started, completed))
 	}
-	if out, ok := trellistest.Output(h, res.ID, wf.ChainRefs.Second()); !ok || out.Value != 12 {
-		t.Errorf("Output(second) = %+v, %v", out, ok)
+	if res.Second == nil || res.Second.Value != 12 {
+		t.Fatalf("output of second = %+v, want 12", res.Second)
+	}
+	// The typed result is read through the step references; the test kit
+	// reads the same output by the same reference.
+	if out, ok := trellistest.Output(h, res.ID, wf.ChainRefs.Second()); !ok || out != *res.Second {
+		t.Errorf("trellistest.Output(second) = %+v, %v; want %+v, true", out, ok, *res.Second)
 	}
 }
 
@@ -1083,6 +1089,73 @@ func testOrderWorkflow(t *testing.T, newH newHarness) {
 			t.Errorf("a skipped charge has output %+v", res.Charge)
 		}
 	})
+}
+
+// testResultDoesNotWait reads a run in its fraud window, after it ends,
+// and with ids that are not the workflow's runs, through the typed client.
+func testResultDoesNotWait(t *testing.T, newH newHarness) {
+	h := newH(t)
+	orders, err := workflow.RegisterOrderProcessing(h.Engine, &orderSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := orders.RunNoWait(t.Context(), workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	res, err := orders.Result(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatalf("Result of a sleeping run: %v", err)
+	}
+	wantSteps := workflow.OrderProcessingStepStatuses{
+		Validate: runtime.TaskCompleted, Charge: runtime.TaskCompleted, Reject: runtime.TaskSkipped,
+		FraudWindow: runtime.TaskSleeping, PrepareShipment: runtime.TaskCompleted,
+		Ship: runtime.TaskPending, Finalize: runtime.TaskPending, NotifyAdmin: runtime.TaskPending,
+	}
+	if res.Status != runtime.RunRunning || res.Steps != wantSteps {
+		t.Errorf("in the fraud window: status %s, steps %+v, want RUNNING, %+v", res.Status, res.Steps, wantSteps)
+	}
+	if res.Validate == nil || !res.Validate.IsValid || res.Charge == nil || *res.Charge.ChargeID != "ch_1" {
+		t.Errorf("in the fraud window, outputs validate = %+v, charge = %+v", res.Validate, res.Charge)
+	}
+	if _, ok := trellistest.Output(h, ref.ID, workflow.OrderProcessingRefs.Ship()); ok {
+		t.Error("in the fraud window, trellistest.Output reads an output of ship, which has not run")
+	}
+
+	h.Advance(24 * time.Hour)
+	if res, err = orders.Result(t.Context(), ref.ID); err != nil || res.Status != runtime.RunCompleted || res.Steps.Ship != runtime.TaskCompleted {
+		t.Errorf("after the fraud window: %+v, %v", res, err)
+	}
+
+	// A run whose steps have not run yet: zero outputs, and statuses that
+	// say why.
+	ref, err = orders.RunNoWait(t.Context(), workflow.OrderProcessingInput{OrderID: "o-2", AmountCents: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = orders.Result(t.Context(), ref.ID)
+	if err != nil || res.Status != runtime.RunRunning || res.Steps.Validate != runtime.TaskQueued || res.Validate != nil || res.Charge != nil {
+		t.Errorf("a run not yet started: %+v, %v", res, err)
+	}
+
+	chain, err := wf.RegisterChain(h.Engine, &chainSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := chain.Run(t.Context(), wf.ChainInput{Start: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown, err := runtime.ParseRunID("00000000-0000-4000-8000-000000000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, id := range map[string]runtime.RunID{"a chain run": other.ID, "an unknown id": unknown} {
+		if _, err := orders.Result(t.Context(), id); !errors.Is(err, runtime.ErrRunNotFound) {
+			t.Errorf("Result of %s = %v, want ErrRunNotFound", what, err)
+		}
+	}
 }
 
 func testRunMany(t *testing.T, newH newHarness) {

@@ -108,17 +108,3 @@ func TestStepAdapterRejectsUntaggedParents(t *testing.T) {
 	}()
 	runtime.StepNoOutput(func(context.Context, adaptIn, struct{ A adaptOut }) error { return nil })
 }
-
-func TestDecodeOutput(t *testing.T) {
-	res := &runtime.RunResult{Outputs: map[string]json.RawMessage{"a": json.RawMessage(`{"v":1}`), "b": json.RawMessage(`[]`)}}
-	var errs []error
-	if got := runtime.DecodeOutput[adaptOut](res, "a", &errs); got == nil || got.V != 1 {
-		t.Errorf("a = %+v, want V=1", got)
-	}
-	if got := runtime.DecodeOutput[adaptOut](res, "c", &errs); got != nil {
-		t.Errorf("c = %+v, want nil: it has no output", got)
-	}
-	if got := runtime.DecodeOutput[adaptOut](res, "b", &errs); got == nil || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "decoding output of b: ") {
-		t.Errorf("b = %+v, errs = %v; want one error naming b", got, errs)
-	}
-}

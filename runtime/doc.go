@@ -9,11 +9,14 @@
 //   - A WorkflowSpec is a workflow's declarative form. Generated code
 //     embeds one per YAML file and registers it, with the step code, on an
 //     engine: Register<Workflow>(engine, steps) returns a typed client
-//     whose Run, RunNoWait and Wait start and await runs. Without
-//     generated code, Engine.Register takes a spec and Handlers and returns
-//     a Workflow with the same methods on JSON. Engine.WaitMany waits for
-//     many runs at once (a batch from TriggerMany, say), at the cost of a
-//     few reads per wake-up rather than a poll per run.
+//     whose Run, RunNoWait and Wait start and await runs, and whose
+//     Result reads one as it is now, outputs typed. <Workflow>Refs gives
+//     each step a typed identity, a StepRef, through which those results
+//     are decoded and which Output takes. Without generated code,
+//     Engine.Register takes a spec and Handlers and returns a Workflow
+//     with the same methods on JSON. Engine.WaitMany waits for many runs
+//     at once (a batch from TriggerMany, say), at the cost of a few reads
+//     per wake-up rather than a poll per run.
 //   - Start makes an engine claim ready tasks, run their steps, record the
 //     results, heartbeat, and take part in leader election (the leader
 //     fires durable timers and recovers the tasks of dead workers). Stop

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Workflow is a compiled workflow bound to an engine: the handle generated
@@ -63,4 +64,21 @@ func (w *Workflow) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 // results in the order of ids; see Engine.WaitMany.
 func (w *Workflow) WaitMany(ctx context.Context, ids []RunID) ([]*RunResult, error) {
 	return w.engine.WaitMany(ctx, ids)
+}
+
+// Result returns the current state of a run of this workflow without
+// waiting: the run may still be running, its steps' statuses say how far
+// it got, and only completed steps have outputs. The error is about
+// reading the run, never about how it ended (see RunResult.Err for that):
+// ErrRunNotFound for an id the store does not know, or for a run of
+// another workflow, whose outputs would not be this workflow's.
+func (w *Workflow) Result(ctx context.Context, id RunID) (*RunResult, error) {
+	res, err := w.engine.Result(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if res.Workflow != w.Name() {
+		return nil, fmt.Errorf("run %s is a run of workflow %s, not %s: %w", id, res.Workflow, w.Name(), ErrRunNotFound)
+	}
+	return res, nil
 }

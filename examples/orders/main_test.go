@@ -79,3 +79,28 @@ func TestChargeRetrySchedule(t *testing.T) {
 		t.Errorf("ship started at %v, want the fraud window after the charge", got)
 	}
 }
+
+// TestFraudWindowHoldsTheShipment reads a run while it waits, with the
+// typed client's Result: the order is charged and packed, and the
+// shipment waits for the fraud window.
+func TestFraudWindowHoldsTheShipment(t *testing.T) {
+	ctx := t.Context()
+	h := trellistest.New(t)
+	orders, err := workflow.RegisterOrderProcessing(h.Engine, &shop{out: io.Discard, clock: h.Clock, start: h.Start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := orders.RunNoWait(ctx, workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+	h.RunUntilIdle() // validate, charge and prepare-shipment run; the fraud window starts
+	res, err := orders.Result(ctx, ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != runtime.RunRunning || res.Charge == nil || res.Steps.FraudWindow != runtime.TaskSleeping || res.Steps.Ship != runtime.TaskPending {
+		t.Fatalf("during the fraud window: %+v", res)
+	}
+	h.Advance(24 * time.Hour)
+	if res, err = orders.Result(ctx, ref.ID); err != nil || res.Status != runtime.RunCompleted || res.Steps.Ship != runtime.TaskCompleted {
+		t.Fatalf("after the fraud window: %+v, %v", res, err)
+	}
+}

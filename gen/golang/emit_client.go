@@ -21,9 +21,18 @@ func (e *emitter) withOutput() []*stepPlan {
 	return out
 }
 
-// result renders <W>StepStatuses, <W>Result (a run's outcome with typed
+// refOf is the expression <W>Refs.<goName>(), the typed reference of a
+// step or of the failure handler.
+func (e *emitter) refOf(goName string) *jen.Statement {
+	return jen.Id(e.w + "Refs").Dot(goName).Call()
+}
+
+// result renders <W>StepStatuses, <W>Result (a run's state with typed
 // outputs and step statuses) and the function that decodes it from a
-// runtime.RunResult.
+// runtime.RunResult. That function reads every status and output through
+// <W>Refs (StepRef.Status, and runtime.DecodeOutput, which is
+// runtime.Output), the path users' code takes too, and names no step as a
+// string.
 func (e *emitter) result() {
 	name, w := e.resultType(), e.p.w.Name
 	statuses := e.w + "StepStatuses"
@@ -31,12 +40,12 @@ func (e *emitter) result() {
 	for _, s := range e.p.steps {
 		text := fmt.Sprintf("%s is the status of step %s.", s.goName, s.step.Name)
 		statusFields = append(statusFields, doc(text).Id(s.goName).Qual(runtimePkg, "TaskStatus"))
-		statusValues = append(statusValues, kv(s.goName, jen.Id("res").Dot("Steps").Index(jen.Lit(s.step.Name))))
+		statusValues = append(statusValues, kv(s.goName, e.refOf(s.goName).Dot("Status").Call(jen.Id("res"))))
 	}
 	if h := e.p.w.OnFailure; h != nil {
 		text := fmt.Sprintf("%s is the status of the failure handler %s.", e.p.onFailure, h.Name)
 		statusFields = append(statusFields, doc(text).Id(e.p.onFailure).Qual(runtimePkg, "TaskStatus"))
-		statusValues = append(statusValues, kv(e.p.onFailure, jen.Id("res").Dot("Steps").Index(jen.Lit(h.Name))))
+		statusValues = append(statusValues, kv(e.p.onFailure, e.refOf(e.p.onFailure).Dot("Status").Call(jen.Id("res"))))
 	}
 	text := fmt.Sprintf("%s holds the status of every step of %s %s run, and of its failure handler if it has one; a status is empty when the run has no task for the step.", statuses, article(w), w)
 	e.f.Add(doc(text).Type().Id(statuses).Struct(statusFields...))
@@ -51,7 +60,8 @@ func (e *emitter) result() {
 		fields = append(fields, doc(text).Id(s.goName).Op("*").Id(s.output.name))
 	}
 	fields = append(fields, doc("Failure is set when the run failed.").Id("Failure").Op("*").Qual(runtimePkg, "Failure"))
-	e.f.Add(doc(fmt.Sprintf("%s is the outcome of %s %s run.", name, article(w), w)).Type().Id(name).Struct(fields...))
+	text = fmt.Sprintf("%s is the state of %s %s run with its typed outputs: how it ended, as Run and Wait return it, or how far it got, as Result returns it.", name, article(w), w)
+	e.f.Add(doc(text).Type().Id(name).Struct(fields...))
 
 	body := []jen.Code{
 		jen.If(jen.Id("res").Op("==").Nil()).Block(jen.Return(jen.Id(name).Values(), jen.Id("runErr"))),
@@ -68,8 +78,8 @@ func (e *emitter) result() {
 	} else {
 		body = append(body, jen.Var().Id("errs").Index().Error())
 		for _, s := range outputs {
-			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Types(jen.Id(s.output.name)).Call(
-				jen.Id("res"), jen.Lit(s.step.Name), jen.Op("&").Id("errs")))
+			body = append(body, jen.Id("out").Dot(s.goName).Op("=").Qual(runtimePkg, "DecodeOutput").Call(
+				jen.Id("res"), e.refOf(s.goName), jen.Op("&").Id("errs")))
 		}
 		body = append(body,
 			jen.If(jen.Len(jen.Id("errs")).Op(">").Lit(0)).Block(
@@ -96,7 +106,7 @@ func (e *emitter) client() {
 			jen.Return(jen.Op("&").Id(client).Values(kv("workflow", jen.Id("w"))), jen.Nil()),
 		}
 	}
-	e.f.Add(doc(fmt.Sprintf("%s triggers %s runs and waits for their results.", client, w)).Type().Id(client).Struct(
+	e.f.Add(doc(fmt.Sprintf("%s triggers %s runs, waits for them and reads their results.", client, w)).Type().Id(client).Struct(
 		jen.Id("workflow").Op("*").Qual(runtimePkg, "Workflow"),
 	))
 	e.f.Add(doc(fmt.Sprintf("New%s returns a client that triggers %s runs on e, for processes that do not execute its steps.", client, w)).
@@ -171,6 +181,14 @@ func (e *emitter) client() {
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("id").Qual(runtimePkg, "RunID"),
 	).Params(jen.Id(e.resultType()), jen.Error()).Block(
 		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Wait").Call(jen.Id("ctx"), jen.Id("id")),
+		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
+	))
+	text := fmt.Sprintf("Result returns the current state of %s %s run without waiting for it to end. Status says whether it is still running and Steps how far each step got; the output of a step that has not completed (not yet, or not at all) is nil. The error is about reading the run (runtime.ErrRunNotFound for an unknown id or a run of another workflow) or decoding an output, never about how the run ended: Wait returns that.", article(w), w)
+	e.f.Add(doc(text).
+		Func().Params(recv.Clone()).Id("Result").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("id").Qual(runtimePkg, "RunID"),
+	).Params(jen.Id(e.resultType()), jen.Error()).Block(
+		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Result").Call(jen.Id("ctx"), jen.Id("id")),
 		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
 	))
 }

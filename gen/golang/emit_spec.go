@@ -7,7 +7,6 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
-	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
@@ -18,21 +17,21 @@ func (p *Plan) Spec() *spec.Workflow { return p.w.Spec() }
 
 // spec renders <W>Spec, which returns Plan.Spec as a literal.
 func (e *emitter) spec() {
-	spec := e.p.Spec()
-	fields := []jen.Code{kv("Name", jen.Lit(spec.Name))}
-	if spec.Description != "" {
-		fields = append(fields, kv("Description", jen.Lit(spec.Description)))
+	w := e.p.Spec()
+	fields := []jen.Code{kv("Name", jen.Lit(w.Name))}
+	if w.Description != "" {
+		fields = append(fields, kv("Description", jen.Lit(w.Description)))
 	}
 	fields = append(fields,
-		kv("Source", jen.Lit(spec.Source)),
-		kv("InputSchema", rawString(spec.InputSchema)),
+		kv("Source", jen.Lit(w.Source)),
+		kv("InputSchema", rawString(w.InputSchema)),
 	)
-	steps := make([]jen.Code, 0, len(spec.Steps))
-	for _, s := range spec.Steps {
+	steps := make([]jen.Code, 0, len(w.Steps))
+	for _, s := range w.Steps {
 		steps = append(steps, stepSpec(s))
 	}
 	fields = append(fields, kv("Steps", jen.Index().Qual(runtimePkg, "StepSpec").Add(multi(steps...))))
-	if h := spec.OnFailure; h != nil {
+	if h := w.OnFailure; h != nil {
 		handler := []jen.Code{kv("Name", jen.Lit(h.Name)), kv("Retry", retryCode(h.Retry))}
 		if h.Timeout > 0 {
 			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
@@ -40,13 +39,13 @@ func (e *emitter) spec() {
 		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
 	}
 	name := e.w + "Spec"
-	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, spec.Name, spec.Source)
+	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, w.Source)
 	e.f.Add(doc(text).Func().Id(name).Params().Op("*").Qual(runtimePkg, "WorkflowSpec").Block(
 		jen.Return(jen.Op("&").Qual(runtimePkg, "WorkflowSpec").Add(multi(fields...))),
 	))
 }
 
-func stepSpec(s runtime.StepSpec) jen.Code {
+func stepSpec(s spec.Step) jen.Code {
 	fields := []jen.Code{kv("Name", jen.Lit(s.Name))}
 	if len(s.Parents) > 0 {
 		names := make([]jen.Code, len(s.Parents))
@@ -76,7 +75,7 @@ func stepSpec(s runtime.StepSpec) jen.Code {
 	return multi(fields...)
 }
 
-func retryCode(r runtime.RetryPolicy) jen.Code {
+func retryCode(r spec.RetryPolicy) jen.Code {
 	return jen.Qual(runtimePkg, "RetryPolicy").Values(
 		kv("MaxRetries", jen.Lit(r.MaxRetries)),
 		kv("InitialDelay", durationCode(r.InitialDelay)),
@@ -107,22 +106,35 @@ func durationCode(d time.Duration) jen.Code {
 	return jen.Qual("time", "Duration").Call(jen.Op(strconv.FormatInt(int64(d), 10)))
 }
 
-// refs renders <W>Refs: typed references to every step, for reading
-// outputs with runtime.Output without naming types twice.
+// refs renders <W>Refs: the typed identity of every step, and of the
+// failure handler, as a runtime.StepRef with the step's output type. The
+// typed result is decoded through them (see result), and users pass them
+// to runtime.Output and trellistest.Output, so that no code names a step
+// as a string or its output type twice.
 func (e *emitter) refs() {
 	typ := unexported(e.w) + "Refs"
 	name := e.w + "Refs"
-	e.f.Add(doc(fmt.Sprintf("%s holds typed references to the steps of %s, for use with runtime.Output.", name, e.p.w.Name)).
-		Var().Id(name).Id(typ))
-	e.f.Add(doc(fmt.Sprintf("%s is the type of %s; it has one method per step.", typ, name)).Type().Id(typ).Struct())
+	steps, methods := "every step", "one method per step"
+	if h := e.p.w.OnFailure; h != nil {
+		steps, methods = "every step and of the failure handler", "one method per step and one for the failure handler"
+	}
+	text := fmt.Sprintf("%s holds the typed reference (runtime.StepRef) of %s of %s: the step's identity with its output type, for runtime.Output and trellistest.Output. The client reads the outputs and statuses of its %s through them.", name, steps, e.p.w.Name, e.resultType())
+	e.f.Add(doc(text).Var().Id(name).Id(typ))
+	e.f.Add(doc(fmt.Sprintf("%s is the type of %s; it has %s.", typ, name, methods)).Type().Id(typ).Struct())
+	ref := func(goName, step, what string, out jen.Code) {
+		e.f.Add(doc(fmt.Sprintf("%s refers to %s %s.", goName, what, step)).
+			Func().Params(jen.Id(typ)).Id(goName).Params().Qual(runtimePkg, "StepRef").Types(out).Block(
+			jen.Return(jen.Qual(runtimePkg, "NewStepRef").Types(out).Call(jen.Lit(e.p.w.Name), jen.Lit(step))),
+		))
+	}
 	for _, s := range e.p.steps {
 		out := jen.Qual(runtimePkg, "NoOutput")
 		if s.output != nil {
 			out = jen.Id(s.output.name)
 		}
-		e.f.Add(doc(fmt.Sprintf("%s refers to step %s.", s.goName, s.step.Name)).
-			Func().Params(jen.Id(typ)).Id(s.goName).Params().Qual(runtimePkg, "StepRef").Types(out).Block(
-			jen.Return(jen.Qual(runtimePkg, "NewStepRef").Types(out.Clone()).Call(jen.Lit(e.p.w.Name), jen.Lit(s.step.Name))),
-		))
+		ref(s.goName, s.step.Name, "step", out)
+	}
+	if h := e.p.w.OnFailure; h != nil {
+		ref(e.p.onFailure, h.Name, "the failure handler", jen.Qual(runtimePkg, "NoOutput"))
 	}
 }

@@ -15,6 +15,9 @@ import (
 )
 
 const (
+	// runtimePkg is the package generated code imports. The generator
+	// names it only by this path and never imports it: specs are built
+	// with package spec, so the generator does not depend on the engine.
 	runtimePkg = "github.com/effectivelabs/trellis/runtime"
 	// Header is the first line of every generated file; tools (and
 	// go/ast.IsGenerated) recognise generated code by it. It names the
@@ -25,7 +28,7 @@ const (
 	// it uses. It changes when generated code needs runtime API that older
 	// runtimes lack, and the runtime then exports
 	// SupportsGeneratedCodeV<CodeVersion>.
-	CodeVersion = "2"
+	CodeVersion = "3"
 )
 
 // emitter renders one plan into a jennifer file.

@@ -1,7 +1,8 @@
 // Package golang generates the Go code of a workflow: the input and
 // output types its JSON Schemas map to, the Steps interface users
-// implement, typed parent access, step references, the embedded
-// runtime.WorkflowSpec and a typed client. Plan maps and names
+// implement, typed parent access, the embedded runtime.WorkflowSpec,
+// typed step references (runtime.StepRef) and a typed client whose result
+// holds every output, read through those references. Plan maps and names
 // everything, reporting what cannot be mapped or would collide; Generate
 // renders a plan with jennifer and returns gofmt'ed source.
 package golang

@@ -7,13 +7,18 @@
 //	orders, _ := workflow.RegisterOrderProcessing(h.Engine, &steps{})
 //	res, err := orders.Run(ctx, input) // runs until done or waiting on time
 //	// res.Status == runtime.RunRunning: the fraud window sleeps
+//	// res.Charge holds the charge's output, res.Steps.Ship == runtime.TaskPending
 //	h.Advance(24 * time.Hour)          // wakes it; the rest of the run completes
 //	res, err = orders.Wait(ctx, res.ID)
 //
-// Register workflows on h.Engine with the generated Register functions.
-// Generated clients' Run and Wait (and h.Engine.WaitMany) drive the engine
-// themselves; RunUntilIdle, Advance and Settle drive it explicitly; Trail,
-// Steps, Events and Output inspect what happened.
+// Register workflows on h.Engine with the generated Register functions and
+// read outputs from the typed results their clients return. Run and Wait
+// (and h.Engine.WaitMany) drive the engine themselves, then return the
+// result; a client's Result returns the same typed result at any point
+// without driving anything (after RunNoWait, between Advances). RunUntilIdle, Advance and Settle
+// drive the engine explicitly; Trail, Times, Steps and Events inspect what
+// happened, by step name, and Output reads one step's output by its typed
+// reference (<Workflow>Refs).
 //
 // The harness runs its engine with a runtime.Driver: tasks take the same
 // path as on a started engine (claimed in batches, steps run concurrently,
@@ -141,7 +146,8 @@ func (h *Harness) Settle() time.Duration {
 // Now is the virtual clock's reading.
 func (h *Harness) Now() time.Time { return h.Clock.Now() }
 
-// Result returns the state of a run.
+// Result returns the state of a run, untyped, by step name; a generated
+// client's Result returns it with typed outputs.
 func (h *Harness) Result(id runtime.RunID) *runtime.RunResult {
 	h.t.Helper()
 	res, err := h.Engine.Result(h.t.Context(), id)
@@ -193,8 +199,10 @@ func (h *Harness) Times(id runtime.RunID, step string, typ runtime.EventType) []
 	return out
 }
 
-// Output decodes the output of a step of a run; ok is false when the step
-// did not complete.
+// Output decodes the output of a step of a run, named by its typed
+// reference (<Workflow>Refs in generated code); ok is false when the step
+// did not complete. It reads the run as it is now, without driving the
+// engine, like a client's Result.
 func Output[T any](h *Harness, id runtime.RunID, ref runtime.StepRef[T]) (out T, ok bool) {
 	h.t.Helper()
 	out, ok, err := runtime.Output(h.Result(id), ref)
