@@ -98,6 +98,17 @@ func testWaitMany(t *testing.T, newH newHarness) {
 	if err != nil || len(both) != 2 || both[0].ID != ok || both[1].ID != flaky {
 		t.Errorf("Workflow.WaitMany = %+v, %v", both, err)
 	}
+	// So does the generated client, with typed results that say how each
+	// run ended.
+	typed, err := ops.WaitMany(ctx, []runtime.RunID{flaky, fatal})
+	switch {
+	case err != nil || len(typed) != 2:
+		t.Errorf("OpsClient.WaitMany = %+v, %v", typed, err)
+	case typed[0].Status != C || typed[0].Work == nil || typed[0].Work.Attempt != 2:
+		t.Errorf("flaky run, typed: %+v; want completed with its second attempt's output", typed[0])
+	case typed[1].Status != F || typed[1].Failure == nil || typed[1].Failure.Step != "work" || typed[1].Work != nil:
+		t.Errorf("fatal run, typed: %+v; want failed at work, without its output", typed[1])
+	}
 	// An unknown id is named; no ids is no results.
 	unknown := uuid.Must(uuid.NewV7())
 	if _, err := h.Engine.WaitMany(ctx, []runtime.RunID{ok, unknown}); !errors.Is(err, runtime.ErrRunNotFound) || !strings.Contains(err.Error(), unknown.String()) {

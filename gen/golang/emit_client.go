@@ -160,7 +160,7 @@ func (e *emitter) client() {
 		encode(jen.Qual(runtimePkg, "RunRef").Values()),
 		jen.Return(jen.Id("c").Dot("workflow").Dot("Trigger").Call(jen.Id("ctx"), jen.Id("raw"), jen.Id("opts").Op("..."))),
 	))
-	e.f.Add(doc(fmt.Sprintf("RunManyNoWait triggers one %s run per input, all with the same options, in one transaction: every input is validated first, and either every run is created or none is.", w)).
+	e.f.Add(doc(fmt.Sprintf("RunManyNoWait triggers one %s run per input, all with the same options (runtime.WithIdempotencyKeys gives each input an idempotency key of its own), in one transaction: every input is validated first, and either every run is created or none is. WaitMany waits for them.", w)).
 		Func().Params(recv.Clone()).Id("RunManyNoWait").Params(
 		jen.Id("ctx").Qual("context", "Context"),
 		jen.Id("inputs").Index().Id(input),
@@ -183,7 +183,25 @@ func (e *emitter) client() {
 		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Wait").Call(jen.Id("ctx"), jen.Id("id")),
 		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
 	))
-	text := fmt.Sprintf("Result returns the current state of %s %s run without waiting for it to end. Status says whether it is still running and Steps how far each step got; the output of a step that has not completed (not yet, or not at all) is nil. The error is about reading the run (runtime.ErrRunNotFound for an unknown id or a run of another workflow) or decoding an output, never about how the run ended: Wait returns that.", article(w), w)
+	text := fmt.Sprintf("WaitMany waits until every %s run of ids has ended and returns their results in the order of ids; each result's Status and Failure say how its run ended. It costs a few reads per wake-up however many runs it waits for (see runtime.Engine.WaitMany). The error is about waiting, not about how runs ended: the context ended (the runs that had ended have their results, the others only their ID), an id names no run, the store failed, or an output did not decode.", w)
+	e.f.Add(doc(text).
+		Func().Params(recv.Clone()).Id("WaitMany").Params(
+		jen.Id("ctx").Qual("context", "Context"), jen.Id("ids").Index().Qual(runtimePkg, "RunID"),
+	).Params(jen.Index().Id(e.resultType()), jen.Error()).Block(
+		jen.List(jen.Id("runs"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("WaitMany").Call(jen.Id("ctx"), jen.Id("ids")),
+		jen.Id("errs").Op(":=").Index().Error().Values(jen.Err()),
+		jen.Id("out").Op(":=").Make(jen.Index().Id(e.resultType()), jen.Len(jen.Id("ids"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("id")).Op(":=").Range().Id("ids")).Block(
+			jen.Id("out").Index(jen.Id("i")).Dot("ID").Op("=").Id("id"),
+			jen.If(jen.Id("i").Op("<").Len(jen.Id("runs")).Op("&&").Id("runs").Index(jen.Id("i")).Op("!=").Nil()).Block(
+				jen.Var().Id("decodeErr").Error(),
+				jen.List(jen.Id("out").Index(jen.Id("i")), jen.Id("decodeErr")).Op("=").Id(e.resultFunc()).Call(jen.Id("runs").Index(jen.Id("i")), jen.Nil()),
+				jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Id("decodeErr")),
+			),
+		),
+		jen.Return(jen.Id("out"), jen.Qual("errors", "Join").Call(jen.Id("errs").Op("..."))),
+	))
+	text = fmt.Sprintf("Result returns the current state of %s %s run without waiting for it to end. Status says whether it is still running and Steps how far each step got; the output of a step that has not completed (not yet, or not at all) is nil. The error is about reading the run (runtime.ErrRunNotFound for an unknown id or a run of another workflow) or decoding an output, never about how the run ended: Wait returns that.", article(w), w)
 	e.f.Add(doc(text).
 		Func().Params(recv.Clone()).Id("Result").Params(
 		jen.Id("ctx").Qual("context", "Context"), jen.Id("id").Qual(runtimePkg, "RunID"),

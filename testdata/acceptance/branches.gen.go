@@ -358,9 +358,10 @@ func (c *BranchesClient) RunNoWait(ctx context.Context, in BranchesInput, opts .
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
-// RunManyNoWait triggers one branches run per input, all with the same
-// options, in one transaction: every input is validated first, and either
-// every run is created or none is.
+// RunManyNoWait triggers one branches run per input, all with the same options
+// (runtime.WithIdempotencyKeys gives each input an idempotency key of its
+// own), in one transaction: every input is validated first, and either every
+// run is created or none is. WaitMany waits for them.
 func (c *BranchesClient) RunManyNoWait(ctx context.Context, inputs []BranchesInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
 	raws := make([]json.RawMessage, len(inputs))
 	for i, in := range inputs {
@@ -377,6 +378,28 @@ func (c *BranchesClient) RunManyNoWait(ctx context.Context, inputs []BranchesInp
 func (c *BranchesClient) Wait(ctx context.Context, id runtime.RunID) (BranchesResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
 	return branchesResult(res, err)
+}
+
+// WaitMany waits until every branches run of ids has ended and returns their
+// results in the order of ids; each result's Status and Failure say how its
+// run ended. It costs a few reads per wake-up however many runs it waits for
+// (see runtime.Engine.WaitMany). The error is about waiting, not about how
+// runs ended: the context ended (the runs that had ended have their results,
+// the others only their ID), an id names no run, the store failed, or an
+// output did not decode.
+func (c *BranchesClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]BranchesResult, error) {
+	runs, err := c.workflow.WaitMany(ctx, ids)
+	errs := []error{err}
+	out := make([]BranchesResult, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if i < len(runs) && runs[i] != nil {
+			var decodeErr error
+			out[i], decodeErr = branchesResult(runs[i], nil)
+			errs = append(errs, decodeErr)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Result returns the current state of a branches run without waiting for it to

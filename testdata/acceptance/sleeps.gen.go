@@ -247,9 +247,10 @@ func (c *SleepsClient) RunNoWait(ctx context.Context, in SleepsInput, opts ...ru
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
-// RunManyNoWait triggers one sleeps run per input, all with the same options,
-// in one transaction: every input is validated first, and either every run is
-// created or none is.
+// RunManyNoWait triggers one sleeps run per input, all with the same options
+// (runtime.WithIdempotencyKeys gives each input an idempotency key of its
+// own), in one transaction: every input is validated first, and either every
+// run is created or none is. WaitMany waits for them.
 func (c *SleepsClient) RunManyNoWait(ctx context.Context, inputs []SleepsInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
 	raws := make([]json.RawMessage, len(inputs))
 	for i, in := range inputs {
@@ -266,6 +267,28 @@ func (c *SleepsClient) RunManyNoWait(ctx context.Context, inputs []SleepsInput, 
 func (c *SleepsClient) Wait(ctx context.Context, id runtime.RunID) (SleepsResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
 	return sleepsResult(res, err)
+}
+
+// WaitMany waits until every sleeps run of ids has ended and returns their
+// results in the order of ids; each result's Status and Failure say how its
+// run ended. It costs a few reads per wake-up however many runs it waits for
+// (see runtime.Engine.WaitMany). The error is about waiting, not about how
+// runs ended: the context ended (the runs that had ended have their results,
+// the others only their ID), an id names no run, the store failed, or an
+// output did not decode.
+func (c *SleepsClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]SleepsResult, error) {
+	runs, err := c.workflow.WaitMany(ctx, ids)
+	errs := []error{err}
+	out := make([]SleepsResult, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if i < len(runs) && runs[i] != nil {
+			var decodeErr error
+			out[i], decodeErr = sleepsResult(runs[i], nil)
+			errs = append(errs, decodeErr)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Result returns the current state of a sleeps run without waiting for it to

@@ -160,9 +160,10 @@ func (c *PingClient) RunNoWait(ctx context.Context, in PingInput, opts ...runtim
 	return c.workflow.Trigger(ctx, raw, opts...)
 }
 
-// RunManyNoWait triggers one ping run per input, all with the same options, in
-// one transaction: every input is validated first, and either every run is
-// created or none is.
+// RunManyNoWait triggers one ping run per input, all with the same options
+// (runtime.WithIdempotencyKeys gives each input an idempotency key of its
+// own), in one transaction: every input is validated first, and either every
+// run is created or none is. WaitMany waits for them.
 func (c *PingClient) RunManyNoWait(ctx context.Context, inputs []PingInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
 	raws := make([]json.RawMessage, len(inputs))
 	for i, in := range inputs {
@@ -179,6 +180,28 @@ func (c *PingClient) RunManyNoWait(ctx context.Context, inputs []PingInput, opts
 func (c *PingClient) Wait(ctx context.Context, id runtime.RunID) (PingResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
 	return pingResult(res, err)
+}
+
+// WaitMany waits until every ping run of ids has ended and returns their
+// results in the order of ids; each result's Status and Failure say how its
+// run ended. It costs a few reads per wake-up however many runs it waits for
+// (see runtime.Engine.WaitMany). The error is about waiting, not about how
+// runs ended: the context ended (the runs that had ended have their results,
+// the others only their ID), an id names no run, the store failed, or an
+// output did not decode.
+func (c *PingClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]PingResult, error) {
+	runs, err := c.workflow.WaitMany(ctx, ids)
+	errs := []error{err}
+	out := make([]PingResult, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if i < len(runs) && runs[i] != nil {
+			var decodeErr error
+			out[i], decodeErr = pingResult(runs[i], nil)
+			errs = append(errs, decodeErr)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Result returns the current state of a ping run without waiting for it to

@@ -348,8 +348,9 @@ func (c *OrderProcessingClient) RunNoWait(ctx context.Context, in OrderProcessin
 }
 
 // RunManyNoWait triggers one order-processing run per input, all with the same
-// options, in one transaction: every input is validated first, and either
-// every run is created or none is.
+// options (runtime.WithIdempotencyKeys gives each input an idempotency key of
+// its own), in one transaction: every input is validated first, and either
+// every run is created or none is. WaitMany waits for them.
 func (c *OrderProcessingClient) RunManyNoWait(ctx context.Context, inputs []OrderProcessingInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
 	raws := make([]json.RawMessage, len(inputs))
 	for i, in := range inputs {
@@ -367,6 +368,28 @@ func (c *OrderProcessingClient) RunManyNoWait(ctx context.Context, inputs []Orde
 func (c *OrderProcessingClient) Wait(ctx context.Context, id runtime.RunID) (OrderProcessingResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
 	return orderProcessingResult(res, err)
+}
+
+// WaitMany waits until every order-processing run of ids has ended and returns
+// their results in the order of ids; each result's Status and Failure say how
+// its run ended. It costs a few reads per wake-up however many runs it waits
+// for (see runtime.Engine.WaitMany). The error is about waiting, not about how
+// runs ended: the context ended (the runs that had ended have their results,
+// the others only their ID), an id names no run, the store failed, or an
+// output did not decode.
+func (c *OrderProcessingClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]OrderProcessingResult, error) {
+	runs, err := c.workflow.WaitMany(ctx, ids)
+	errs := []error{err}
+	out := make([]OrderProcessingResult, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if i < len(runs) && runs[i] != nil {
+			var decodeErr error
+			out[i], decodeErr = orderProcessingResult(runs[i], nil)
+			errs = append(errs, decodeErr)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Result returns the current state of an order-processing run without waiting

@@ -386,8 +386,9 @@ func (c *ShipOrderClient) RunNoWait(ctx context.Context, in ShipOrderInput, opts
 }
 
 // RunManyNoWait triggers one ship-order run per input, all with the same
-// options, in one transaction: every input is validated first, and either
-// every run is created or none is.
+// options (runtime.WithIdempotencyKeys gives each input an idempotency key of
+// its own), in one transaction: every input is validated first, and either
+// every run is created or none is. WaitMany waits for them.
 func (c *ShipOrderClient) RunManyNoWait(ctx context.Context, inputs []ShipOrderInput, opts ...runtime.RunOption) ([]runtime.RunRef, error) {
 	raws := make([]json.RawMessage, len(inputs))
 	for i, in := range inputs {
@@ -404,6 +405,28 @@ func (c *ShipOrderClient) RunManyNoWait(ctx context.Context, inputs []ShipOrderI
 func (c *ShipOrderClient) Wait(ctx context.Context, id runtime.RunID) (ShipOrderResult, error) {
 	res, err := c.workflow.Wait(ctx, id)
 	return shipOrderResult(res, err)
+}
+
+// WaitMany waits until every ship-order run of ids has ended and returns their
+// results in the order of ids; each result's Status and Failure say how its
+// run ended. It costs a few reads per wake-up however many runs it waits for
+// (see runtime.Engine.WaitMany). The error is about waiting, not about how
+// runs ended: the context ended (the runs that had ended have their results,
+// the others only their ID), an id names no run, the store failed, or an
+// output did not decode.
+func (c *ShipOrderClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]ShipOrderResult, error) {
+	runs, err := c.workflow.WaitMany(ctx, ids)
+	errs := []error{err}
+	out := make([]ShipOrderResult, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if i < len(runs) && runs[i] != nil {
+			var decodeErr error
+			out[i], decodeErr = shipOrderResult(runs[i], nil)
+			errs = append(errs, decodeErr)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Result returns the current state of a ship-order run without waiting for it
