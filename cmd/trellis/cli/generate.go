@@ -105,7 +105,7 @@ func writeIfChanged(path string, content []byte) error {
 		return nil
 	}
 	if err := os.WriteFile(path, content, 0o644); err != nil {
-		return fmt.Errorf("writing generated code: %w", err)
+		return fmt.Errorf("writing output: %w", err)
 	}
 	return nil
 }
