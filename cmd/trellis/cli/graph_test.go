@@ -105,3 +105,55 @@ func TestGraphProblems(t *testing.T) {
 		t.Errorf("broken.mmd was written (stat: %v)", err)
 	}
 }
+
+func TestGenerateGraph(t *testing.T) {
+	for _, tt := range []struct{ format, file, start string }{
+		{"mermaid", "greet.mmd", "flowchart TD\n"},
+		{"dot", "greet.dot", "digraph \"greet\" {\n"},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			dir := workspace(t, map[string]string{"flows/greet.yaml": validWorkflow})
+			code, stdout, stderr := run(t, dir, "generate", "-graph", tt.format, "flows")
+			if code != ExitOK || stdout != "" || stderr != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and no output", code, stdout, stderr)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "flows", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, want, _ := run(t, dir, "graph", "-format", tt.format, "flows/greet.yaml")
+			if !strings.HasPrefix(string(got), tt.start) || string(got) != want {
+				t.Errorf("%s holds\n%s\nwant what trellis graph prints\n%s", tt.file, got, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "flows", "greet.gen.go")); err != nil {
+				t.Errorf("the code was not written: %v", err)
+			}
+		})
+	}
+}
+
+func TestGenerateGraphOffAndRefused(t *testing.T) {
+	dir := workspace(t, map[string]string{"greet.yaml": validWorkflow})
+	if code, _, stderr := run(t, dir, "generate", "greet.yaml"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, name := range []string{"greet.mmd", "greet.dot"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("generate without -graph wrote %s (stat: %v)", name, err)
+		}
+	}
+	if code, _, stderr := run(t, dir, "generate", "-graph", "svg", "greet.yaml"); code != ExitUsage || !strings.Contains(stderr, "use mermaid or dot") {
+		t.Errorf("-graph svg: exit %d, stderr %q; want %d and the formats", code, stderr, ExitUsage)
+	}
+
+	// One broken file: no code and no graph for any file.
+	dir = workspace(t, map[string]string{"greet.yaml": validWorkflow, "broken.yaml": brokenWorkflow})
+	if code, _, _ := run(t, dir, "generate", "-graph", "mermaid", "."); code != ExitProblems {
+		t.Errorf("exit %d, want %d", code, ExitProblems)
+	}
+	for _, name := range []string{"greet.gen.go", "greet.mmd", "broken.mmd"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s was written (stat: %v); generate must write nothing when a file has problems", name, err)
+		}
+	}
+}
