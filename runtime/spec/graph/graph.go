@@ -95,9 +95,10 @@ type Options struct {
 	Status map[string]string
 }
 
-// Render draws w in format f. The workflow need not be valid: parents
-// that name no step are left out, and a step listed twice as a parent
-// gets one edge. It fails only for an unknown format.
+// Render draws w, which must not be nil, in format f. The workflow need
+// not be valid: parents that name no step are left out, a step listed
+// twice as a parent gets one edge, and steps sharing a name get a node
+// each (edges come from the first). It fails only for an unknown format.
 func Render(w *spec.Workflow, f Format, opts Options) ([]byte, error) {
 	g := build(w, opts)
 	switch f {
@@ -122,7 +123,7 @@ const (
 // node is a node of the drawing, in plain text; each format escapes it.
 type node struct {
 	id      string   // letters, digits and '_' only, unique in the graph
-	kind    kind     //
+	kind    kind     // what the node stands for, which sets its shape
 	lines   []string // the label, one entry a line
 	tooltip string   // the full description, lines separated by '\n'
 	status  string   // the status class key, "" for none
