@@ -17,6 +17,7 @@ import (
 	"github.com/effectivelabs/trellis/gen/golang"
 	"github.com/effectivelabs/trellis/gen/workflow"
 	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 )
 
 // Problem is one thing wrong with a workflow file; its String is
@@ -151,6 +152,13 @@ func checkPackages(files []*File) {
 			f.Problems = workflow.Sorted(append(f.Problems, probs.List()...))
 		}
 	}
+}
+
+// GraphPath is where the graph of a workflow file in format f goes: beside
+// it and its generated code, named after it (orders.yaml -> orders.mmd,
+// orders.dot).
+func GraphPath(path string, f graph.Format) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + f.Ext()
 }
 
 // OutputPath is where the code generated from a workflow file goes: beside

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/effectivelabs/trellis/gen/golang"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // Output is a generated Go file.
@@ -21,6 +22,11 @@ type Output struct {
 	Path string
 	// Content is the gofmt'ed source.
 	Content []byte
+	// Source is the path of the workflow file.
+	Source string
+	// Spec is the workflow spec the file embeds, for what else is derived
+	// from the workflow beside its code, such as its graph (GraphPath).
+	Spec *spec.Workflow
 }
 
 // Generate checks the workflow files at paths and, only if none has a
@@ -56,7 +62,7 @@ func (g *Generator) Generate(paths []string, pkg string) ([]Output, []Problem, e
 		if err != nil {
 			return nil, nil, err
 		}
-		outputs = append(outputs, Output{Path: OutputPath(f.Path), Content: src})
+		outputs = append(outputs, Output{Path: OutputPath(f.Path), Content: src, Source: f.Path, Spec: f.Spec()})
 	}
 	return outputs, nil, nil
 }

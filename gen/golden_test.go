@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -17,7 +18,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // goldenRoot holds one directory per case. A case with a want.txt is
 // invalid: want.txt is what lint prints for its YAML files. A case without
 // one is valid: each YAML file has its expected <name>.gen.go beside it,
-// and the directory is a Go package that must compile.
+// and its graphs, <name>.mmd and <name>.dot (see package graph), and the
+// directory is a Go package that must compile.
 const goldenRoot = "../testdata/gen"
 
 type goldenCase struct {
@@ -105,6 +107,13 @@ func testValidCase(t *testing.T, g *Generator, c goldenCase) {
 	}
 	for _, out := range outputs {
 		compareGolden(t, out.Path, out.Content)
+		for _, f := range graph.Formats() {
+			drawing, err := graph.Render(out.Spec, f, graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, GraphPath(out.Source, f), drawing)
+		}
 	}
 }
 

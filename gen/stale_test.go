@@ -9,14 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 )
 
 // TestGeneratedCodeIsFresh fails when generated code checked into the
 // repository no longer matches its workflow file: someone edited the YAML
 // (or the generator) without running go generate. It regenerates every
 // <name>.gen.go that sits beside a <name>.yaml in memory, into the package
-// the checked-in file declares, and compares bytes. The goldens under
-// testdata/gen have their own test.
+// the checked-in file declares, and compares bytes; and so for the graphs
+// generate -graph wrote beside them (<name>.mmd, <name>.dot). The goldens
+// under testdata/gen have their own test.
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	g := newGenerator(t)
 	const repo = ".."
@@ -63,6 +66,22 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		}
 		if !bytes.Equal(fresh, existing) {
 			t.Errorf("%s is stale: run go generate in %s (or trellis generate %s)", OutputPath(path), filepath.Dir(path), path)
+		}
+		for _, format := range graph.Formats() {
+			drawn, err := os.ReadFile(GraphPath(path, format))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			fresh, err := graph.Render(f.Spec(), format, graph.Options{})
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(fresh, drawn) {
+				t.Errorf("%s is stale: run go generate in %s (or trellis generate -graph %s %s)", GraphPath(path, format), filepath.Dir(path), format, path)
+			}
 		}
 		return nil
 	})

@@ -42,6 +42,7 @@ func Commands() []Command {
 	return []Command{
 		LintCommand{},
 		GenerateCommand{},
+		GraphCommand{},
 		MigrateCommand{},
 		BenchCommand{},
 	}
@@ -71,7 +72,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	var b strings.Builder
-	b.WriteString("trellis lints Trellis workflow files, generates their Go code, manages the\nPostgres schema, and benchmarks the engine.\n\n")
+	b.WriteString("trellis lints Trellis workflow files, generates their Go code, draws their\ngraphs, manages the Postgres schema, and benchmarks the engine.\n\n")
 	b.WriteString("Usage:\n\n\ttrellis <command> [flags] [arguments]\n\nCommands:\n\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\t%-10s %s\n", c.Name(), c.Summary())

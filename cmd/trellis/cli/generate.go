@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/effectivelabs/trellis/gen"
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 )
 
 // GenerateOptions are the options of trellis generate.
@@ -17,6 +18,10 @@ type GenerateOptions struct {
 	// package of the other Go files in each directory, or else the
 	// directory's name.
 	Package string
+	// Graph, when set, is a graph format (mermaid or dot): generate also
+	// writes the workflow's graph beside its code, as <name>.mmd or
+	// <name>.dot. Empty means no graph.
+	Graph string
 	// Paths are workflow files and directories to search; none means the
 	// current directory.
 	Paths []string
@@ -24,6 +29,11 @@ type GenerateOptions struct {
 
 // Validate reports options generate cannot run with.
 func (o GenerateOptions) Validate() error {
+	if o.Graph != "" {
+		if _, err := graph.ParseFormat(o.Graph); err != nil {
+			return err
+		}
+	}
 	if o.Package != "" {
 		return gen.CheckPackageName(o.Package)
 	}
@@ -43,10 +53,11 @@ func (GenerateCommand) Summary() string { return "generate Go code from workflow
 
 // Run implements Command.
 func (c GenerateCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(c.Name(), "[-package name] [files or directories]",
-		"Generate writes <name>.gen.go beside each workflow file <name>.yaml. It runs\nthe checks of trellis lint first and writes nothing if any file has a problem.\nUse it from go generate, as a tool of your module\n(go mod edit -tool github.com/effectivelabs/trellis/cmd/trellis):\n\n\t//go:generate go tool trellis generate orders.yaml")
+	fs := newFlagSet(c.Name(), "[-package name] [-graph mermaid|dot] [files or directories]",
+		"Generate writes <name>.gen.go beside each workflow file <name>.yaml, and with\n-graph its graph too (<name>.mmd or <name>.dot, as trellis graph draws it).\nIt runs the checks of trellis lint first and writes nothing if any file has a\nproblem. Use it from go generate, as a tool of your module\n(go mod edit -tool github.com/effectivelabs/trellis/cmd/trellis):\n\n\t//go:generate go tool trellis generate orders.yaml")
 	opts := GenerateOptions{}
 	fs.StringVar(&opts.Package, "package", "", "Go package `name` of the generated files (default: the package of the directory's Go files, else the directory name)")
+	fs.StringVar(&opts.Graph, "graph", "", "also write each workflow's graph in `format` mermaid (<name>.mmd) or dot (<name>.dot) beside its code")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -89,8 +100,19 @@ func Generate(ctx context.Context, opts GenerateOptions, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "trellis generate: %d problem(s); no file was written\n", len(problems))
 		return ExitProblems
 	}
+	format, _ := graph.ParseFormat(opts.Graph) // valid or empty, see Validate
 	for _, out := range outputs {
 		if err := writeIfChanged(out.Path, out.Content); err != nil {
+			return fail(ExitProblems, err)
+		}
+		if opts.Graph == "" {
+			continue
+		}
+		drawing, err := graph.Render(out.Spec, format, graph.Options{})
+		if err != nil {
+			return fail(ExitProblems, err)
+		}
+		if err := writeIfChanged(gen.GraphPath(out.Source, format), drawing); err != nil {
 			return fail(ExitProblems, err)
 		}
 	}
@@ -105,7 +127,7 @@ func writeIfChanged(path string, content []byte) error {
 		return nil
 	}
 	if err := os.WriteFile(path, content, 0o644); err != nil {
-		return fmt.Errorf("writing generated code: %w", err)
+		return fmt.Errorf("writing output: %w", err)
 	}
 	return nil
 }
