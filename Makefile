@@ -37,8 +37,8 @@ generate:
 ## check-generated: fail when generated code in the tree is stale.
 check-generated: generate
 	@git diff --exit-code -- . || (echo "generated code is stale: run make generate and commit" >&2; exit 1)
-	@test -z "$$(git status --porcelain --untracked-files=all -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc)" || \
-		(echo "generate created untracked files:" >&2; git status --porcelain -- '*.gen.go' runtime/store/pgstore/internal/dbsqlc >&2; exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- '*.gen.go' '*.mmd' '*.dot' runtime/store/pgstore/internal/dbsqlc)" || \
+		(echo "generate created untracked files:" >&2; git status --porcelain -- '*.gen.go' '*.mmd' '*.dot' runtime/store/pgstore/internal/dbsqlc >&2; exit 1)
 
 ## lint: formatting, vet and golangci-lint (.golangci.yml says which
 ## linters and why).
