@@ -1156,6 +1156,13 @@ func testResultDoesNotWait(t *testing.T, newH newHarness) {
 			t.Errorf("Result of %s = %v, want ErrRunNotFound", what, err)
 		}
 	}
+	// Wait and WaitMany refuse a run of another workflow the same way.
+	if _, err := orders.Wait(t.Context(), other.ID); !errors.Is(err, runtime.ErrRunNotFound) || !strings.Contains(err.Error(), "workflow chain") {
+		t.Errorf("Wait of a chain run = %v, want ErrRunNotFound naming workflow chain", err)
+	}
+	if _, err := orders.WaitMany(t.Context(), []runtime.RunID{ref.ID, other.ID}); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Errorf("WaitMany with a chain run = %v, want ErrRunNotFound", err)
+	}
 }
 
 func testRunMany(t *testing.T, newH newHarness) {

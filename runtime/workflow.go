@@ -55,15 +55,32 @@ func (w *Workflow) Run(ctx context.Context, input json.RawMessage, opts ...RunOp
 	return w.engine.Wait(ctx, ref.ID)
 }
 
-// Wait waits until the run ends and returns its result; see Run.
+// Wait waits until the run ends and returns its result; see Run. A run
+// of another workflow is refused with ErrRunNotFound, as Result refuses
+// it: its outputs would not be this workflow's.
 func (w *Workflow) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	return w.engine.Wait(ctx, id)
+	res, err := w.engine.Wait(ctx, id)
+	if res != nil && res.Workflow != w.Name() {
+		return nil, w.foreign(res)
+	}
+	return res, err
 }
 
 // WaitMany waits until every run of ids has ended and returns their
-// results in the order of ids; see Engine.WaitMany.
+// results in the order of ids; see Engine.WaitMany. Runs of another
+// workflow are refused with ErrRunNotFound, as Wait refuses them.
 func (w *Workflow) WaitMany(ctx context.Context, ids []RunID) ([]*RunResult, error) {
-	return w.engine.WaitMany(ctx, ids)
+	results, err := w.engine.WaitMany(ctx, ids)
+	for _, res := range results {
+		if res != nil && res.Workflow != w.Name() {
+			return nil, w.foreign(res)
+		}
+	}
+	return results, err
+}
+
+func (w *Workflow) foreign(res *RunResult) error {
+	return fmt.Errorf("run %s is a run of workflow %s, not %s: %w", res.ID, res.Workflow, w.Name(), ErrRunNotFound)
 }
 
 // Result returns the current state of a run of this workflow without
@@ -78,7 +95,7 @@ func (w *Workflow) Result(ctx context.Context, id RunID) (*RunResult, error) {
 		return nil, err
 	}
 	if res.Workflow != w.Name() {
-		return nil, fmt.Errorf("run %s is a run of workflow %s, not %s: %w", id, res.Workflow, w.Name(), ErrRunNotFound)
+		return nil, w.foreign(res)
 	}
 	return res, nil
 }
