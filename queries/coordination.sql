@@ -2,8 +2,10 @@
 -- Waits for the session advisory lock of the given name. A lock's key is
 -- a hash of the schema and its name, so that Trellis schemas sharing a
 -- database do not share locks; each lock's name is one constant in Go,
--- passed to every query that takes or releases it. (ClaimLock, in
--- ready.sql, is a transaction lock with its name in the query.)
+-- passed to every query that takes or releases it (the lock naming the
+-- leader is a constant prefix and the worker's id; OpsWorkers, in
+-- ops.sql, computes its key the same way). (ClaimLock, in ready.sql, is
+-- a transaction lock with its name in the query.)
 SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.' || @name::text, 0));
 
 -- name: AdvisoryTryLock :one

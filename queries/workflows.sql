@@ -1,7 +1,9 @@
 -- name: WorkflowSave :exec
-INSERT INTO trellis_workflows (version, name, spec)
-VALUES (@version, @name, @spec)
+-- Stores a version unless it exists. created_at is the caller's time, or
+-- the database's when the caller gives none.
+INSERT INTO trellis_workflows (version, name, spec, created_at)
+VALUES (@version, @name, @spec, coalesce(sqlc.narg(saved_at)::timestamptz, now()))
 ON CONFLICT (version) DO NOTHING;
 
 -- name: WorkflowLoad :one
-SELECT version, name, spec FROM trellis_workflows WHERE version = @version;
+SELECT version, name, spec, created_at FROM trellis_workflows WHERE version = @version;

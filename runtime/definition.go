@@ -105,6 +105,17 @@ func (d *Definition) Version() string { return d.version }
 // changing it changes nothing here.
 func (d *Definition) Spec() WorkflowSpec { return d.spec.Clone() }
 
+// StepNames returns the names of the workflow's steps by index, the
+// numbering a store gives a run's tasks (store.TaskKey.Step): the steps
+// in the order of the workflow file, then the failure handler, if any.
+func (d *Definition) StepNames() []string {
+	names := make([]string, len(d.graph.Steps))
+	for i, s := range d.graph.Steps {
+		names[i] = s.Name
+	}
+	return names
+}
+
 // ValidateInput checks a run input against the input schema. The error
 // names every offending field by its path (input.items[0].sku).
 func (d *Definition) ValidateInput(input json.RawMessage) error {

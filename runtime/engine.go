@@ -254,6 +254,14 @@ func (e *Engine) compile(spec *WorkflowSpec) (*Definition, error) {
 	return def, nil
 }
 
+// Definition returns the definition of a stored workflow version (a run's
+// Version), loading it from the store the first time this engine needs
+// it: the way to interpret runs of versions this process was not built
+// with, such as their step names.
+func (e *Engine) Definition(ctx context.Context, version string) (*Definition, error) {
+	return e.definition(ctx, version)
+}
+
 // definition returns the definition of a version, loading it from the
 // store when this process has not seen it.
 func (e *Engine) definition(ctx context.Context, version string) (*Definition, error) {

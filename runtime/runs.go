@@ -125,7 +125,7 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 		return fmt.Errorf("encoding workflow %s: %w", def.Name(), err)
 	}
 	save := func() error {
-		return e.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: def.Version(), Name: def.Name(), Spec: spec})
+		return e.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: def.Version(), Name: def.Name(), Spec: spec, SavedAt: e.clock.Now()})
 	}
 	if err := retryTransient(ctx, e.clock, save); err != nil {
 		return fmt.Errorf("saving workflow %s: %w", def.Name(), err)

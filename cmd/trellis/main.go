@@ -1,7 +1,8 @@
 // Command trellis is the Trellis command-line tool: it lints workflow
 // files, generates their Go code, draws their graphs (graph), applies the
-// Postgres schema (migrate) and measures the engine (bench). Run trellis
-// help for the commands.
+// Postgres schema (migrate), shows and steers runs (runs, workers, queue,
+// workflows) and measures the engine (bench). Run trellis help for the
+// commands.
 //
 // Use it from go generate as a tool of your module (Go 1.24 or newer):
 //

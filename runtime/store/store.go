@@ -78,6 +78,7 @@ type Store interface {
 	Tasks
 	Timers
 	Coordination
+	Ops
 }
 
 // TaskKey identifies a task: the run and the step's index in the workflow.
@@ -100,6 +101,11 @@ type WorkflowVersion struct {
 	Version string // unique, e.g. "order-processing@1a2b3c4d5e6f7a8b"
 	Name    string
 	Spec    []byte // the JSON of runtime.WorkflowSpec
+	// SavedAt is when the version was first saved, by the saving caller's
+	// clock. Postgres stamps a version saved with a zero SavedAt (as
+	// engines did before this field) with the database's time; the memory
+	// store keeps it zero.
+	SavedAt time.Time
 }
 
 // Runs creates, reads and changes runs as a whole.

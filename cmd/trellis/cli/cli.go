@@ -44,6 +44,10 @@ func Commands() []Command {
 		GenerateCommand{},
 		GraphCommand{},
 		MigrateCommand{},
+		RunsCommand{},
+		WorkersCommand{},
+		QueueCommand{},
+		WorkflowsCommand{},
 		BenchCommand{},
 	}
 }
@@ -72,7 +76,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	var b strings.Builder
-	b.WriteString("trellis lints Trellis workflow files, generates their Go code, draws their\ngraphs, manages the Postgres schema, and benchmarks the engine.\n\n")
+	b.WriteString("trellis lints Trellis workflow files, generates their Go code, draws their\ngraphs, manages the Postgres schema, shows and steers runs, and benchmarks\nthe engine.\n\n")
 	b.WriteString("Usage:\n\n\ttrellis <command> [flags] [arguments]\n\nCommands:\n\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\t%-10s %s\n", c.Name(), c.Summary())

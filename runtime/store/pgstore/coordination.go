@@ -39,6 +39,11 @@ func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
 // held on a connection of its own: the pool would hand a pooled connection
 // (and the lock with it) to someone else, while a dedicated connection
 // dies with its process, releasing the lock for another leader.
+//
+// The leader also takes a second lock, named after itself (leaderNameLock
+// followed by its worker id), on the same connection, so that anyone can
+// tell which worker leads (ListWorkers) from pg_locks: the name lives and
+// dies with the leadership, and no table row can outlive a leader.
 func (s *Store) Leadership(worker string) store.Elector {
 	return &elector{s: s, worker: worker}
 }
@@ -49,11 +54,16 @@ type elector struct {
 	mu     sync.Mutex
 	conn   *pgx.Conn
 	leads  bool
+	named  bool // holds the lock that names it leader
 }
 
 // leaderLock names the leader's advisory lock (see AdvisoryTryLock in
 // queries/coordination.sql); taking and releasing it both use it.
 const leaderLock = "leader"
+
+// leaderNameLock, followed by a worker id, names the lock a leader holds
+// to say who it is (see Leadership); OpsWorkers looks for it.
+const leaderNameLock = "leader:"
 
 // leaderOpTimeout bounds each round trip of the elector, so that a
 // connection that hangs (rather than breaks) cannot hold the leader's loop.
@@ -69,6 +79,7 @@ func (e *elector) TryLead(ctx context.Context) (bool, error) {
 		e.closeLocked()
 	}
 	if e.leads {
+		e.name(ctx)
 		return true, nil
 	}
 	if e.conn == nil {
@@ -84,7 +95,22 @@ func (e *elector) TryLead(ctx context.Context) (bool, error) {
 		return false, wrap(err, "seeking leadership")
 	}
 	e.leads = leads
-	return e.leads, nil
+	if leads {
+		e.name(ctx)
+	}
+	return leads, nil
+}
+
+// name takes, once leading, the lock that names this worker the leader.
+// It is only information: failing to take it (an earlier process of the
+// same worker id still holds it for a moment, or the connection broke,
+// which the next TryLead finds) costs no leadership, and the next TryLead
+// tries again.
+func (e *elector) name(ctx context.Context) {
+	if !e.named {
+		named, err := dbsqlc.New(e.conn).AdvisoryTryLock(ctx, leaderNameLock+e.worker)
+		e.named = err == nil && named
+	}
 }
 
 func (e *elector) Resign(ctx context.Context) error {
@@ -94,7 +120,11 @@ func (e *elector) Resign(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if e.leads {
+	if e.named {
+		// First, so that no two workers are named leader at once.
+		err = dbsqlc.New(e.conn).AdvisoryUnlock(ctx, leaderNameLock+e.worker)
+	}
+	if e.leads && err == nil {
 		err = dbsqlc.New(e.conn).AdvisoryUnlock(ctx, leaderLock)
 	}
 	e.closeLocked()
@@ -105,7 +135,7 @@ func (e *elector) closeLocked() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = e.conn.Close(ctx)
-	e.conn, e.leads = nil, false
+	e.conn, e.leads, e.named = nil, false, false
 }
 
 // Listen implements store.Coordination with LISTEN on a connection of its

@@ -18,7 +18,8 @@ import (
 
 // SaveWorkflow implements store.Workflows.
 func (s *Store) SaveWorkflow(ctx context.Context, w store.WorkflowVersion) error {
-	return wrap(s.q.WorkflowSave(ctx, dbsqlc.WorkflowSaveParams{Version: w.Version, Name: w.Name, Spec: w.Spec}), "saving workflow")
+	p := dbsqlc.WorkflowSaveParams{Version: w.Version, Name: w.Name, Spec: w.Spec, SavedAt: timeOrNull(w.SavedAt)}
+	return wrap(s.q.WorkflowSave(ctx, p), "saving workflow")
 }
 
 // LoadWorkflow implements store.Workflows.
@@ -27,7 +28,7 @@ func (s *Store) LoadWorkflow(ctx context.Context, version string) (store.Workflo
 	if err != nil {
 		return store.WorkflowVersion{}, wrap(notFound(err, "workflow version "+version), "loading workflow")
 	}
-	return store.WorkflowVersion{Version: row.Version, Name: row.Name, Spec: row.Spec}, nil
+	return store.WorkflowVersion{Version: row.Version, Name: row.Name, Spec: row.Spec, SavedAt: row.CreatedAt}, nil
 }
 
 // createChunk bounds the runs one statement creates; a larger batch takes
@@ -408,4 +409,12 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+// timeOrNull is nil for the zero time, which a query reads as NULL.
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

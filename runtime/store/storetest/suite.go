@@ -51,6 +51,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"Leadership", testLeadership},
 		{"ListenDeliversWakeups", testListen},
 		{"Maintain", testMaintain},
+		{"ListRuns", testListRuns},
+		{"ListRunsPages", testListRunsPages},
+		{"ListWorkers", testListWorkers},
+		{"QueueStats", testQueueStats},
+		{"ListWorkflows", testListWorkflows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +65,7 @@ func Run(t *testing.T, newStore Factory) {
 }
 
 func testWorkflows(t *testing.T, f *fixture) {
-	w := store.WorkflowVersion{Version: "diamond@v1", Name: "diamond", Spec: []byte(`{"name":"diamond"}`)}
+	w := store.WorkflowVersion{Version: "diamond@v1", Name: "diamond", Spec: []byte(`{"name":"diamond"}`), SavedAt: f.now}
 	for range 2 { // saving twice is a no-op
 		if err := f.s.SaveWorkflow(f.ctx, w); err != nil {
 			t.Fatal(err)

@@ -16,8 +16,10 @@ SELECT pg_advisory_lock(hashtextextended(current_schema() || '.trellis.' || $1::
 // Waits for the session advisory lock of the given name. A lock's key is
 // a hash of the schema and its name, so that Trellis schemas sharing a
 // database do not share locks; each lock's name is one constant in Go,
-// passed to every query that takes or releases it. (ClaimLock, in
-// ready.sql, is a transaction lock with its name in the query.)
+// passed to every query that takes or releases it (the lock naming the
+// leader is a constant prefix and the worker's id; OpsWorkers, in
+// ops.sql, computes its key the same way). (ClaimLock, in ready.sql, is
+// a transaction lock with its name in the query.)
 func (q *Queries) AdvisoryLock(ctx context.Context, name string) error {
 	_, err := q.db.Exec(ctx, advisoryLock, name)
 	return err

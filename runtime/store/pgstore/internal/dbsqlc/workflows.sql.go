@@ -7,28 +7,28 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const workflowLoad = `-- name: WorkflowLoad :one
-SELECT version, name, spec FROM trellis_workflows WHERE version = $1
+SELECT version, name, spec, created_at FROM trellis_workflows WHERE version = $1
 `
 
-type WorkflowLoadRow struct {
-	Version string
-	Name    string
-	Spec    []byte
-}
-
-func (q *Queries) WorkflowLoad(ctx context.Context, version string) (WorkflowLoadRow, error) {
+func (q *Queries) WorkflowLoad(ctx context.Context, version string) (TrellisWorkflow, error) {
 	row := q.db.QueryRow(ctx, workflowLoad, version)
-	var i WorkflowLoadRow
-	err := row.Scan(&i.Version, &i.Name, &i.Spec)
+	var i TrellisWorkflow
+	err := row.Scan(
+		&i.Version,
+		&i.Name,
+		&i.Spec,
+		&i.CreatedAt,
+	)
 	return i, err
 }
 
 const workflowSave = `-- name: WorkflowSave :exec
-INSERT INTO trellis_workflows (version, name, spec)
-VALUES ($1, $2, $3)
+INSERT INTO trellis_workflows (version, name, spec, created_at)
+VALUES ($1, $2, $3, coalesce($4::timestamptz, now()))
 ON CONFLICT (version) DO NOTHING
 `
 
@@ -36,9 +36,17 @@ type WorkflowSaveParams struct {
 	Version string
 	Name    string
 	Spec    []byte
+	SavedAt *time.Time
 }
 
+// Stores a version unless it exists. created_at is the caller's time, or
+// the database's when the caller gives none.
 func (q *Queries) WorkflowSave(ctx context.Context, arg WorkflowSaveParams) error {
-	_, err := q.db.Exec(ctx, workflowSave, arg.Version, arg.Name, arg.Spec)
+	_, err := q.db.Exec(ctx, workflowSave,
+		arg.Version,
+		arg.Name,
+		arg.Spec,
+		arg.SavedAt,
+	)
 	return err
 }

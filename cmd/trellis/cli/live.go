@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/ops"
+)
+
+// WorkersCommand is trellis workers: the workers, their heartbeats and
+// leases, and which one leads.
+type WorkersCommand struct {
+	// Clock is the time heartbeats are measured from; nil is the system
+	// clock.
+	Clock clock.Clock
+}
+
+// Name implements Command.
+func (WorkersCommand) Name() string { return "workers" }
+
+// Summary implements Command.
+func (WorkersCommand) Summary() string {
+	return "list workers: heartbeats, running tasks, the leader"
+}
+
+// WorkersOptions are the options of trellis workers.
+type WorkersOptions struct {
+	OpsOptions
+	// StaleAfter is how long a worker may go without heartbeating before
+	// it counts as dead: the engines' Config.StaleAfter.
+	StaleAfter time.Duration
+}
+
+// Validate reports options workers cannot run with.
+func (o WorkersOptions) Validate() error {
+	if o.StaleAfter < 2*time.Second {
+		return fmt.Errorf("-stale-after %v: use at least 2s (the engines' StaleAfter, 30s unless configured)", o.StaleAfter)
+	}
+	return nil
+}
+
+// Run implements Command.
+func (c WorkersCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := WorkersOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
+	fs := newFlagSet(c.Name(), "[flags]",
+		"Workers lists the workers the database knows, with when each last heartbeated,\nwhether it is alive (heartbeated within -stale-after), how many tasks it is\nrunning, and which one leads (fires timers and recovers dead workers' tasks).")
+	addOpsFlags(fs, &o.OpsOptions)
+	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may be silent before it counts as dead (the engines' StaleAfter)")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	return Workers(ctx, o, stdout, stderr)
+}
+
+// Workers runs trellis workers with opts and returns its exit code.
+func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "workers", o.OpsOptions, o.Validate(), o.StaleAfter, stderr, func(a *ops.Admin) (int, error) {
+		workers, err := a.Workers(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, workers)
+		}
+		if len(workers) == 0 {
+			_, err := fmt.Fprintln(stdout, "no workers")
+			return -1, err
+		}
+		now := o.now()
+		t := newTable(stdout, "WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER")
+		for _, w := range workers {
+			state, leader := "dead", ""
+			if w.Alive {
+				state = "alive"
+			}
+			if w.Leader {
+				leader = "leader"
+			}
+			t.row(truncate(w.ID, 48), state, ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
+		}
+		return -1, t.flush()
+	})
+}
+
+// QueueCommand is trellis queue: the queued and running tasks, and the
+// oldest wait, per tenant and workflow.
+type QueueCommand struct {
+	// Clock is the time waits are measured from; nil is the system clock.
+	Clock clock.Clock
+}
+
+// Name implements Command.
+func (QueueCommand) Name() string { return "queue" }
+
+// Summary implements Command.
+func (QueueCommand) Summary() string {
+	return "show queued and running tasks and the oldest wait, per tenant and workflow"
+}
+
+// Run implements Command.
+func (c QueueCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := OpsOptions{Clock: c.Clock}
+	fs := newFlagSet(c.Name(), "[flags]",
+		"Queue shows, per tenant and workflow with work queued or running, how many\ntasks wait for a worker, how many run, and how long the oldest has waited.")
+	addOpsFlags(fs, &o)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	return Queue(ctx, o, stdout, stderr)
+}
+
+// Queue runs trellis queue with opts and returns its exit code.
+func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "queue", o, nil, 0, stderr, func(a *ops.Admin) (int, error) {
+		groups, err := a.Queue(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, groups)
+		}
+		if len(groups) == 0 {
+			_, err := fmt.Fprintln(stdout, "nothing queued or running")
+			return -1, err
+		}
+		now := o.now()
+		t := newTable(stdout, "TENANT", "WORKFLOW", "QUEUED", "RUNNING", "OLDEST WAIT")
+		for _, g := range groups {
+			wait := "-"
+			if g.OldestQueuedAt != nil {
+				wait = shortDuration(now.Sub(*g.OldestQueuedAt))
+			}
+			t.row(truncate(g.Tenant, 24), truncate(g.Workflow, 24), fmt.Sprint(g.Queued), fmt.Sprint(g.Running), wait)
+		}
+		return -1, t.flush()
+	})
+}
+
+// WorkflowsCommand is trellis workflows: the stored workflow versions.
+type WorkflowsCommand struct{}
+
+// Name implements Command.
+func (WorkflowsCommand) Name() string { return "workflows" }
+
+// Summary implements Command.
+func (WorkflowsCommand) Summary() string { return "list the workflow versions stored in the database" }
+
+// Run implements Command.
+func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o OpsOptions
+	fs := newFlagSet(c.Name(), "[flags]",
+		"Workflows lists the workflow versions stored in the database (each version a\nrun was created with), by name, newest first.")
+	addOpsFlags(fs, &o)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	return Workflows(ctx, o, stdout, stderr)
+}
+
+// Workflows runs trellis workflows with opts and returns its exit code.
+func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "workflows", o, nil, 0, stderr, func(a *ops.Admin) (int, error) {
+		workflows, err := a.Workflows(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, workflows)
+		}
+		if len(workflows) == 0 {
+			_, err := fmt.Fprintln(stdout, "no workflows stored")
+			return -1, err
+		}
+		t := newTable(stdout, "WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED")
+		for _, w := range workflows {
+			t.row(w.Name, w.Version, fmt.Sprint(w.Steps), w.OnFailure, timestamp(w.SavedAt))
+		}
+		return -1, t.flush()
+	})
+}

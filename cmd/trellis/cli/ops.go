@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+)
+
+// OpsOptions are the options every operations command (runs, workers,
+// queue, workflows) takes.
+type OpsOptions struct {
+	// DatabaseURL is the Postgres connection string; its search_path (if
+	// any) picks the schema.
+	DatabaseURL string
+	// Format is text (aligned tables) or json.
+	Format string
+	// Clock tells the time for relative times and waits; nil is the
+	// system clock. Tests pass a virtual one.
+	Clock clock.Clock
+}
+
+// Validate reports options no operations command can run with.
+func (o OpsOptions) Validate() error {
+	if o.DatabaseURL == "" {
+		return errors.New("no database: pass -database-url or set TRELLIS_DATABASE_URL")
+	}
+	if o.Format != "text" && o.Format != "json" {
+		return fmt.Errorf("unknown format %q: use text or json", o.Format)
+	}
+	return nil
+}
+
+// addOpsFlags registers -database-url and -format on fs.
+func addOpsFlags(fs *flag.FlagSet, o *OpsOptions) {
+	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
+	fs.StringVar(&o.Format, "format", "text", "output `format`: text (aligned tables) or json")
+}
+
+func (o OpsOptions) now() time.Time {
+	if o.Clock == nil {
+		return time.Now()
+	}
+	return o.Clock.Now()
+}
+
+// open connects to the database and returns the operations API on an
+// engine that is never started, and a function that disconnects.
+// staleAfter, when positive, is how long a worker may be silent before it
+// counts as dead.
+func (o OpsOptions) open(ctx context.Context, staleAfter time.Duration) (*ops.Admin, func(), error) {
+	pool, err := pgstore.Connect(ctx, o.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := runtime.Config{Store: pgstore.New(pool), Clock: o.Clock, StaleAfter: staleAfter}
+	if staleAfter > 0 {
+		cfg.HeartbeatInterval = min(5*time.Second, staleAfter/2)
+	}
+	engine, err := runtime.New(cfg)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return ops.New(engine), pool.Close, nil
+}
+
+// opsRun is what every operations command does after parsing its flags:
+// validate, connect, do, and turn an error into a message and exit code.
+// do returns the exit code for a problem it reported itself, or -1.
+func opsRun(ctx context.Context, name string, o OpsOptions, validate error, staleAfter time.Duration, stderr io.Writer,
+	do func(*ops.Admin) (int, error),
+) int {
+	if err := errors.Join(o.Validate(), validate); err != nil {
+		fmt.Fprintf(stderr, "trellis %s: %v\n", name, err)
+		return ExitUsage
+	}
+	admin, closeDB, err := o.open(ctx, staleAfter)
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis %s: %v\n", name, err)
+		return ExitProblems
+	}
+	defer closeDB()
+	code, err := do(admin)
+	if err != nil {
+		fmt.Fprintf(stderr, "trellis %s: %v\n", name, err)
+		return ExitProblems
+	}
+	if code >= 0 {
+		return code
+	}
+	return ExitOK
+}
+
+// parseInterspersed parses flags wherever they are among the positional
+// arguments (trellis runs show ID -format json), up to a "--", and returns
+// the positional ones; or the exit code to stop with.
+func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
+	fs.SetOutput(stderr)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, ExitOK
+			}
+			return nil, ExitUsage
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), -1
+		}
+		if len(rest) == 0 {
+			return positional, -1
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,585 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
+	wf "github.com/effectivelabs/trellis/testdata/acceptance"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ops")
+
+// opsEnv is a Postgres schema holding runs made by a real engine, on a
+// virtual clock that starts at 2030-01-01T00:00:00Z, and the commands to
+// inspect them with the same clock.
+type opsEnv struct {
+	t     *testing.T
+	url   string
+	h     *trellistest.Harness
+	chain *wf.ChainClient
+	ops   *wf.OpsClient
+	// runs in the order they were created, for normalising output.
+	runs []uuid.UUID
+}
+
+func newOpsEnv(t *testing.T) *opsEnv {
+	t.Helper()
+	pool, schema := pgtest.PoolWithSchema(t)
+	e := &opsEnv{t: t, url: pgstore.WithSearchPath(pgtest.URL(), schema)}
+	e.h = trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
+	var err error
+	if e.chain, err = wf.RegisterChain(e.h.Engine, chainSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	if e.ops, err = wf.RegisterOps(e.h.Engine, opsSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// exec runs a command line against the env's schema, with the env's clock.
+func (e *opsEnv) exec(args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	args = append(args, "-database-url", e.url)
+	var cmd Command
+	switch args[0] {
+	case "runs":
+		cmd = RunsCommand{Clock: e.h.Clock}
+	case "workers":
+		cmd = WorkersCommand{Clock: e.h.Clock}
+	case "queue":
+		cmd = QueueCommand{Clock: e.h.Clock}
+	default:
+		return e.main(args...)
+	}
+	var out, errOut bytes.Buffer
+	code = cmd.Run(e.t.Context(), args[1:], &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func (e *opsEnv) main(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := Main(e.t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// ok runs a command line that must succeed and returns its output.
+func (e *opsEnv) ok(args ...string) string {
+	e.t.Helper()
+	code, out, errOut := e.exec(args...)
+	if code != ExitOK {
+		e.t.Fatalf("trellis %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// json runs a command line with -format json and decodes its output.
+func (e *opsEnv) json(v any, args ...string) {
+	e.t.Helper()
+	out := e.ok(append(args, "-format", "json")...)
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		e.t.Fatalf("decoding the JSON of trellis %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// created records a run the env made.
+func (e *opsEnv) created(id uuid.UUID) uuid.UUID {
+	e.runs = append(e.runs, id)
+	return id
+}
+
+var cursorText = regexp.MustCompile(`-after [A-Za-z0-9_-]+`)
+
+// normalise replaces run ids with stand-ins of the same length that
+// number the runs in creation order, and cursors with <cursor>.
+func (e *opsEnv) normalise(s string) string {
+	for i, id := range e.runs {
+		s = strings.ReplaceAll(s, id.String(), fmt.Sprintf("00000000-0000-7000-8000-%012d", i+1))
+	}
+	return cursorText.ReplaceAllString(s, "-after <cursor>")
+}
+
+// golden compares output with testdata/ops/name, or rewrites it with
+// -update.
+func (e *opsEnv) golden(name, got string) {
+	e.t.Helper()
+	got = e.normalise(got)
+	path := filepath.Join("testdata", "ops", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		e.t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+type chainSteps struct{}
+
+func (chainSteps) First(_ context.Context, in wf.ChainInput) (wf.ChainFirstOutput, error) {
+	return wf.ChainFirstOutput{Value: in.Start + 1}, nil
+}
+
+func (chainSteps) Second(_ context.Context, _ wf.ChainInput, p wf.ChainSecondParents) (wf.ChainSecondOutput, error) {
+	return wf.ChainSecondOutput{Value: p.First.Value + 1}, nil
+}
+
+func (chainSteps) Third(_ context.Context, _ wf.ChainInput, p wf.ChainThirdParents) (wf.ChainThirdOutput, error) {
+	return wf.ChainThirdOutput{Value: p.Second.Value + 1}, nil
+}
+
+// opsSteps fails work on every attempt in mode fail.
+type opsSteps struct{}
+
+func (opsSteps) Prepare(context.Context, wf.OpsInput) (wf.OpsPrepareOutput, error) {
+	return wf.OpsPrepareOutput{Token: "tok-1"}, nil
+}
+
+func (opsSteps) Work(ctx context.Context, in wf.OpsInput, _ wf.OpsWorkParents) (wf.OpsWorkOutput, error) {
+	info, _ := runtime.InfoFromContext(ctx)
+	if in.Mode == wf.OpsInputModeFail {
+		return wf.OpsWorkOutput{}, fmt.Errorf("payment gateway said no (attempt %d)", info.Attempt)
+	}
+	return wf.OpsWorkOutput{Attempt: int64(info.Attempt)}, nil
+}
+
+func (opsSteps) Sidecar(context.Context, wf.OpsInput, wf.OpsSidecarParents) error { return nil }
+func (opsSteps) Report(context.Context, wf.OpsInput, wf.OpsReportParents) error   { return nil }
+func (opsSteps) Audit(context.Context, wf.OpsInput, wf.OpsAuditParents) error     { return nil }
+func (opsSteps) Alert(context.Context, wf.OpsInput, runtime.Failure) error        { return nil }
+
+// The runs every test below starts from, in creation order.
+const (
+	runChainDone  = iota // chain, completed at 00:00
+	runOpsFailed         // ops, tenant acme, key order-7, failed after two retries
+	runOpsDone           // ops, tenant acme, completed
+	runChainQueue        // chain, running: its first step queued
+	runChainStop         // chain, cancelled
+	runOpsBeta           // ops, tenant beta, running: prepare queued
+)
+
+// populate makes the six runs, a minute apart or more, and leaves the
+// clock at 00:10.
+func (e *opsEnv) populate() {
+	t, ctx, h := e.t, e.t.Context(), e.h
+	label := "checkout"
+	res, err := e.chain.Run(ctx, wf.ChainInput{Start: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(res.ID)
+	h.Clock.Advance(time.Minute)
+	ref, err := e.ops.RunNoWait(ctx, wf.OpsInput{Mode: wf.OpsInputModeFail, Label: &label},
+		runtime.WithTenant("acme"), runtime.WithIdempotencyKey("order-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(ref.ID)
+	h.Settle() // two retries, 30s and 90s apart; then the failure handler
+	h.Clock.Advance(time.Minute)
+	done, err := e.ops.Run(ctx, wf.OpsInput{Mode: wf.OpsInputModeOk}, runtime.WithTenant("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(done.ID)
+	h.Clock.Advance(time.Minute)
+	ref, err = e.chain.RunNoWait(ctx, wf.ChainInput{Start: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(ref.ID)
+	h.Clock.Advance(time.Minute)
+	ref, err = e.chain.RunNoWait(ctx, wf.ChainInput{Start: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(ref.ID)
+	if ok, err := h.Engine.CancelRun(ctx, ref.ID); err != nil || !ok {
+		t.Fatalf("CancelRun = %v, %v", ok, err)
+	}
+	h.Clock.Advance(time.Minute)
+	ref, err = e.ops.RunNoWait(ctx, wf.OpsInput{Mode: wf.OpsInputModeOk}, runtime.WithTenant("beta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(ref.ID)
+	h.Clock.Set(h.Start.Add(10 * time.Minute))
+}
+
+func TestRunsListShowEvents(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	failed := e.runs[runOpsFailed].String()
+
+	e.golden("runs-list.txt", e.ok("runs", "list"))
+	e.golden("runs-show-failed.txt", e.ok("runs", "show", failed))
+	e.golden("runs-show-running.txt", e.ok("runs", "show", e.runs[runChainQueue].String()))
+	// A chain's log, whose order is fixed: in the failed run's, work and
+	// sidecar run at once (its events are checked below, step by step).
+	e.golden("runs-events-chain.txt", e.ok("runs", "events", e.runs[runChainDone].String()))
+
+	var page ops.RunPage
+	e.json(&page, "runs", "list")
+	want := slices.Clone(e.runs)
+	slices.Reverse(want)
+	if diff := cmp.Diff(want, runIDs(page.Runs)); diff != "" {
+		t.Errorf("runs list -format json: ids (-want +got):\n%s", diff)
+	}
+	if page.Next != "" {
+		t.Errorf("next = %q on the only page", page.Next)
+	}
+	got := page.Runs[len(page.Runs)-1-runOpsFailed]
+	at := func(d time.Duration) *time.Time { t := e.h.Start.Add(d); return &t }
+	wantRun := ops.Run{
+		ID: e.runs[runOpsFailed], Workflow: "ops", Version: got.Version, Tenant: "acme", IdempotencyKey: "order-7",
+		Status: runtime.RunFailed, CreatedAt: *at(time.Minute), FinishedAt: at(3 * time.Minute),
+		Failure: &runtime.Failure{Step: "work", Error: "payment gateway said no (attempt 3)"},
+	}
+	if diff := cmp.Diff(wantRun, got); diff != "" || !strings.HasPrefix(got.Version, "ops@") {
+		t.Errorf("the failed run as listed (-want +got):\n%s", diff)
+	}
+
+	var run ops.RunDetail
+	e.json(&run, "runs", "show", failed)
+	if diff := cmp.Diff(wantRun, run.Run); diff != "" {
+		t.Errorf("runs show -format json: the run (-want +got):\n%s", diff)
+	}
+	if got := compact(t, run.Input); got != `{"mode":"fail","label":"checkout"}` {
+		t.Errorf("input = %s", got)
+	}
+	type step struct {
+		Name     string
+		Status   runtime.TaskStatus
+		Attempts int
+		Took     time.Duration
+		Output   string
+	}
+	var steps []step
+	for _, s := range run.Steps {
+		d, _ := s.Duration()
+		steps = append(steps, step{s.Name, s.Status, s.Attempts, d, compact(t, s.Output)})
+	}
+	wantSteps := []step{
+		{"prepare", runtime.TaskCompleted, 1, 0, `{"token":"tok-1"}`},
+		{"work", runtime.TaskFailed, 3, 0, ""},
+		{"sidecar", runtime.TaskCompleted, 1, 0, ""},
+		{"report", runtime.TaskCancelled, 0, 0, ""},
+		{"audit", runtime.TaskCancelled, 0, 0, ""},
+		{"alert", runtime.TaskCompleted, 1, 0, ""},
+	}
+	if diff := cmp.Diff(wantSteps, steps); diff != "" {
+		t.Errorf("runs show -format json: steps (-want +got):\n%s", diff)
+	}
+	if w := run.Steps[1]; w.Error != "payment gateway said no (attempt 3)" || !w.StartedAt.Equal(*at(3 * time.Minute)) {
+		t.Errorf("work = %+v, want its last attempt's error and start", w)
+	}
+
+	var events []ops.Event
+	e.json(&events, "runs", "events", failed)
+	var trail []string
+	for _, ev := range events {
+		if ev.Step == "work" {
+			trail = append(trail, string(ev.Type))
+		}
+	}
+	wantTrail := []string{"QUEUED", "STARTED", "RETRYING", "QUEUED", "STARTED", "RETRYING", "QUEUED", "STARTED", "FAILED"}
+	if diff := cmp.Diff(wantTrail, trail); diff != "" {
+		t.Errorf("events of work (-want +got):\n%s", diff)
+	}
+}
+
+// compact removes the indentation -format json gives embedded documents.
+func compact(t *testing.T, doc json.RawMessage) string {
+	t.Helper()
+	if len(doc) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func runIDs(runs []ops.Run) []uuid.UUID {
+	out := make([]uuid.UUID, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestRunsListFilters(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	tests := []struct {
+		flags []string
+		want  []int
+	}{
+		{[]string{"-status", "failed,CANCELLED"}, []int{runChainStop, runOpsFailed}},
+		{[]string{"-status", "RUNNING"}, []int{runOpsBeta, runChainQueue}},
+		{[]string{"-workflow", "chain"}, []int{runChainStop, runChainQueue, runChainDone}},
+		{[]string{"-tenant", "acme"}, []int{runOpsDone, runOpsFailed}},
+		{[]string{"-idempotency-key", "order-7"}, []int{runOpsFailed}},
+		{[]string{"-since", "2030-01-01T00:04:00Z"}, []int{runOpsBeta, runChainStop, runChainQueue, runOpsDone}},
+		{[]string{"-since", "5m30s"}, []int{runOpsBeta, runChainStop, runChainQueue}}, // the clock reads 00:10
+		{[]string{"-until", "2030-01-01T00:04:00Z"}, []int{runOpsFailed, runChainDone}},
+		{[]string{"-since", "2030-01-01", "-until", "2030-01-01T00:01:00Z"}, []int{runChainDone}},
+		{[]string{"-workflow", "ops", "-tenant", "acme", "-status", "completed"}, []int{runOpsDone}},
+		{[]string{"-workflow", "nope"}, nil},
+	}
+	for _, tt := range tests {
+		var page ops.RunPage
+		e.json(&page, append([]string{"runs", "list"}, tt.flags...)...)
+		want := []uuid.UUID{}
+		for _, i := range tt.want {
+			want = append(want, e.runs[i])
+		}
+		if diff := cmp.Diff(want, runIDs(page.Runs)); diff != "" {
+			t.Errorf("runs list %s (-want +got):\n%s", strings.Join(tt.flags, " "), e.normalise(diff))
+		}
+	}
+	if out := e.ok("runs", "list", "-workflow", "nope"); out != "no runs\n" {
+		t.Errorf("an empty listing prints %q", out)
+	}
+}
+
+// TestRunsListPages walks a listing with -after: every run exactly once,
+// newest first, when pages end among runs created at the same instant.
+func TestRunsListPages(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx := e.t.Context()
+	var want []uuid.UUID
+	for _, n := range []int{1, 11, 1, 6} {
+		inputs := make([]wf.ChainInput, n)
+		refs, err := e.chain.RunManyNoWait(ctx, inputs) // one instant for all
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batch []uuid.UUID
+		for _, r := range refs {
+			batch = append(batch, e.created(r.ID))
+		}
+		slices.SortFunc(batch, func(a, b uuid.UUID) int { return bytes.Compare(b[:], a[:]) })
+		want = append(batch, want...)
+		e.h.Clock.Advance(time.Second)
+	}
+	var got []uuid.UUID
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > len(want) {
+			t.Fatal("the listing does not end")
+		}
+		args := []string{"runs", "list", "-limit", "4"}
+		if after != "" {
+			args = append(args, "-after", after)
+		}
+		var page ops.RunPage
+		e.json(&page, args...)
+		if len(page.Runs) > 4 {
+			t.Fatalf("page of %d runs, limit 4", len(page.Runs))
+		}
+		got = append(got, runIDs(page.Runs)...)
+		text := e.ok(args...)
+		if hasNext := strings.Contains(text, "next page: -after "+page.Next+"\n"); hasNext != (page.Next != "") {
+			t.Errorf("text output and JSON disagree on the next page (%q):\n%s", page.Next, text)
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("walking the pages (-want +got):\n%s", e.normalise(diff))
+	}
+}
+
+func TestRunsCancelRetry(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	running, failed, done := e.runs[runChainQueue].String(), e.runs[runOpsFailed].String(), e.runs[runChainDone].String()
+	beta := e.runs[runOpsBeta].String()
+	unknown := uuid.Must(uuid.NewV7())
+	e.runs = append(e.runs, unknown)
+
+	code, out, errOut := e.exec("runs", "cancel", running, done, unknown.String())
+	if code != ExitProblems {
+		t.Errorf("cancel with an unknown run exited %d, want %d; stderr %q", code, ExitProblems, errOut)
+	}
+	e.golden("runs-cancel.txt", out)
+	code, out, _ = e.exec("runs", "retry", failed, beta, done)
+	if code != ExitOK {
+		t.Errorf("retry exited %d", code)
+	}
+	e.golden("runs-retry.txt", out)
+	status := func(id string) runtime.RunStatus {
+		r, err := e.h.Engine.Result(e.t.Context(), uuid.MustParse(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	if status(running) != runtime.RunCancelled || status(failed) != runtime.RunRunning || status(done) != runtime.RunCompleted {
+		t.Errorf("after cancel and retry: %s %s %s, want CANCELLED RUNNING COMPLETED", status(running), status(failed), status(done))
+	}
+	var results []ops.ActionResult
+	e.json(&results, "runs", "cancel", failed, running)
+	want := []ops.ActionResult{
+		{Run: uuid.MustParse(failed), Outcome: ops.Cancelled},
+		{Run: uuid.MustParse(running), Outcome: ops.AlreadyEnded, Status: runtime.RunCancelled},
+	}
+	if diff := cmp.Diff(want, results); diff != "" {
+		t.Errorf("cancel -format json (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunsErrors(t *testing.T) {
+	e := newOpsEnv(t)
+	unknown := uuid.Must(uuid.NewV7()).String()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"runs", "show", unknown}, ExitProblems, "run " + unknown + ": run not found"},
+		{[]string{"runs", "events", unknown}, ExitProblems, "run " + unknown + ": run not found"},
+		{[]string{"runs", "show", "run-7"}, ExitUsage, `"run-7" is not a run id`},
+		{[]string{"runs", "show"}, ExitUsage, "give one run id"},
+		{[]string{"runs", "cancel"}, ExitUsage, "give the ids of the runs"},
+		{[]string{"runs", "list", "-status", "failed,stuck"}, ExitUsage, `unknown run status "STUCK"`},
+		{[]string{"runs", "list", "-limit", "0"}, ExitUsage, "-limit 0: use 1 to 1000"},
+		{[]string{"runs", "list", "-since", "yesterday"}, ExitUsage, `-since "yesterday": give an RFC 3339 time`},
+		{[]string{"runs", "list", "-since", "1h", "-until", "2h"}, ExitUsage, "the time range is empty"},
+		{[]string{"runs", "list", "-after", "bogus"}, ExitUsage, `invalid cursor "bogus"`},
+		{[]string{"runs", "list", "-format", "yaml"}, ExitUsage, `unknown format "yaml"`},
+		{[]string{"runs", "list", "chain"}, ExitUsage, `unexpected argument "chain"`},
+		{[]string{"runs", "frobnicate"}, ExitUsage, `unknown subcommand "frobnicate"`},
+		{[]string{"workers", "-stale-after", "1s"}, ExitUsage, "-stale-after 1s"},
+	}
+	for _, tt := range tests {
+		code, out, errOut := e.exec(tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("trellis %s = %d, stderr %q; want %d and %q (stdout %q)", strings.Join(tt.args, " "), code, errOut, tt.code, tt.want, out)
+		}
+	}
+	code, _, errOut := e.main("runs", "list", "-database-url", "")
+	if code != ExitUsage || !strings.Contains(errOut, "no database: pass -database-url or set TRELLIS_DATABASE_URL") {
+		t.Errorf("runs list without a database = %d %q", code, errOut)
+	}
+	if code, out, _ := e.main("runs", "-h"); code != ExitOK || !strings.Contains(out, "retry failed or cancelled runs") {
+		t.Errorf("runs -h = %d %q", code, out)
+	}
+}
+
+func TestWorkersQueueWorkflows(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	ctx, s, now := e.t.Context(), e.h.Store, e.h.Now()
+	// worker-a runs the queued chain run's first step and leads; worker-b
+	// fell silent two minutes ago.
+	if _, err := s.Heartbeat(ctx, "worker-b", now.Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Heartbeat(ctx, "worker-a", now.Add(-2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "worker-a", Workflows: []string{"chain"}, Limit: 10, Now: now.Add(-time.Second)})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %v, %v; want the queued chain run's first step", claimed, err)
+	}
+	leader := s.Leadership("worker-a")
+	t.Cleanup(func() { _ = leader.Resign(context.WithoutCancel(ctx)) })
+	if ok, err := leader.TryLead(ctx); err != nil || !ok {
+		t.Fatalf("TryLead = %v, %v", ok, err)
+	}
+
+	e.golden("workers.txt", e.ok("workers"))
+	e.golden("queue.txt", e.ok("queue"))
+	e.golden("workflows.txt", e.ok("workflows"))
+
+	var workers []ops.Worker
+	e.json(&workers, "workers")
+	wantWorkers := []ops.Worker{
+		{ID: "worker-a", HeartbeatAt: now.Add(-2 * time.Second), Alive: true, Leases: 1, Leader: true},
+		{ID: "worker-b", HeartbeatAt: now.Add(-2 * time.Minute)},
+	}
+	if diff := cmp.Diff(wantWorkers, workers); diff != "" {
+		t.Errorf("workers -format json (-want +got):\n%s", diff)
+	}
+	e.json(&workers, "workers", "-stale-after", "5m")
+	if !workers[1].Alive {
+		t.Errorf("worker-b silent for 2m is dead with -stale-after 5m")
+	}
+
+	var queue []ops.QueueGroup
+	e.json(&queue, "queue")
+	queuedAt := e.h.Start.Add(7 * time.Minute)
+	wantQueue := []ops.QueueGroup{
+		{Tenant: "beta", Workflow: "ops", Queued: 1, OldestQueuedAt: &queuedAt},
+		{Tenant: "default", Workflow: "chain", Running: 1},
+	}
+	if diff := cmp.Diff(wantQueue, queue); diff != "" {
+		t.Errorf("queue -format json (-want +got):\n%s", diff)
+	}
+
+	var workflows []ops.Workflow
+	e.json(&workflows, "workflows")
+	var got []string
+	for _, w := range workflows {
+		got = append(got, fmt.Sprintf("%s %d %s %s", w.Name, w.Steps, w.OnFailure, w.SavedAt.Format(time.TimeOnly)))
+	}
+	if diff := cmp.Diff([]string{"chain 3  00:00:00", "ops 5 alert 00:01:00"}, got); diff != "" {
+		t.Errorf("workflows -format json (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpsCommandsOnAnEmptySchema(t *testing.T) {
+	e := newOpsEnv(t)
+	tests := []struct {
+		args       []string
+		text, json string
+	}{
+		{[]string{"runs", "list"}, "no runs\n", "{\n  \"runs\": []\n}\n"},
+		{[]string{"workers"}, "no workers\n", "[]\n"},
+		{[]string{"queue"}, "nothing queued or running\n", "[]\n"},
+		{[]string{"workflows"}, "no workflows stored\n", "[]\n"},
+	}
+	for _, tt := range tests {
+		if out := e.ok(tt.args...); out != tt.text {
+			t.Errorf("%v = %q, want %q", tt.args, out, tt.text)
+		}
+		if out := e.ok(append(tt.args, "-format", "json")...); out != tt.json {
+			t.Errorf("%v -format json = %q, want %q", tt.args, out, tt.json)
+		}
+	}
+}

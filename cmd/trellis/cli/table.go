@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// table writes rows as aligned columns, two spaces apart, the way go and
+// kubectl print lists: cells are single lines, the last column is not
+// padded.
+type table struct {
+	w   io.Writer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{w: w}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = oneLine(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+// flush writes the table, without the padding that empty last cells
+// leave at the ends of lines.
+func (t *table) flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(t.buf.String(), "\n")
+	for i, l := range lines {
+		if trimmed := strings.TrimRight(l, " \n"); trimmed != strings.TrimSuffix(l, "\n") {
+			lines[i] = trimmed + "\n"
+		}
+	}
+	_, err := io.WriteString(t.w, strings.Join(lines, ""))
+	return err
+}
+
+// oneLine makes s fit a cell: no tabs or line breaks.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\t\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// truncate shortens s to n characters, marking the cut with an ellipsis.
+func truncate(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// timestamp prints a time in UTC, to the second; "-" for none.
+func timestamp(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// eventTime prints a time in UTC to the millisecond, for event logs whose
+// entries are often milliseconds apart.
+func eventTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// ago prints how long before now t was: "12s ago".
+func ago(now, t time.Time) string { return shortDuration(now.Sub(t)) + " ago" }
+
+// shortDuration prints a duration with at most two units, to the
+// precision a person reads: 850ms, 4.2s, 42s, 5m12s, 3h04m, 2d03h.
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Round(100*time.Millisecond).Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		d = d.Round(time.Minute)
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	d = d.Round(time.Hour)
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// indentJSON prints a JSON document indented, each line prefixed; a
+// document that does not parse is printed as it is.
+func indentJSON(w io.Writer, prefix string, raw json.RawMessage) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
+		fmt.Fprintf(w, "%s%s\n", prefix, raw)
+		return
+	}
+	fmt.Fprintf(w, "%s%s\n", prefix, b.String())
+}

@@ -1,0 +1,84 @@
+-- name: OpsCustomPlans :exec
+-- Makes the rest of the transaction plan each statement for its
+-- parameters. OpsRunsList's filters are optional: planned with the
+-- values, an unused one folds away and a used one picks its index
+-- (schema/0005); a generic plan, which a pooled connection adopts after a
+-- few executions, would have to serve every combination with one scan.
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
+
+-- name: OpsRunsList :many
+-- One page of runs, newest first, from after the cursor (after_created,
+-- after_id). Every filter is optional: an empty text or a null time
+-- matches every run. Run it under OpsCustomPlans. One status at a time:
+-- an index is read in order for one status, not for several.
+SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at
+FROM trellis_runs
+WHERE (@workflow::text = '' OR workflow = @workflow::text)
+  AND (@tenant::text = '' OR tenant = @tenant::text)
+  AND (@status::text = '' OR status = @status::text)
+  AND (@idempotency_key::text = '' OR idempotency_key = @idempotency_key::text)
+  AND (sqlc.narg(created_from)::timestamptz IS NULL OR created_at >= sqlc.narg(created_from)::timestamptz)
+  AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
+  AND (sqlc.narg(after_created)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT @lim;
+
+-- name: OpsWorkers :many
+-- The workers, with the leases each holds and whether it leads. The
+-- leader holds, beside the leader's lock, an advisory lock named after
+-- itself (leader_lock_prefix || worker; see AdvisoryTryLock): it is
+-- listed in pg_locks while the leader's connection lives, and goes with
+-- it, so what this reads cannot go stale. Sorted bytewise (COLLATE "C"),
+-- as Go and the memory store sort, whatever the database's collation.
+SELECT w.worker, w.heartbeat_at,
+       (SELECT count(*) FROM trellis_leases l WHERE l.worker = w.worker)::int AS leases,
+       EXISTS (
+           SELECT 1
+           FROM pg_catalog.pg_locks k
+           CROSS JOIN LATERAL (
+               SELECT hashtextextended(current_schema() || '.trellis.' || @leader_lock_prefix::text || w.worker, 0) AS key
+           ) h
+           WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1
+             AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+             AND k.classid = ((h.key >> 32) & 4294967295)::oid
+             AND k.objid = (h.key & 4294967295)::oid
+       ) AS leader
+FROM trellis_workers w
+ORDER BY w.worker COLLATE "C";
+
+-- name: OpsQueue :many
+-- Per tenant and workflow with tasks queued or running: how many of each,
+-- and when the head of the group's queue (its smallest queue id, the next
+-- to be claimed) was queued. Reads the ready queue and the leases, plus
+-- one task and one run per group or lease. Sorted bytewise.
+WITH groups AS (
+    SELECT q.tenant, q.workflow, count(*) AS n, min(q.qid) AS head
+    FROM trellis_ready q
+    GROUP BY q.tenant, q.workflow
+), queued AS (
+    SELECT g.tenant, g.workflow, g.n, (
+        SELECT t.updated_at
+        FROM trellis_ready h
+        JOIN trellis_tasks t ON t.run_id = h.run_id AND t.step = h.step
+        WHERE h.tenant = g.tenant AND h.qid = g.head AND h.workflow = g.workflow
+        LIMIT 1
+    ) AS head_queued_at
+    FROM groups g
+), running AS (
+    SELECT l.tenant, r.workflow, count(*) AS n
+    FROM trellis_leases l
+    JOIN trellis_runs r ON r.id = l.run_id
+    GROUP BY l.tenant, r.workflow
+)
+SELECT coalesce(q.tenant, g.tenant)::text AS tenant, coalesce(q.workflow, g.workflow)::text AS workflow,
+       coalesce(q.n, 0)::int AS queued, coalesce(g.n, 0)::int AS running, q.head_queued_at AS oldest_queued_at
+FROM queued q
+FULL JOIN running g ON g.tenant = q.tenant AND g.workflow = q.workflow
+ORDER BY coalesce(q.tenant, g.tenant) COLLATE "C", coalesce(q.workflow, g.workflow) COLLATE "C";
+
+-- name: OpsWorkflows :many
+-- Every stored workflow version, by name (bytewise), then newest first.
+SELECT version, name, spec, created_at
+FROM trellis_workflows
+ORDER BY name COLLATE "C", created_at DESC, version COLLATE "C";

@@ -1,0 +1,308 @@
+package ops
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Page sizes of ListRuns.
+const (
+	// DefaultLimit is the page size when a filter sets none.
+	DefaultLimit = 50
+	// MaxLimit is the largest page ListRuns returns.
+	MaxLimit = 1000
+)
+
+// RunStatuses returns the statuses a run can have, in the order of its
+// life.
+func RunStatuses() []runtime.RunStatus {
+	return []runtime.RunStatus{runtime.RunRunning, runtime.RunCompleted, runtime.RunFailed, runtime.RunCancelled}
+}
+
+// RunFilter selects runs for ListRuns. Every field is optional.
+type RunFilter struct {
+	Workflow string
+	// Statuses keeps runs in any of these statuses.
+	Statuses       []runtime.RunStatus
+	Tenant         string
+	IdempotencyKey string
+	// CreatedFrom keeps runs created at or after it; CreatedTo those
+	// created before it.
+	CreatedFrom time.Time
+	CreatedTo   time.Time
+	// After is the Next of the previous page, to continue a listing.
+	After string
+	// Limit is the page size: DefaultLimit when zero, at most MaxLimit.
+	Limit int
+}
+
+// Validate reports a filter ListRuns refuses, naming the field.
+func (f RunFilter) Validate() error {
+	var errs []error
+	for _, s := range f.Statuses {
+		if !slices.Contains(RunStatuses(), s) {
+			errs = append(errs, fmt.Errorf("unknown run status %q: use %s", s, statusList()))
+		}
+	}
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		errs = append(errs, fmt.Errorf("limit %d is out of range: use 1 to %d", f.Limit, MaxLimit))
+	}
+	if !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo) {
+		errs = append(errs, fmt.Errorf("the time range is empty: %s is not before %s",
+			f.CreatedFrom.UTC().Format(time.RFC3339), f.CreatedTo.UTC().Format(time.RFC3339)))
+	}
+	if _, err := ParseCursor(f.After); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func statusList() string {
+	var names []string
+	for _, st := range RunStatuses() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Run is a run as listings show it: its facts, without input or steps.
+type Run struct {
+	ID             runtime.RunID     `json:"id"`
+	Workflow       string            `json:"workflow"`
+	Version        string            `json:"version"`
+	Tenant         string            `json:"tenant"`
+	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
+	Status         runtime.RunStatus `json:"status"`
+	CreatedAt      time.Time         `json:"createdAt"`
+	FinishedAt     *time.Time        `json:"finishedAt,omitempty"`
+	// Failure is the step that failed a FAILED run, and its error.
+	Failure *runtime.Failure `json:"failure,omitempty"`
+}
+
+// Duration is how long the run took, from creation to its end; false
+// while it runs.
+func (r *Run) Duration() (time.Duration, bool) {
+	if r.FinishedAt == nil {
+		return 0, false
+	}
+	return r.FinishedAt.Sub(r.CreatedAt), true
+}
+
+// RunPage is one page of a listing.
+type RunPage struct {
+	Runs []Run `json:"runs"`
+	// Next continues the listing (RunFilter.After); empty on the last
+	// page.
+	Next string `json:"next,omitempty"`
+}
+
+// ListRuns returns a page of the runs the filter selects, newest first.
+// Pages are by keyset: a listing walked with Next shows every run once,
+// however many are created meanwhile (those come before its first page).
+func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	after, _ := ParseCursor(f.After)
+	limit := f.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	// One more than the page, to know whether another follows.
+	runs, err := a.store.ListRuns(ctx, store.RunQuery{
+		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
+		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, After: after, Limit: limit + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	page := &RunPage{Runs: make([]Run, 0, min(len(runs), limit))}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		page.Next = FormatCursor(store.CursorOf(runs[limit-1]))
+	}
+	names := map[string][]string{} // by version, for failed steps
+	for _, r := range runs {
+		var failure *runtime.Failure
+		if r.Status == runtime.RunFailed {
+			if _, ok := names[r.Version]; !ok {
+				names[r.Version] = a.stepNames(ctx, r.Version)
+			}
+			failure = &runtime.Failure{Step: stepName(names[r.Version], r.FailedStep), Error: r.Error}
+		}
+		page.Runs = append(page.Runs, listed(r, failure))
+	}
+	return page, nil
+}
+
+func listed(r store.Run, failure *runtime.Failure) Run {
+	return Run{
+		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant, IdempotencyKey: r.IdempotencyKey,
+		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), FinishedAt: timeOrNil(r.FinishedAt), Failure: failure,
+	}
+}
+
+// A cursor is the creation time (Unix nanoseconds) and id of the last run
+// of a page, behind a version byte, in URL-safe base64: opaque to users,
+// and exact whatever precision the store keeps times in.
+const cursorVersion = 1
+
+// FormatCursor encodes a listing position as RunPage.Next does.
+func FormatCursor(c store.RunCursor) string {
+	b := make([]byte, 1, 25)
+	b[0] = cursorVersion
+	b = binary.BigEndian.AppendUint64(b, uint64(c.CreatedAt.UnixNano()))
+	b = append(b, c.ID[:]...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseCursor decodes a cursor FormatCursor made; nil for the empty
+// string (the start of a listing).
+func ParseCursor(s string) (*store.RunCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 25 || b[0] != cursorVersion {
+		return nil, fmt.Errorf("invalid cursor %q: pass the next-page cursor a listing printed, unchanged", s)
+	}
+	id, _ := uuid.FromBytes(b[9:])
+	return &store.RunCursor{CreatedAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))).UTC(), ID: id}, nil
+}
+
+// RunDetail is everything about one run: its facts, input, and steps.
+type RunDetail struct {
+	Run
+	Input json.RawMessage `json:"input"`
+	// Steps are in step order, the failure handler (if any) last.
+	Steps []Step `json:"steps"`
+}
+
+// Step is one step of a run.
+type Step struct {
+	Index  int                `json:"index"`
+	Name   string             `json:"name"`
+	Kind   string             `json:"kind"` // code, sleep or onFailure
+	Status runtime.TaskStatus `json:"status"`
+	// Attempts counts the claims of the step's task, across run retries.
+	Attempts int `json:"attempts"`
+	// StartedAt is when its latest attempt started (for a sleep step: went
+	// to sleep); FinishedAt when it ended.
+	StartedAt  *time.Time `json:"startedAt,omitempty"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// Error is the error of its latest failed attempt.
+	Error string `json:"error,omitempty"`
+	// Worker is the worker running it, while it is RUNNING.
+	Worker string `json:"worker,omitempty"`
+	// WakeAt is when a SLEEPING step wakes or a RETRYING one is tried
+	// again.
+	WakeAt *time.Time `json:"wakeAt,omitempty"`
+	// Output is its output, once COMPLETED (absent for steps without one).
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// Duration is how long the step's latest attempt took, from its start to
+// the step's end; false until both are known.
+func (s *Step) Duration() (time.Duration, bool) {
+	if s.StartedAt == nil || s.FinishedAt == nil {
+		return 0, false
+	}
+	return s.FinishedAt.Sub(*s.StartedAt), true
+}
+
+// GetRun returns a run with its input and steps. An unknown id is an error
+// matching runtime.ErrRunNotFound.
+func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error) {
+	r, err := a.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	tasks, err := a.store.ListTasks(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	events, err := a.store.ListEvents(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	names := a.stepNames(ctx, r.Version)
+	var failure *runtime.Failure
+	if r.Status == runtime.RunFailed {
+		failure = &runtime.Failure{Step: stepName(names, r.FailedStep), Error: r.Error}
+	}
+	started := map[int]time.Time{}
+	for _, ev := range events {
+		if ev.Type == runtime.EventStarted || ev.Type == runtime.EventSleeping {
+			started[ev.Step] = ev.At
+		}
+	}
+	d := &RunDetail{Run: listed(r, failure), Input: json.RawMessage(r.Input), Steps: make([]Step, len(tasks))}
+	for i, t := range tasks {
+		s := Step{
+			Index: t.Key.Step, Name: stepName(names, t.Key.Step), Kind: t.Kind.String(), Status: t.Status,
+			Attempts: t.Attempt, StartedAt: timeOrNil(started[t.Key.Step]), FinishedAt: timeOrNil(t.FinishedAt), Error: t.Error,
+		}
+		switch t.Status {
+		case runtime.TaskRunning:
+			s.Worker = t.Worker
+		case runtime.TaskSleeping, runtime.TaskRetrying:
+			s.WakeAt = timeOrNil(t.WakeAt)
+		case runtime.TaskCompleted:
+			if len(t.Output) > 0 {
+				s.Output = json.RawMessage(t.Output)
+			}
+		}
+		d.Steps[i] = s
+	}
+	return d, nil
+}
+
+// Event is one entry of a run's event log.
+type Event struct {
+	Step    string            `json:"step"`
+	Type    runtime.EventType `json:"type"`
+	Attempt int               `json:"attempt"`
+	At      time.Time         `json:"at"`
+	// Detail is the error of a failure, the reason of a skip, or empty.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Events returns a run's event log in the order it was written. An
+// unknown id is an error matching runtime.ErrRunNotFound.
+func (a *Admin) Events(ctx context.Context, id runtime.RunID) ([]Event, error) {
+	r, err := a.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	events, err := a.store.ListEvents(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	names := a.stepNames(ctx, r.Version)
+	out := make([]Event, len(events))
+	for i, ev := range events {
+		out[i] = Event{Step: stepName(names, ev.Step), Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail}
+	}
+	return out, nil
+}
+
+// notFound turns the store's ErrNotFound into runtime.ErrRunNotFound,
+// naming the run.
+func notFound(err error, id runtime.RunID) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s: %w", id, runtime.ErrRunNotFound)
+	}
+	return err
+}

@@ -1,0 +1,134 @@
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// ListRuns implements store.Ops by filtering and sorting every run: the
+// memory store holds few enough.
+func (s *Store) ListRuns(_ context.Context, q store.RunQuery) ([]store.Run, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = store.DefaultRunLimit
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Run
+	for _, r := range s.runs {
+		if matches(r.rec, q) {
+			rec := r.rec
+			rec.Input = nil
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Run) int { return -compareListed(store.CursorOf(a), store.CursorOf(b)) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// compareListed orders runs as listings do, ascending: by creation time,
+// then by id, bytewise (as Postgres compares uuids).
+func compareListed(a, b store.RunCursor) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID[:], b.ID[:])
+}
+
+func matches(r store.Run, q store.RunQuery) bool {
+	switch {
+	case q.Workflow != "" && r.Workflow != q.Workflow,
+		q.Tenant != "" && r.Tenant != q.Tenant,
+		q.IdempotencyKey != "" && r.IdempotencyKey != q.IdempotencyKey,
+		len(q.Statuses) > 0 && !slices.Contains(q.Statuses, r.Status),
+		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
+		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
+		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
+		return false
+	}
+	return true
+}
+
+// ListWorkers implements store.Ops.
+func (s *Store) ListWorkers(context.Context) ([]store.Worker, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	leases := map[string]int{}
+	for _, t := range s.running {
+		leases[t.rec.Worker]++
+	}
+	out := make([]store.Worker, 0, len(s.workers))
+	for id, at := range s.workers {
+		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader})
+	}
+	slices.SortFunc(out, func(a, b store.Worker) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// QueueStats implements store.Ops. A group's head is its queued entry
+// with the smallest queue id, the next of the group to be claimed.
+func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type group struct{ tenant, workflow string }
+	stats := map[group]*store.QueueStat{}
+	heads := map[group]int64{}
+	stat := func(r *run) (*store.QueueStat, group) {
+		g := group{r.rec.Tenant, r.rec.Workflow}
+		st, ok := stats[g]
+		if !ok {
+			st = &store.QueueStat{Tenant: g.tenant, Workflow: g.workflow}
+			stats[g] = st
+		}
+		return st, g
+	}
+	for _, e := range s.queue.entries {
+		if !e.valid() {
+			continue
+		}
+		st, g := stat(e.task.run)
+		st.Queued++
+		if head, ok := heads[g]; !ok || e.id < head {
+			heads[g] = e.id
+			st.OldestQueuedAt = e.task.rec.UpdatedAt
+		}
+	}
+	for _, t := range s.running {
+		st, _ := stat(t.run)
+		st.Running++
+	}
+	out := make([]store.QueueStat, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b store.QueueStat) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workflow, b.Workflow))
+	})
+	return out, nil
+}
+
+// ListWorkflows implements store.Ops.
+func (s *Store) ListWorkflows(context.Context) ([]store.WorkflowVersion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.WorkflowVersion, 0, len(s.workflows))
+	for _, w := range s.workflows {
+		w.Spec = append([]byte(nil), w.Spec...)
+		out = append(out, w)
+	}
+	slices.SortFunc(out, compareVersions)
+	return out, nil
+}
+
+// compareVersions orders stored versions by name, then newest first, then
+// by version.
+func compareVersions(a, b store.WorkflowVersion) int {
+	return cmp.Or(cmp.Compare(a.Name, b.Name), b.SavedAt.Compare(a.SavedAt), cmp.Compare(a.Version, b.Version))
+}

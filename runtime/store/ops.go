@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Ops is what operators read: runs by filter, the workers and the leader,
+// the queue, and the stored workflow versions. The engine never calls
+// these; the operations API (package runtime/ops), the trellis CLI and
+// dashboards do. Each reads without locking anything the engine waits
+// on, and is cheap however much history the store keeps: ListRuns reads
+// one page through an index, the others read only live work.
+type Ops interface {
+	// ListRuns returns up to Limit runs matching the query, newest first
+	// (by CreatedAt, then by ID, both descending), starting after
+	// q.After. A run's Input is not read (it is nil); GetRun has it.
+	ListRuns(ctx context.Context, q RunQuery) ([]Run, error)
+	// ListWorkers returns the workers the store knows (those that have
+	// heartbeated and not yet been forgotten), by id, with the tasks each
+	// holds and whether it leads.
+	ListWorkers(ctx context.Context) ([]Worker, error)
+	// QueueStats returns, per tenant and workflow with tasks queued or
+	// running, how many are queued and running and how long the queue's
+	// head has waited; by tenant, then workflow.
+	QueueStats(ctx context.Context) ([]QueueStat, error)
+	// ListWorkflows returns every stored workflow version (Spec
+	// included), by name, then newest first.
+	ListWorkflows(ctx context.Context) ([]WorkflowVersion, error)
+}
+
+// DefaultRunLimit is how many runs ListRuns returns when the query sets no
+// Limit.
+const DefaultRunLimit = 100
+
+// RunQuery selects runs for ListRuns. Every filter is optional: a zero
+// field matches every run.
+type RunQuery struct {
+	Workflow string
+	// Statuses keeps runs in any of these statuses.
+	Statuses       []RunStatus
+	Tenant         string
+	IdempotencyKey string
+	// CreatedFrom keeps runs created at or after it; CreatedTo those
+	// created before it.
+	CreatedFrom time.Time
+	CreatedTo   time.Time
+	// After continues a listing: only runs that come after the cursor in
+	// the listing's order are returned. The cursor of a page's last run
+	// gives the next page, whatever was created meanwhile.
+	After *RunCursor
+	// Limit bounds how many runs are returned (DefaultRunLimit when not
+	// positive).
+	Limit int
+}
+
+// RunCursor is a position in a run listing: the creation time and id of
+// the last run seen. Runs created together share a time; the id breaks
+// the tie.
+type RunCursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// CursorOf returns the cursor that continues a listing after r.
+func CursorOf(r Run) RunCursor { return RunCursor{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+// Worker is a worker as the store sees it.
+type Worker struct {
+	ID string
+	// HeartbeatAt is when the worker last said it was alive.
+	HeartbeatAt time.Time
+	// Leases is how many tasks it holds (RUNNING under its name).
+	Leases int
+	// Leader is true for the worker holding leadership (see Coordination).
+	Leader bool
+}
+
+// QueueStat is the live work of one tenant's runs of one workflow.
+type QueueStat struct {
+	Tenant   string
+	Workflow string
+	// Queued is how many tasks wait to be claimed, Running how many are
+	// claimed and running.
+	Queued  int
+	Running int
+	// OldestQueuedAt is when the task at the head of the group's queue
+	// (the next to be claimed) was queued; zero when none is queued. A
+	// tenant's tasks are claimed in the order they were queued, so this
+	// is the longest wait of the group.
+	OldestQueuedAt time.Time
+}

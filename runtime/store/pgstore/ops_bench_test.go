@@ -1,0 +1,289 @@
+package pgstore_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+// fillRuns inserts n runs in one statement, as a busy installation might
+// hold them: created over 30 days up to now (about one every 2.6s for a
+// million), 20 workflows (and "rare", one run in 10,000), 1,000 tenants,
+// 97% COMPLETED, 2% FAILED, 0.5% CANCELLED and 0.5% RUNNING (workflow,
+// tenant and status independent of each other), half with an idempotency
+// key (key-<i>), and random ids. Only trellis_runs: listing
+// reads nothing else.
+const fillRuns = `
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved,
+                          failed_step, error, created_at, finished_at)
+SELECT gen_random_uuid(),
+       CASE WHEN i % 10000 = 0 THEN 'rare' ELSE 'workflow-' || ((i / 7) % 20) END,
+       'v1', 'tenant-' || ((i * 7919) % 1000),
+       CASE WHEN i % 2 = 0 THEN 'key-' || i END,
+       s.status, '{}', 0,
+       CASE WHEN s.status = 'FAILED' THEN 1 ELSE -1 END,
+       CASE WHEN s.status = 'FAILED' THEN 'boom' END,
+       c.at,
+       CASE WHEN s.status <> 'RUNNING' THEN c.at + interval '2 seconds' END
+FROM generate_series(1, $1::bigint) AS i
+CROSS JOIN LATERAL (SELECT $2::timestamptz - (($1::bigint - i) * (interval '30 days' / $1::int)) AS at) c
+CROSS JOIN LATERAL (SELECT CASE
+    WHEN (i * 31) % 997 < 20 THEN 'FAILED'
+    WHEN (i * 31) % 997 < 25 THEN 'CANCELLED'
+    WHEN (i * 31) % 997 < 30 THEN 'RUNNING'
+    ELSE 'COMPLETED' END AS status) s`
+
+// listCase is one listing to time.
+type listCase struct {
+	name string
+	q    func(now time.Time) store.RunQuery
+}
+
+func statuses(ss ...store.RunStatus) []store.RunStatus { return ss }
+
+// listCases are the listings of trellis runs list, one per filter and a few
+// combined, each a page of 51 (the CLI's 50, and one to see if more
+// follow).
+var listCases = []listCase{
+	{"none", func(time.Time) store.RunQuery { return store.RunQuery{} }},
+	{"workflow", func(time.Time) store.RunQuery { return store.RunQuery{Workflow: "workflow-7"} }},
+	{"workflow-rare", func(time.Time) store.RunQuery { return store.RunQuery{Workflow: "rare"} }},
+	{"tenant", func(time.Time) store.RunQuery { return store.RunQuery{Tenant: "tenant-42"} }},
+	{"status-failed", func(time.Time) store.RunQuery {
+		return store.RunQuery{Statuses: statuses(store.RunFailed)}
+	}},
+	{"status-running", func(time.Time) store.RunQuery {
+		return store.RunQuery{Statuses: statuses(store.RunRunning)}
+	}},
+	{"status-completed", func(time.Time) store.RunQuery {
+		return store.RunQuery{Statuses: statuses(store.RunCompleted)}
+	}},
+	{"status-failed,cancelled", func(time.Time) store.RunQuery {
+		return store.RunQuery{Statuses: statuses(store.RunFailed, store.RunCancelled)}
+	}},
+	{"idempotency-key", func(time.Time) store.RunQuery { return store.RunQuery{IdempotencyKey: "key-5000"} }},
+	{"since-24h", func(now time.Time) store.RunQuery {
+		return store.RunQuery{CreatedFrom: now.Add(-24 * time.Hour)}
+	}},
+	{"range-a-day-a-week-ago", func(now time.Time) store.RunQuery {
+		return store.RunQuery{CreatedFrom: now.Add(-8 * 24 * time.Hour), CreatedTo: now.Add(-7 * 24 * time.Hour)}
+	}},
+	{"workflow+failed", func(time.Time) store.RunQuery {
+		return store.RunQuery{Workflow: "workflow-7", Statuses: statuses(store.RunFailed)}
+	}},
+	{"tenant+failed", func(time.Time) store.RunQuery {
+		return store.RunQuery{Tenant: "tenant-42", Statuses: statuses(store.RunFailed)}
+	}},
+	{"page-15-days-deep", func(now time.Time) store.RunQuery {
+		return store.RunQuery{After: &store.RunCursor{CreatedAt: now.Add(-15 * 24 * time.Hour)}}
+	}},
+}
+
+// listingQueries records the listing statements a pool runs, with their
+// arguments, so that they can be EXPLAINed exactly as ListRuns sent them.
+type listingQueries struct {
+	mu  sync.Mutex
+	got []tracedQuery
+}
+
+type tracedQuery struct {
+	sql  string
+	args []any
+}
+
+func (l *listingQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "-- name: OpsRunsList ") {
+		l.mu.Lock()
+		l.got = append(l.got, tracedQuery{d.SQL, d.Args})
+		l.mu.Unlock()
+	}
+	return ctx
+}
+
+func (*listingQueries) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (l *listingQueries) take() []tracedQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.got
+	l.got = nil
+	return out
+}
+
+// listingFixture is a schema filled with n runs, and a store on a pool
+// whose listing statements are recorded.
+type listingFixture struct {
+	store  *pgstore.Store
+	pool   *pgxpool.Pool
+	traced *listingQueries
+	now    time.Time
+}
+
+func newListingFixture(tb testing.TB, n int) *listingFixture {
+	tb.Helper()
+	_, schema := pgtest.PoolWithSchema(tb)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	traced := &listingQueries{}
+	cfg.ConnConfig.Tracer = traced
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	now := time.Now().UTC().Truncate(time.Second)
+	start := time.Now()
+	if _, err := pool.Exec(ctx, fillRuns, n, now); err != nil {
+		tb.Fatalf("filling: %v", err)
+	}
+	filled := time.Since(start)
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) trellis_runs`); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("%d runs inserted, indexes included, in %v; vacuumed and analyzed in %v", n, filled.Round(time.Millisecond), (time.Since(start) - filled).Round(time.Millisecond))
+	return &listingFixture{store: pgstore.New(pool), pool: pool, traced: traced, now: now}
+}
+
+// list runs one case's listing and returns its rows.
+func (f *listingFixture) list(tb testing.TB, c listCase) []store.Run {
+	q := c.q(f.now)
+	q.Limit = 51
+	runs, err := f.store.ListRuns(context.Background(), q)
+	if err != nil {
+		tb.Fatalf("%s: %v", c.name, err)
+	}
+	return runs
+}
+
+// explain runs the statements of one case's listing again under EXPLAIN
+// (ANALYZE, BUFFERS), planned as ListRuns plans them, and returns the
+// plans.
+func (f *listingFixture) explain(tb testing.TB, c listCase) []string {
+	tb.Helper()
+	f.traced.take()
+	f.list(tb, c)
+	var plans []string
+	for _, q := range f.traced.take() {
+		err := pgx.BeginFunc(context.Background(), f.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(context.Background(), `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`); err != nil {
+				return err
+			}
+			rows, err := tx.Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q.sql, q.args...)
+			if err != nil {
+				return err
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			plans = append(plans, strings.Join(lines, "\n"))
+			return err
+		})
+		if err != nil {
+			tb.Fatalf("%s: explaining: %v", c.name, err)
+		}
+	}
+	if len(plans) == 0 {
+		tb.Fatalf("%s: no listing statement seen", c.name)
+	}
+	return plans
+}
+
+var (
+	planIndex   = regexp.MustCompile(`(?:Index (?:Only )?Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)`)
+	planBuffers = regexp.MustCompile(`Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?`)
+)
+
+// summary is a plan's scans, and the pages its top node touched.
+func summary(plan string) (scans []string, seq bool, sorts bool, pages int) {
+	for _, m := range planIndex.FindAllStringSubmatch(plan, -1) {
+		scans = append(scans, m[1])
+	}
+	if m := planBuffers.FindStringSubmatch(plan); m != nil {
+		hit, _ := strconv.Atoi(m[1])
+		read, _ := strconv.Atoi(m[2])
+		pages = hit + read
+	}
+	return scans, strings.Contains(plan, "Seq Scan"), strings.Contains(plan, "Sort"), pages
+}
+
+// TestListRunsUsesIndexes checks the plans of the listings each index of
+// schema/0005 is there for: they read that index, and never the whole
+// table. (Where the index finds few rows, the planner may fetch them all
+// and sort them rather than read them in order: as cheap.)
+func TestListRunsUsesIndexes(t *testing.T) {
+	f := newListingFixture(t, 50_000)
+	want := map[string]string{
+		"none":              "trellis_runs_created",
+		"workflow":          "trellis_runs_workflow_created",
+		"workflow-rare":     "trellis_runs_workflow_created",
+		"tenant":            "trellis_runs_tenant_created",
+		"status-failed":     "trellis_runs_status_created",
+		"status-running":    "trellis_runs_status_created",
+		"idempotency-key":   "trellis_runs_idempotency_key",
+		"since-24h":         "trellis_runs_created",
+		"page-15-days-deep": "trellis_runs_created",
+	}
+	for _, c := range listCases {
+		index, ok := want[c.name]
+		if !ok {
+			continue
+		}
+		for _, plan := range f.explain(t, c) {
+			scans, seq, _, _ := summary(plan)
+			if len(scans) != 1 || scans[0] != index || seq {
+				t.Errorf("%s: want one scan, of %s; the plan:\n%s", c.name, index, plan)
+			}
+		}
+	}
+}
+
+// BenchmarkListRuns times one page of trellis runs list (51 runs) per
+// filter, on a table of TRELLIS_BENCH_RUNS runs (default 100,000; the
+// README's figures are for 1,000,000), and reports the pages (8 KiB)
+// each listing touched, which does not depend on the machine. Run with
+// -v to see each plan's index; TRELLIS_BENCH_EXPLAIN=1 prints the plans.
+//
+//	TRELLIS_BENCH_RUNS=1000000 go test -run '^$' -bench ListRuns -benchtime 200x ./runtime/store/pgstore/
+func BenchmarkListRuns(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("TRELLIS_BENCH_RUNS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("TRELLIS_BENCH_RUNS=%q: want a positive number", v)
+		}
+	}
+	f := newListingFixture(b, n)
+	for _, c := range listCases {
+		pages := 0
+		for _, plan := range f.explain(b, c) {
+			scans, seq, sorts, p := summary(plan)
+			pages += p
+			b.Logf("%s: scans %v, seq scan %v, sort %v, %d pages", c.name, scans, seq, sorts, p)
+			if os.Getenv("TRELLIS_BENCH_EXPLAIN") == "1" {
+				b.Log("\n" + plan)
+			}
+		}
+		b.Run(c.name, func(b *testing.B) {
+			rows := 0
+			for range b.N {
+				rows = len(f.list(b, c))
+			}
+			b.ReportMetric(float64(pages), "pages/op")
+			b.ReportMetric(float64(rows), "runs/op")
+		})
+	}
+}
