@@ -121,12 +121,13 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 	const batch = 1000
 	total := 0
 	for {
-		n, err := e.store.FireTimers(ctx, e.clock.Now(), batch)
-		total += n
+		now := e.clock.Now()
+		fired, err := e.store.FireTimers(ctx, now, batch)
+		total += len(fired)
 		if err != nil {
 			return total, err
 		}
-		if n < batch {
+		if len(fired) < batch {
 			return total, nil
 		}
 	}
