@@ -552,3 +552,39 @@ func TestTelemetryAcrossEnginesOnPostgres(t *testing.T) {
 		t.Errorf("timers fired: %d, want 2 (charge's retry, the nap)", n)
 	}
 }
+
+// NewLogHandler adds a step's attributes to lines logged with its context,
+// and nothing to other lines, with or without tracing.
+func TestLogHandler(t *testing.T) {
+	var lines captured
+	log := slog.New(runtime.NewLogHandler(&lines)).With("component", "billing")
+	h := trellistest.New(t)
+	spec := &runtime.WorkflowSpec{Name: "logs", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}}}
+	w, err := h.Engine.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, _ *runtime.StepRequest) (json.RawMessage, error) {
+			log.InfoContext(ctx, "in step")
+			log.Info("without context")
+			return nil, nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Run(t.Context(), nil, runtime.WithTenant("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.InfoContext(t.Context(), "outside")
+	checkLine(t, lines.line(t, "in step"), map[string]string{
+		"run_id": res.ID.String(), "workflow": "logs", "step": "s", "attempt": "1", "tenant": "acme", "component": "billing",
+		"trace_id": "", // no TracerProvider, no span
+	})
+	for _, msg := range []string{"without context", "outside"} {
+		line := lines.line(t, msg)
+		for _, k := range []string{"run_id", "workflow", "step", "attempt", "tenant", "trace_id"} {
+			if v, ok := line[k]; ok {
+				t.Errorf("line %q has %s=%q", msg, k, v)
+			}
+		}
+	}
+}

@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -15,7 +15,7 @@ import (
 // span in the caller's context if there is one: a run started inside an
 // HTTP handler belongs to the request's trace. Its span context is
 // stored with each run the trigger created, as W3C Trace Context headers
-// (traceparent, tracestate). Each attempt of a step's code, in whichever
+// (traceparent, tracestate), one "name: value" line each. Each attempt of a step's code, in whichever
 // process claims it, then makes a span "trellis.step <workflow>/<step>",
 // of kind consumer, a child of that trigger span; the step's code gets it
 // in its context, so the spans it starts nest below it.
@@ -58,33 +58,64 @@ func (e *Engine) endTrigger(span trace.Span, refs []RunRef, err error) {
 }
 
 // encodeTraceContext writes the span context of ctx as W3C Trace Context
-// headers in a JSON object: what a run stores. Empty when ctx has no
-// valid span context.
+// headers, one "name: value" line each (traceparent, then tracestate
+// when there is one): what a run stores. Empty when ctx has no valid
+// span context.
 func encodeTraceContext(ctx context.Context) string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ""
 	}
 	carrier := propagation.MapCarrier{}
 	traceCarrier.Inject(ctx, carrier)
-	b, err := json.Marshal(carrier)
-	if err != nil {
-		return "" // a map of strings always marshals
+	lines := make([]string, 0, len(carrier))
+	for _, k := range traceCarrier.Fields() { // in a fixed order
+		if v := carrier.Get(k); v != "" {
+			lines = append(lines, k+": "+v)
+		}
 	}
-	return string(b)
+	return strings.Join(lines, "\n")
 }
 
 // withTraceContext returns ctx carrying the remote span context a run
-// stored, and whether there was a valid one.
+// stored, and whether there was a valid one. It reads the stored headers
+// in place: every step attempt does this.
 func withTraceContext(ctx context.Context, stored string) (context.Context, bool) {
 	if stored == "" {
 		return ctx, false
 	}
-	var carrier propagation.MapCarrier
-	if json.Unmarshal([]byte(stored), &carrier) != nil {
-		return ctx, false
-	}
-	ctx = traceCarrier.Extract(ctx, carrier)
+	ctx = traceCarrier.Extract(ctx, headerLines(stored))
 	return ctx, trace.SpanContextFromContext(ctx).IsValid()
+}
+
+// headerLines reads "name: value" lines as a propagation.TextMapCarrier.
+type headerLines string
+
+// Get implements propagation.TextMapCarrier.
+func (h headerLines) Get(key string) string {
+	for rest := string(h); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if k, v, ok := strings.Cut(line, ": "); ok && strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return ""
+}
+
+// Set implements propagation.TextMapCarrier; stored headers are read only.
+func (headerLines) Set(string, string) {}
+
+// Keys implements propagation.TextMapCarrier.
+func (h headerLines) Keys() []string {
+	var keys []string
+	for rest := string(h); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if k, _, ok := strings.Cut(line, ": "); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // stepSpan is the span of one step attempt; nil without a tracer.

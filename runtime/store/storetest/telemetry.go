@@ -70,7 +70,7 @@ func testQueueDepth(t *testing.T, f *fixture) {
 }
 
 func testTraceContext(t *testing.T, f *fixture) {
-	const tc = `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+	const tc = "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ntracestate: vendor=x"
 	traced := f.createDiamond(runOpts{traceContext: tc})
 	plain := f.createDiamond(runOpts{})
 	if got := f.run(traced).TraceContext; got != tc {
