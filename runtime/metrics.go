@@ -48,8 +48,9 @@ var taskOutcomes = []string{outcomeCompleted, outcomeFailed, outcomeRetried, out
 
 // gaugeTenants bounds the tenants the queue gauges name: the ones with
 // the most queued tasks. The tasks of the others are reported under
-// otherTenants, so that the series of a gauge still add up to the whole
-// queue however many tenants there are.
+// otherTenants (0 when there are none), so that the series of a gauge
+// still add up to the whole queue however many tenants there are, and an
+// empty queue reads 0 rather than nothing.
 const (
 	gaugeTenants = 100
 	otherTenants = "_other"
@@ -283,7 +284,7 @@ func (m *metrics) timersFired(ctx context.Context, fired []store.FiredTimer, now
 // stuck runs.
 func (m *metrics) newGauges(meter metric.Meter) error {
 	var err error
-	m.leader, err = meter.Int64ObservableGauge("trellis.engine.leader", metric.WithUnit("1"),
+	m.leader, err = meter.Int64ObservableGauge("trellis.engine.leader", metric.WithUnit("{leader}"),
 		metric.WithDescription("1 while this engine leads (fires timers, recovers tasks, reports the queue gauges), else 0."))
 	if err != nil {
 		return err
@@ -342,11 +343,10 @@ func (e *Engine) observeQueue(ctx context.Context, o metric.Observer, queued, ru
 		restQueued -= t.Queued
 		restRunning -= t.Running
 	}
-	if restQueued > 0 || restRunning > 0 {
-		other := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(otherTenants)))
-		o.ObserveInt64(queued, int64(restQueued), other)
-		o.ObserveInt64(running, int64(restRunning), other)
-	}
+	// Always, so that an empty queue reads 0 rather than no series.
+	other := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(otherTenants)))
+	o.ObserveInt64(queued, int64(restQueued), other)
+	o.ObserveInt64(running, int64(restRunning), other)
 }
 
 // gaugeRead reports whether a store read for the gauges worked, logging a
