@@ -44,8 +44,6 @@ const (
 	outcomeDropped = "dropped"
 )
 
-var taskOutcomes = []string{outcomeCompleted, outcomeFailed, outcomeRetried, outcomeSkipped}
-
 // gaugeTenants bounds the tenants the queue gauges name: the ones with
 // the most queued tasks. The tasks of the others are reported under
 // otherTenants (0 when there are none), so that the series of a gauge
@@ -100,7 +98,9 @@ type runSets struct {
 
 // durationBuckets are the bucket bounds, in seconds, of the duration
 // histograms: from a millisecond (a no-op step, a claim) to an hour.
-var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+func durationBuckets() []float64 {
+	return []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+}
 
 // newMetrics creates the instruments on mp.
 func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
@@ -118,7 +118,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 		var h metric.Float64Histogram
 		if err == nil {
 			h, err = meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-				metric.WithExplicitBucketBoundaries(durationBuckets...))
+				metric.WithExplicitBucketBoundaries(durationBuckets()...))
 		}
 		return h
 	}
@@ -157,9 +157,9 @@ func (m *metrics) stepSets(workflow, step string) *stepSets {
 	base := []attribute.KeyValue{attrWorkflow.String(workflow), attrStep.String(step)}
 	s := &stepSets{
 		step:     metric.WithAttributeSet(attribute.NewSet(base...)),
-		outcomes: make(map[string]metric.MeasurementOption, len(taskOutcomes)),
+		outcomes: make(map[string]metric.MeasurementOption, 4),
 	}
-	for _, o := range taskOutcomes {
+	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeRetried, outcomeSkipped} {
 		s.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(append(base[:2:2], attrTaskOutcome.String(o))...))
 	}
 	got, _ := m.steps.LoadOrStore(k, s)

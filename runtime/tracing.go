@@ -25,9 +25,6 @@ import (
 // root of a trace of its own. Skipped steps, sleeps and wake-ups run no
 // code and make no span.
 
-// traceCarrier is the propagator runs' trace contexts are stored with.
-var traceCarrier = propagation.TraceContext{}
-
 // startTrigger starts the span of a trigger and returns its context and
 // the trace context to store with the runs it creates. Without a tracer
 // it returns ctx, no span and no trace context.
@@ -66,9 +63,9 @@ func encodeTraceContext(ctx context.Context) string {
 		return ""
 	}
 	carrier := propagation.MapCarrier{}
-	traceCarrier.Inject(ctx, carrier)
+	propagation.TraceContext{}.Inject(ctx, carrier)
 	lines := make([]string, 0, len(carrier))
-	for _, k := range traceCarrier.Fields() { // in a fixed order
+	for _, k := range (propagation.TraceContext{}).Fields() { // in a fixed order
 		if v := carrier.Get(k); v != "" {
 			lines = append(lines, k+": "+v)
 		}
@@ -83,7 +80,7 @@ func withTraceContext(ctx context.Context, stored string) (context.Context, bool
 	if stored == "" {
 		return ctx, false
 	}
-	ctx = traceCarrier.Extract(ctx, headerLines(stored))
+	ctx = propagation.TraceContext{}.Extract(ctx, headerLines(stored))
 	return ctx, trace.SpanContextFromContext(ctx).IsValid()
 }
 
