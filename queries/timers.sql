@@ -1,7 +1,7 @@
--- name: TimersFire :one
+-- name: TimersFire :many
 -- Fires up to lim timers due at now: sleeping tasks wake (queued to be
 -- completed), retrying tasks are queued for their next attempt. Returns
--- how many fired.
+-- the timers that fired, with when each was due.
 WITH due AS (
     SELECT m.run_id, m.step
     FROM trellis_timers m
@@ -15,7 +15,7 @@ WITH due AS (
     DELETE FROM trellis_timers m
     WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
-    RETURNING m.run_id, m.step
+    RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
     -- is queued for its next attempt.
@@ -24,7 +24,7 @@ WITH due AS (
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING')
-    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at, f.wake_at AS due
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken
@@ -34,7 +34,7 @@ WITH due AS (
 )
 -- queued is read through a scalar subquery, which runs once: joined, it
 -- could run once per woken task.
-SELECT count(*)::bigint FROM woken WHERE (SELECT n FROM queued) >= 0;
+SELECT run_id, step, wake, due FROM woken WHERE (SELECT n FROM queued) >= 0;
 
 -- name: TimerNext :one
 SELECT wake_at FROM trellis_timers ORDER BY wake_at LIMIT 1;

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -51,10 +55,25 @@ func (noopOrders) NotifyAdmin(context.Context, workflow.OrderProcessingInput, ru
 // BenchmarkMemoryOrderWorkflow runs the order workflow (seven tasks a run,
 // one of them skipped and one a 24h sleep) b.N times on the memory store,
 // driven by hand on a virtual clock: the figure is the engine's own cost.
+// With otel=on the engine has OpenTelemetry's SDK providers, every span
+// sampled and batched to an exporter that drops it, metrics aggregated
+// for a reader: the cost of the instrumentation, in time and allocations.
 func BenchmarkMemoryOrderWorkflow(b *testing.B) {
+	b.Run("otel=off", func(b *testing.B) { benchmarkOrders(b, func(*runtime.Config) {}) })
+	b.Run("otel=on", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
+		benchmarkOrders(b, func(c *runtime.Config) { c.TracerProvider, c.MeterProvider = tp, mp })
+	})
+}
+
+func benchmarkOrders(b *testing.B, configure func(*runtime.Config)) {
 	ctx := context.Background()
 	vc := clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Clock: vc, ClaimBatch: 256})
+	cfg := runtime.Config{Store: memstore.New(), Clock: vc, ClaimBatch: 256}
+	configure(&cfg)
+	engine, err := runtime.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

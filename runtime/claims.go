@@ -38,6 +38,11 @@ type claims struct {
 type claim struct {
 	attempt int
 	run     RunID
+	// The run's facts, for logs and metrics about the task.
+	workflow, version, tenant string
+	// try is the attempt's number in the current try of its run (what
+	// StepInfo.Attempt says).
+	try int
 	// cancel stops the step's code while it runs; nil before and after.
 	cancel context.CancelCauseFunc
 	// handler is true for the failure handler, which runs after its run
@@ -67,8 +72,24 @@ func (c *claims) end(token int, tasks []store.ClaimedTask) {
 	defer c.mu.Unlock()
 	delete(c.claiming, token)
 	for _, t := range tasks {
-		c.byKey[t.Key] = &claim{attempt: t.Attempt, run: t.Key.Run}
+		c.byKey[t.Key] = newClaim(t)
 	}
+}
+
+func newClaim(t store.ClaimedTask) *claim {
+	return &claim{attempt: t.Attempt, run: t.Key.Run, workflow: t.Workflow, version: t.Version, tenant: t.Tenant,
+		try: t.Attempt - t.PriorAttempts}
+}
+
+// about returns the facts of an owned attempt: its run's workflow,
+// version and tenant, and its number in the run's current try.
+func (c *claims) about(a store.Attempt) (cl claim, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if got, ok := c.byKey[a.Key]; ok && got.attempt == a.Attempt {
+		return *got, true
+	}
+	return claim{}, false
 }
 
 // started records that a claimed task's code is running.
@@ -77,7 +98,7 @@ func (c *claims) started(t store.ClaimedTask, handler bool, cancel context.Cance
 	defer c.mu.Unlock()
 	cl, ok := c.byKey[t.Key]
 	if !ok || cl.attempt != t.Attempt {
-		cl = &claim{attempt: t.Attempt, run: t.Key.Run}
+		cl = newClaim(t)
 		c.byKey[t.Key] = cl
 	}
 	cl.cancel, cl.handler = cancel, handler

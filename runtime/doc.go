@@ -48,4 +48,20 @@
 // tenants), WithIdempotencyKey (WithIdempotencyKeys for TriggerMany, one
 // key per input), and WithTx to create a run inside the caller's
 // database transaction (runtime.WithTx(pgstore.Tx(tx))).
+//
+// # Observability
+//
+// Metrics and traces are OpenTelemetry's, off unless Config gives a
+// MeterProvider or a TracerProvider (the global providers are never
+// used). With a MeterProvider, the engine counts runs and tasks by
+// workflow, step and outcome (trellis.run.*, trellis.task.*), times step
+// attempts, queue waits, claims and timer lateness, and reports
+// leadership, queue depth per tenant and stuck runs as gauges. With a
+// TracerProvider, each trigger makes a span whose context is stored with
+// its runs, and each step attempt a span that is its child, in whichever
+// process runs it: a run triggered inside an HTTP handler continues the
+// request's trace. Logs are slog's (Config.Logger): every engine line
+// about a task carries run_id, workflow, step, attempt and tenant, and
+// NewLogHandler gives a step's own lines the same. The README lists the
+// metrics and their attributes.
 package runtime

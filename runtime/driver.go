@@ -28,7 +28,9 @@ type Driver struct {
 }
 
 // NewDriver makes d the driver of e, which must not be started; an engine
-// has at most one driver.
+// has at most one driver. A driven engine does the leader's work, so with
+// a MeterProvider it reports the queue gauges, for as long as the provider
+// lives.
 func NewDriver(e *Engine) (*Driver, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -37,6 +39,9 @@ func NewDriver(e *Engine) (*Driver, error) {
 		return nil, errors.New("runtime.NewDriver: the engine is started")
 	case e.driver != nil:
 		return nil, errors.New("runtime.NewDriver: the engine already has a driver")
+	}
+	if _, err := e.observeGauges(); err != nil {
+		return nil, err
 	}
 	d := &Driver{e: e, p: newPipeline(e, context.Background())}
 	e.driver = d
@@ -121,12 +126,14 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 	const batch = 1000
 	total := 0
 	for {
-		n, err := e.store.FireTimers(ctx, e.clock.Now(), batch)
-		total += n
+		now := e.clock.Now()
+		fired, err := e.store.FireTimers(ctx, now, batch)
+		e.metrics.timersFired(ctx, fired, now)
+		total += len(fired)
 		if err != nil {
 			return total, err
 		}
-		if n < batch {
+		if len(fired) < batch {
 			return total, nil
 		}
 	}

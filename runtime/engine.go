@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -66,6 +68,26 @@ type Config struct {
 	// tasks holding it up and the workers holding them (default 10m;
 	// negative: never). See Engine.StuckRuns.
 	StuckAfter time.Duration
+	// MeterProvider, when set, receives the engine's metrics: counters of
+	// runs and tasks by workflow, step and outcome, histograms of step
+	// duration, queue wait, claims and timer lateness, and gauges of
+	// leadership, queue depth and stuck runs (see the README for the list).
+	// nil, the default, means no metrics at the cost of a nil check; the
+	// engine never falls back to the global provider, so that a library
+	// user's process decides what is measured.
+	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, traces runs: a span per trigger, stored
+	// with the runs it creates, and a span per step attempt, its child,
+	// in whichever process runs it; step code finds its span in its
+	// context. Set it on the engines that trigger runs too: a run
+	// triggered without it has no trace to continue. nil, the default,
+	// means no tracing (the global provider is not used either).
+	TracerProvider trace.TracerProvider
+	// TenantMetrics adds the tenant (trellis.tenant.id) to the run and
+	// task metrics. Off by default: each tenant multiplies their series,
+	// and a system with many tenants would flood the metrics backend.
+	// The queue gauges always name tenants, the 100 deepest at most.
+	TenantMetrics bool
 }
 
 func (c *Config) setDefaults() error {
@@ -131,6 +153,8 @@ type Engine struct {
 	driver      *Driver    // set while driven by hand
 	localWakeup chan struct{}
 	leader      atomic.Bool
+	metrics     *metrics     // nil without Config.MeterProvider
+	tracer      trace.Tracer // nil without Config.TracerProvider
 }
 
 type registration struct {
@@ -144,7 +168,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("worker", cfg.WorkerID)
-	return &Engine{
+	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
@@ -153,7 +177,18 @@ func New(cfg Config) (*Engine, error) {
 		claims:      newClaims(),
 		faults:      newFaultLog(log),
 		localWakeup: make(chan struct{}, 1),
-	}, nil
+	}
+	if cfg.MeterProvider != nil {
+		m, err := newMetrics(e, cfg.MeterProvider)
+		if err != nil {
+			return nil, err
+		}
+		e.metrics = m
+	}
+	if cfg.TracerProvider != nil {
+		e.tracer = cfg.TracerProvider.Tracer(instrumentationName)
+	}
+	return e, nil
 }
 
 // Store is the engine's store, for inspection.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -37,11 +36,13 @@ type job struct {
 // plan looks at claimed tasks and sorts them into jobs whose code must run
 // and results known at once (skips, sleeps, woken sleeps, tasks that cannot
 // run). It writes the STARTED events of jobs the claim did not start.
-func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job, store.Results, error) {
+// claimedAt is the time the claim was stamped with.
+func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]*job, store.Results, error) {
 	now := e.clock.Now()
 	results := store.Results{Now: now}
 	var jobs []*job
 	var start []store.Attempt
+	m := e.metrics
 	for _, c := range claimed {
 		a := attemptOf(c)
 		def, err := e.definition(ctx, c.Version)
@@ -50,17 +51,21 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
+			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
 			continue
 		}
 		if c.Key.Step >= len(def.graph.Steps) {
 			results.Failures = append(results.Failures, store.Failure{Attempt: a,
 				Error: fmt.Sprintf("workflow %s has no step %d", def.Version(), c.Key.Step)})
+			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
 			continue
 		}
 		step := &def.graph.Steps[c.Key.Step]
+		m.queueWait(ctx, c, step.Name, claimedAt)
 		switch {
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeCompleted)
 			continue
 		case step.Kind == store.KindOnFailure:
 			jobs = append(jobs, &job{claim: c, def: def, step: step, planned: now})
@@ -73,16 +78,19 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask) ([]*job,
 		if dag.CascadeSkip(statuses) {
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: "all parents were skipped", Children: step.Children})
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeSkipped)
 			continue
 		}
 		skip, detail, err := e.evalSkip(ctx, def, step, c.Input, completed)
 		switch {
 		case err != nil:
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
 			continue
 		case skip:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: detail, Children: step.Children})
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeSkipped)
 			continue
 		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
@@ -154,16 +162,22 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name, Attempt: c.Attempt - c.PriorAttempts}
 	runCtx := withInfo(stepCtx, info)
+	runCtx, span := e.startStep(runCtx, j, info)
 	if j.step.Timeout > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = clock.WithTimeout(runCtx, e.clock, j.step.Timeout)
 		defer stop()
 	}
-	log := e.log.With("run", c.Key.Run, "step", j.step.Name, "attempt", info.Attempt)
-	out, err := e.call(runCtx, j, info, log)
+	var began time.Time
+	if e.metrics != nil {
+		e.metrics.stepStarted(ctx, info)
+		began = e.clock.Now()
+	}
+	out, err := e.call(runCtx, j, info)
 	a := attemptOf(c)
 	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-		log.Info("dropping step result", "reason", cause)
+		e.taskLog(info).Info("dropping step result", "reason", cause)
+		span.end(outcomeDropped, cause, e.clock.Now())
 		if !errors.Is(cause, ErrStopped) {
 			e.claims.release(a)
 		}
@@ -174,6 +188,13 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		now = j.planned
 	}
 	res.Now = now
+	// ended reports the attempt's outcome to the span and the metrics.
+	ended := func(outcome string, err error) {
+		span.end(outcome, err, now)
+		if e.metrics != nil {
+			e.metrics.stepRan(ctx, info, now.Sub(began), outcome)
+		}
+	}
 	if err == nil {
 		switch {
 		case len(out) > 0 && !utf8.Valid(out):
@@ -186,6 +207,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 				break
 			}
 			res.Completions = []store.Completion{{Attempt: a, Output: out, Children: j.step.Children}}
+			ended(outcomeCompleted, nil)
 			return res, true
 		}
 	}
@@ -195,20 +217,22 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}
 	if delay, retry := dag.Retry(j.step.Retry, info.Attempt, IsRetryable(err)); retry {
-		log.Info("step failed; will retry", "error", msg, "in", delay)
+		e.taskLog(info).Info("step failed; will retry", "error", msg, "in", delay)
 		res.Retries = []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}
+		ended(outcomeRetried, err)
 		return res, true
 	}
-	log.Info("step failed", "error", msg)
+	e.taskLog(info).Info("step failed", "error", msg)
 	res.Failures = []store.Failure{{Attempt: a, Error: msg, TimedOut: timedOut}}
+	ended(outcomeFailed, err)
 	return res, true
 }
 
 // call invokes the job's code, turning a panic into an error.
-func (e *Engine) call(ctx context.Context, j *job, info StepInfo, log *slog.Logger) (out json.RawMessage, err error) {
+func (e *Engine) call(ctx context.Context, j *job, info StepInfo) (out json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error("step panicked", "panic", p, "stack", string(debug.Stack()))
+			e.taskLog(info).Error("step panicked", "panic", p, "stack", string(debug.Stack()))
 			out, err = nil, fmt.Errorf("step panicked: %v", p)
 		}
 	}()

@@ -370,7 +370,7 @@ func testStuckRunIsReported(t *testing.T, s store.Store) {
 	}
 	_, line, _ := strings.Cut(logs.String(), "run making no progress")
 	line, _, _ = strings.Cut(line, "\n")
-	for _, want := range []string{"run=" + ref.ID.String(), "workflow=hangs", "s RUNNING since", "on worker w"} {
+	for _, want := range []string{"run_id=" + ref.ID.String(), "workflow=hangs", "s RUNNING since", "on worker w"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("stuck log line %q lacks %q", line, want)
 		}

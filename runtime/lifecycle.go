@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -26,6 +28,7 @@ type lifecycle struct {
 	flushStop    chan struct{}      // closed by Stop once steps drained
 	flushed      chan struct{}      // closed when the flusher returns
 	loops        sync.WaitGroup
+	gauges       metric.Registration // the metric gauges' callback; nil without metrics
 }
 
 // Start begins executing: claiming ready tasks of registered workflows,
@@ -69,6 +72,10 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering worker: %w", err)
 	}
+	gauges, err := e.observeGauges()
+	if err != nil {
+		return nil, err
+	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	var notes <-chan store.Notification
 	err = retryTransient(ctx, e.clock, func() (err error) {
@@ -77,10 +84,13 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	})
 	if err != nil {
 		cancel()
+		if gauges != nil {
+			_ = gauges.Unregister()
+		}
 		return nil, fmt.Errorf("engine: listening for wake-ups: %w", err)
 	}
 	lc := &lifecycle{
-		p: newPipeline(e, ctx), startedAt: started, cancel: cancel,
+		p: newPipeline(e, ctx), startedAt: started, cancel: cancel, gauges: gauges,
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
 		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
@@ -138,6 +148,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	lc.cancel()
 	lc.loops.Wait()
 	lc.p.stepCancel(ErrStopped)
+	if lc.gauges != nil {
+		if uerr := lc.gauges.Unregister(); uerr != nil {
+			e.log.Warn("unregistering the metric gauges", "error", uerr)
+		}
+	}
 	// What is still owned was abandoned mid-step (an attempt, as if the
 	// worker had died), or its result could not be recorded: give it back
 	// now rather than after StaleAfter. Should that fail too, the tasks are

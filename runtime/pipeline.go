@@ -88,12 +88,12 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 		p.releaseSlots(free)
 		return 0, nil
 	}
-	claimed, err := e.claim(ctx, names, free)
+	claimed, claimedAt, err := e.claim(ctx, names, free)
 	if err != nil {
 		p.releaseSlots(free)
 		return 0, err
 	}
-	jobs, immediate, err := e.plan(ctx, claimed)
+	jobs, immediate, err := e.plan(ctx, claimed, claimedAt)
 	if err != nil {
 		e.handBack(ctx, attemptsOf(claimed), "the worker could not start the task: "+cleanText(err.Error()), false)
 		p.releaseSlots(free)
@@ -132,8 +132,9 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 }
 
 // claim claims up to limit ready tasks of the named workflows and owns
-// them. While the claim is under way, reconciliation leaves its tasks be.
-func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, error) {
+// them, and returns the time the claim was stamped with. While the claim
+// is under way, reconciliation leaves its tasks be.
+func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, time.Time, error) {
 	now := e.clock.Now()
 	token := e.claims.begin(now)
 	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
@@ -141,7 +142,10 @@ func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]st
 		TenantLimit: e.cfg.TenantConcurrency, Now: now,
 	})
 	e.claims.end(token, claimed)
-	return claimed, err
+	if e.metrics != nil && err == nil {
+		e.metrics.claimed(ctx, e.clock.Now().Sub(now), len(claimed))
+	}
+	return claimed, now, err
 }
 
 func attemptsOf(tasks []store.ClaimedTask) []store.Attempt {
@@ -219,11 +223,11 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 	}
 	a := attempts(batch)[0]
 	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
-		e.log.Error("the store refused a task's failure too; handing the task back", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
+		e.attemptLog(a).Error("the store refused a task's failure too; handing the task back", "error", cause)
 		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", false)
 		return
 	}
-	e.log.Error("the store refused a task result; failing the task", "run", a.Key.Run, "step", a.Key.Step, "error", cause)
+	e.attemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
 	p.record(ctx, store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}})
 }
 
@@ -247,8 +251,40 @@ func split(batch store.Results) []store.Results {
 	return out
 }
 
+// countFinishedRuns counts the runs a recorded batch ended: failed when
+// the batch failed one of their tasks, completed otherwise.
+func (e *Engine) countFinishedRuns(batch store.Results, finished []RunID) {
+	failed := map[RunID]bool{}
+	for _, f := range batch.Failures {
+		failed[f.Key.Run] = true
+	}
+	owners := map[RunID]claim{}
+	for _, a := range attempts(batch) {
+		if _, ok := owners[a.Key.Run]; !ok {
+			if cl, ok := e.claims.about(a); ok {
+				owners[a.Key.Run] = cl
+			}
+		}
+	}
+	ctx := context.Background()
+	for _, id := range finished {
+		cl, ok := owners[id]
+		if !ok {
+			continue
+		}
+		outcome := outcomeCompleted
+		if failed[id] {
+			outcome = outcomeFailed
+		}
+		e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(cl.workflow, cl.tenant, outcome))
+	}
+}
+
 // afterFinish wakes whoever waits on what a Finish changed.
 func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
+	if e.metrics != nil && len(res.Finished) > 0 {
+		e.countFinishedRuns(batch, res.Finished) // while the claims still say whose tasks these were
+	}
 	e.claims.release(attempts(batch)...)
 	for _, id := range res.Finished {
 		e.claims.stopRun(id, errRunEnded)

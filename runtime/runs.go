@@ -41,8 +41,13 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 // create validates every input, then creates all the runs in one store
 // call: all of them, or none. keys[i], when keys is not nil, is the
 // idempotency key of inputs[i]; the caller has checked that keys are
-// distinct.
-func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) ([]RunRef, error) {
+// distinct. With tracing, the trigger's span context is stored with the
+// runs (see tracing.go).
+func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) (refs []RunRef, err error) {
+	ctx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, len(inputs))
+	if span != nil {
+		defer func() { e.endTrigger(span, refs, err) }()
+	}
 	inputs = slices.Clone(inputs)
 	for i, in := range inputs {
 		if len(in) == 0 {
@@ -67,6 +72,7 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		}
 		runs[i] = store.NewRun{
 			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Input: in, Tasks: tasks,
+			TraceContext: traceContext,
 		}
 		if keys != nil {
 			runs[i].IdempotencyKey = keys[i]
@@ -80,7 +86,6 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		return res, err
 	}
 	var res []store.CreateRunResult
-	var err error
 	if o.Tx != nil {
 		res, err = create()
 	} else {
@@ -89,14 +94,20 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	if err != nil {
 		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 	}
-	refs := make([]RunRef, len(res))
-	created := false
+	refs = make([]RunRef, len(res))
+	created := 0
 	for i, r := range res {
 		refs[i] = RunRef{ID: r.ID, Workflow: def.Name(), Existing: !r.Created}
-		created = created || r.Created
+		if r.Created {
+			created++
+		}
 	}
-	if created {
+	if created > 0 {
 		e.wake()
+	}
+	if e.metrics != nil {
+		// In a caller's transaction, counted when created, not committed.
+		e.metrics.runsStarted(ctx, def.Name(), o.Tenant, created)
 	}
 	return refs, nil
 }
@@ -193,6 +204,13 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID) (bool, error) {
 	if ok {
 		e.claims.stopRun(id, errRunEnded)
 		e.runFinished(id)
+		if e.metrics != nil {
+			// The one read metrics cost outside the pipeline: cancelling is
+			// rare, and the run's workflow is not at hand.
+			if run, err := e.store.GetRun(ctx, id); err == nil {
+				e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(run.Workflow, run.Tenant, outcomeCancelled))
+			}
+		}
 	}
 	return ok, nil
 }

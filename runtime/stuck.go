@@ -116,7 +116,7 @@ func (e *Engine) checkStuck(ctx context.Context, w *stuckWatch) {
 				parts[i] += " on worker " + t.Worker
 			}
 		}
-		e.log.Warn("run making no progress", "run", r.ID, "workflow", r.Workflow, "tenant", r.Tenant,
+		e.log.Warn("run making no progress", LogKeyRunID, r.ID.String(), LogKeyWorkflow, r.Workflow, LogKeyTenant, r.Tenant,
 			"for", now.Sub(r.Tasks[0].Since).Round(time.Second), "tasks", strings.Join(parts, "; "))
 	}
 	w.logged = seen

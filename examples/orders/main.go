@@ -6,6 +6,7 @@
 //	go run ./examples/orders -postgres             # the same against Postgres
 //	go run ./examples/orders -postgres -worker     # a worker process (real time)
 //	go run ./examples/orders -postgres -trigger 10 # start runs for the workers
+//	go run ./examples/orders -metrics :9090        # and serve Prometheus metrics
 //
 // By default it runs two orders to completion in well under a second: the
 // engine runs on a virtual clock, and when nothing is left to do but wait
@@ -17,6 +18,10 @@
 // With -worker it is a production-style worker on real time: start several,
 // trigger runs from another shell, kill one with kill -9 and watch another
 // take over its work. Ctrl-C stops a worker gracefully.
+//
+// With -metrics it serves the engine's OpenTelemetry metrics for
+// Prometheus at /metrics on the address given (see metrics.go): a worker
+// for as long as it runs, the demo until Ctrl-C once its runs are done.
 package main
 
 import (
@@ -52,11 +57,21 @@ func run(args []string, out io.Writer) error {
 	dbURL := fs.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string")
 	worker := fs.Bool("worker", false, "run as a worker on real time until interrupted (needs -postgres)")
 	trigger := fs.Int("trigger", 0, "start this many runs and exit (needs -postgres)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`addr`/metrics (e.g. :9090)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var metrics *metricsServer
+	if *metricsAddr != "" {
+		var err error
+		if metrics, err = startMetrics(*metricsAddr); err != nil {
+			return err
+		}
+		defer metrics.Close(context.WithoutCancel(ctx))
+		fmt.Fprintf(out, "serving metrics at %s\n", metrics.URL())
+	}
 
 	var st store.Store = memstore.New()
 	if *usePG {
@@ -74,18 +89,33 @@ func run(args []string, out io.Writer) error {
 	}
 	switch {
 	case *worker:
-		return work(ctx, st, out)
+		return work(ctx, st, metrics, out)
 	case *trigger > 0:
 		return triggerRuns(ctx, st, *trigger, out)
 	}
-	return demo(ctx, st, out)
+	if err := demo(ctx, st, metrics, out); err != nil {
+		return err
+	}
+	if metrics != nil {
+		fmt.Fprintf(out, "the runs are done; still serving metrics at %s until Ctrl-C\n", metrics.URL())
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// withMetrics sets cfg's MeterProvider to the metrics server's, if any.
+func withMetrics(cfg runtime.Config, metrics *metricsServer) runtime.Config {
+	if metrics != nil {
+		cfg.MeterProvider = metrics.Provider
+	}
+	return cfg
 }
 
 // demo runs two orders, one valid and one over the limit, on a virtual
 // clock.
-func demo(ctx context.Context, st store.Store, out io.Writer) error {
+func demo(ctx context.Context, st store.Store, metrics *metricsServer, out io.Writer) error {
 	vc := clock.NewVirtual(time.Now().UTC().Truncate(time.Second))
-	engine, err := runtime.New(runtime.Config{Store: st, Clock: vc})
+	engine, err := runtime.New(withMetrics(runtime.Config{Store: st, Clock: vc}, metrics))
 	if err != nil {
 		return err
 	}
@@ -147,9 +177,9 @@ func demo(ctx context.Context, st store.Store, out io.Writer) error {
 }
 
 // work runs a worker on real time until ctx ends, then stops gracefully.
-func work(ctx context.Context, st store.Store, out io.Writer) error {
+func work(ctx context.Context, st store.Store, metrics *metricsServer, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	engine, err := runtime.New(runtime.Config{Store: st, Logger: log})
+	engine, err := runtime.New(withMetrics(runtime.Config{Store: st, Logger: log}, metrics))
 	if err != nil {
 		return err
 	}

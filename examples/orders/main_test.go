@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
@@ -102,5 +104,40 @@ func TestFraudWindowHoldsTheShipment(t *testing.T) {
 	h.Advance(24 * time.Hour)
 	if res, err = orders.Result(ctx, ref.ID); err != nil || res.Status != runtime.RunCompleted || res.Steps.Ship != runtime.TaskCompleted {
 		t.Fatalf("after the fraud window: %+v, %v", res, err)
+	}
+}
+
+// TestMetricsServed runs the demo with -metrics' server and scrapes it as
+// Prometheus would.
+func TestMetricsServed(t *testing.T) {
+	metrics, err := startMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer metrics.Close(context.WithoutCancel(t.Context()))
+	if err := demo(t.Context(), memstore.New(), metrics, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(metrics.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", metrics.URL(), resp.Status, err)
+	}
+	for _, want := range []string{
+		`trellis_run_finished_total{otel_scope_name="github.com/effectivelabs/trellis/runtime",otel_scope_schema_url="",otel_scope_version="",trellis_run_outcome="completed",trellis_workflow_name="order-processing"} 2`,
+		`trellis_task_finished_total{otel_scope_name="github.com/effectivelabs/trellis/runtime",otel_scope_schema_url="",otel_scope_version="",trellis_step_name="reject",trellis_task_outcome="skipped",trellis_workflow_name="order-processing"} 1`,
+		`trellis_task_duration_seconds_count{otel_scope_name="github.com/effectivelabs/trellis/runtime",otel_scope_schema_url="",otel_scope_version="",trellis_step_name="ship",trellis_task_outcome="completed",trellis_workflow_name="order-processing"} 1`,
+		`trellis_queue_depth{otel_scope_name="github.com/effectivelabs/trellis/runtime",otel_scope_schema_url="",otel_scope_version="",trellis_tenant_id="_other"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
 	}
 }

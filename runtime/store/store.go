@@ -203,6 +203,12 @@ type Tasks interface {
 	// before it and has not fired. It reads only live work, so it stays
 	// cheap however much history the store keeps.
 	StuckTasks(ctx context.Context, p Stuck) ([]StuckTask, error)
+	// QueueDepth counts the live work: the tasks queued (waiting to be
+	// claimed, woken sleeps included) and running, in total and for the
+	// tenants tenants with the most queued tasks (then the most running,
+	// then by name). Like StuckTasks it reads only live work; its cost
+	// grows with the tasks queued and running, not with history.
+	QueueDepth(ctx context.Context, tenants int) (QueueDepth, error)
 	// RecoverTasks finds up to Limit RUNNING tasks claimed before
 	// StaleBefore whose worker has not heartbeated since StaleBefore (it
 	// died) and, atomically for each, queues it again when it has attempts
@@ -215,8 +221,10 @@ type Timers interface {
 	// FireTimers atomically takes up to Limit timers due at Now and queues
 	// their tasks: a retrying task is queued for its next attempt (QUEUED
 	// event), a sleeping task is queued to be completed (WOKEN event). A
-	// timer fires once.
-	FireTimers(ctx context.Context, now time.Time, limit int) (int, error)
+	// timer fires once. It returns the timers it fired, in no particular
+	// order, each with the time it was due, so that the caller can tell how
+	// late they fired.
+	FireTimers(ctx context.Context, now time.Time, limit int) ([]FiredTimer, error)
 	// NextTimer returns when the earliest pending timer is due, or false
 	// when there is none.
 	NextTimer(ctx context.Context) (time.Time, bool, error)
@@ -287,7 +295,12 @@ type NewRun struct {
 	Tenant         string
 	IdempotencyKey string
 	Input          []byte
-	Tasks          []NewTask // one per step, in step order
+	// TraceContext is the trace context of the code that triggered the
+	// run, so that the run's steps continue its trace; empty for none. The
+	// engine writes it and reads it back (as W3C Trace Context headers);
+	// to a store it is opaque text.
+	TraceContext string
+	Tasks        []NewTask // one per step, in step order
 }
 
 // NewTask is one task of a new run.
@@ -315,6 +328,9 @@ type Run struct {
 	IdempotencyKey string
 	Status         RunStatus
 	Input          []byte
+	// TraceContext is NewRun.TraceContext: empty for a run triggered
+	// without one.
+	TraceContext string
 	// FailedStep and Error describe the failure of a FAILED run.
 	FailedStep int
 	Error      string
@@ -389,6 +405,10 @@ type ClaimedTask struct {
 	Woken bool
 	// Plain is true when the claim already wrote the STARTED event.
 	Plain bool
+	// QueuedAt is when the task was queued for this claim (the time of its
+	// last QUEUED or WOKEN event): the claim's time less QueuedAt is how
+	// long it waited.
+	QueuedAt time.Time
 	// The run's facts, so that the worker needs no second read.
 	Workflow   string
 	Version    string
@@ -396,6 +416,8 @@ type ClaimedTask struct {
 	Input      []byte
 	FailedStep int    // for the failure handler: the step that failed
 	Error      string // ... and its error
+	// TraceContext is the run's (see NewRun).
+	TraceContext string
 	// Parents are the task's parents' statuses and outputs, in step order.
 	Parents []ParentOutput
 }
@@ -525,6 +547,35 @@ type StuckTask struct {
 	// Since is when the task was claimed (RUNNING), queued (QUEUED), or
 	// its timer was due (SLEEPING, RETRYING).
 	Since time.Time
+}
+
+// FiredTimer is a timer FireTimers fired.
+type FiredTimer struct {
+	Key TaskKey
+	// Sleep is true for the end of a sleep, false for the end of a retry
+	// backoff.
+	Sleep bool
+	// Due is when the timer was due: it fired late by the time FireTimers
+	// was given less Due.
+	Due time.Time
+}
+
+// QueueDepth is what QueueDepth counts.
+type QueueDepth struct {
+	// Queued and Running count the tasks of every tenant.
+	Queued  int
+	Running int
+	// Tenants are the tenants with the most queued tasks, most first, as
+	// many as were asked for; the tasks of tenants left out are in the
+	// totals only.
+	Tenants []TenantDepth
+}
+
+// TenantDepth is the live work of one tenant.
+type TenantDepth struct {
+	Tenant  string
+	Queued  int
+	Running int
 }
 
 // Recover holds what RecoverTasks needs.

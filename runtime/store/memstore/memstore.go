@@ -118,7 +118,7 @@ func stamp(t *task, now time.Time) time.Time {
 }
 
 // setStatus changes a task's status at now, keeping the running set and
-// the tenant's running count in step, and returns the time the change is
+// the tenant's running and queued counts in step, and returns the time the change is
 // recorded at (see stamp). Callers hold s.mu.
 func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.Time {
 	if t.rec.Status == store.TaskRunning && status != store.TaskRunning {
@@ -128,6 +128,12 @@ func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.
 	if status == store.TaskRunning && t.rec.Status != store.TaskRunning {
 		s.running[t.rec.Key] = t
 		s.queue.tenantRunning(t.run.rec.Tenant, +1)
+	}
+	if t.rec.Status == store.TaskQueued && status != store.TaskQueued {
+		s.queue.tenantQueued(t.run.rec.Tenant, -1)
+	}
+	if status == store.TaskQueued && t.rec.Status != store.TaskQueued {
+		s.queue.tenantQueued(t.run.rec.Tenant, +1)
 	}
 	if t.rec.Status == store.TaskQueued || t.rec.Status == store.TaskSleeping || t.rec.Status == store.TaskRetrying {
 		t.gen++ // its queue entry or timer is void now

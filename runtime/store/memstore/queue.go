@@ -18,6 +18,7 @@ type tenantState struct {
 	group   int64
 	block   int64 // block of the tenant's last queued task, -1 before the first
 	running int
+	queued  int // tasks QUEUED
 }
 
 type entry struct {
@@ -41,6 +42,8 @@ func (q *readyQueue) tenant(name string) *tenantState {
 }
 
 func (q *readyQueue) tenantRunning(name string, delta int) { q.tenant(name).running += delta }
+
+func (q *readyQueue) tenantQueued(name string, delta int) { q.tenant(name).queued += delta }
 
 // frontier is the block being consumed.
 func (q *readyQueue) frontier() int64 {

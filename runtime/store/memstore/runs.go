@@ -58,7 +58,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	r := &run{
 		rec: store.Run{
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
-			IdempotencyKey: nr.IdempotencyKey, Status: store.RunRunning,
+			IdempotencyKey: nr.IdempotencyKey, Status: store.RunRunning, TraceContext: nr.TraceContext,
 			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now,
 		},
 		tasks:     make([]*task, len(nr.Tasks)),

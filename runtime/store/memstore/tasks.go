@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +34,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	out := make([]store.ClaimedTask, 0, len(entries))
 	for _, e := range entries {
 		t, r := e.task, e.task.run
+		queuedAt := t.rec.UpdatedAt
 		at := s.setStatus(t, store.TaskRunning, p.Now)
 		t.rec.Worker = p.Worker
 		t.claimedAt = at
@@ -50,9 +52,9 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 		}
 		out = append(out, store.ClaimedTask{
 			Key: t.rec.Key, Kind: t.rec.Kind, Attempt: t.rec.Attempt, PriorAttempts: t.prior,
-			Woken: e.wake, Plain: plain, Workflow: r.rec.Workflow, Version: r.rec.Version,
+			Woken: e.wake, Plain: plain, QueuedAt: queuedAt, Workflow: r.rec.Workflow, Version: r.rec.Version,
 			Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: r.rec.FailedStep, Error: r.rec.Error,
-			Parents: parents,
+			TraceContext: r.rec.TraceContext, Parents: parents,
 		})
 	}
 	return out, nil
@@ -309,6 +311,38 @@ func (s *Store) StuckTasks(_ context.Context, p store.Stuck) ([]store.StuckTask,
 	})
 	if p.Limit > 0 && len(out) > p.Limit {
 		out = out[:p.Limit]
+	}
+	return out, nil
+}
+
+// QueueDepth implements store.Tasks from the counts each tenant keeps.
+func (s *Store) QueueDepth(_ context.Context, tenants int) (store.QueueDepth, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out store.QueueDepth
+	var all []store.TenantDepth
+	for name, ts := range s.queue.tenants {
+		if ts.queued == 0 && ts.running == 0 {
+			continue
+		}
+		out.Queued += ts.queued
+		out.Running += ts.running
+		all = append(all, store.TenantDepth{Tenant: name, Queued: ts.queued, Running: ts.running})
+	}
+	slices.SortFunc(all, func(a, b store.TenantDepth) int {
+		if a.Queued != b.Queued {
+			return b.Queued - a.Queued
+		}
+		if a.Running != b.Running {
+			return b.Running - a.Running
+		}
+		return strings.Compare(a.Tenant, b.Tenant)
+	})
+	if len(all) > tenants {
+		all = all[:max(tenants, 0)]
+	}
+	if len(all) > 0 {
+		out.Tenants = all
 	}
 	return out, nil
 }

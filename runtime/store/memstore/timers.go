@@ -8,17 +8,18 @@ import (
 )
 
 // FireTimers implements store.Timers.
-func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) (int, error) {
+func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store.FiredTimer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fired := 0
-	for limit <= 0 || fired < limit {
+	var fired []store.FiredTimer
+	for limit <= 0 || len(fired) < limit {
 		tm, ok := s.timers.next()
 		if !ok || tm.at.After(now) {
 			break
 		}
 		s.timers.pop()
 		t := tm.task
+		sleep := t.rec.Status == store.TaskSleeping
 		switch t.rec.Status {
 		case store.TaskSleeping:
 			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
@@ -27,9 +28,9 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) (int, er
 		default:
 			continue
 		}
-		fired++
+		fired = append(fired, store.FiredTimer{Key: t.rec.Key, Sleep: sleep, Due: tm.at})
 	}
-	if fired > 0 {
+	if len(fired) > 0 {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
 	return fired, nil

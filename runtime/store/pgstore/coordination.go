@@ -15,12 +15,19 @@ import (
 )
 
 // FireTimers implements store.Timers.
-func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) (int, error) {
+func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]store.FiredTimer, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	n, err := s.q.TimersFire(ctx, dbsqlc.TimersFireParams{Now: now, Lim: int32(limit)})
-	return int(n), wrap(err, "firing timers")
+	rows, err := s.q.TimersFire(ctx, dbsqlc.TimersFireParams{Now: now, Lim: int32(limit)})
+	if err != nil {
+		return nil, wrap(err, "firing timers")
+	}
+	fired := make([]store.FiredTimer, len(rows))
+	for i, r := range rows {
+		fired[i] = store.FiredTimer{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Sleep: r.Wake, Due: r.Due}
+	}
+	return fired, nil
 }
 
 // NextTimer implements store.Timers.

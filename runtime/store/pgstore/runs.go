@@ -156,6 +156,7 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.IdempotencyKeys = append(p.IdempotencyKeys, r.IdempotencyKey)
 		p.Inputs = append(p.Inputs, r.Input)
 		p.Unresolved = append(p.Unresolved, int32(unresolved))
+		p.TraceContexts = append(p.TraceContexts, r.TraceContext)
 	}
 	return p
 }
@@ -228,6 +229,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
+		TraceContext: row.TraceContext,
 	}
 }
 

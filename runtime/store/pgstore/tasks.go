@@ -59,8 +59,9 @@ func attempt(run uuid.UUID, step int16, n int32) store.Attempt {
 func claimed(r dbsqlc.ReadyClaimLimitedRow) store.ClaimedTask {
 	c := store.ClaimedTask{
 		Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Kind: kindFromDB(r.Kind), Attempt: int(r.Attempt),
-		PriorAttempts: int(r.PriorAttempts), Woken: r.Wake, Plain: r.Plain, Workflow: r.Workflow,
+		PriorAttempts: int(r.PriorAttempts), Woken: r.Wake, Plain: r.Plain, QueuedAt: r.QueuedAt, Workflow: r.Workflow,
 		Version: r.Version, Tenant: r.Tenant, Input: r.Input, FailedStep: int(r.FailedStep), Error: r.Error,
+		TraceContext: r.TraceContext,
 	}
 	for i, step := range r.ParentSteps {
 		p := store.ParentOutput{Step: int(step)}
@@ -420,6 +421,24 @@ func (s *Store) StuckTasks(ctx context.Context, p store.Stuck) ([]store.StuckTas
 		out[i] = store.StuckTask{
 			Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Workflow: r.Workflow, Version: r.Version,
 			Tenant: r.Tenant, Status: store.TaskStatus(r.Status), Attempt: int(r.Attempt), Worker: r.Worker, Since: r.Since,
+		}
+	}
+	return out, nil
+}
+
+// QueueDepth implements store.Tasks: one statement over the ready queue
+// and the leases.
+func (s *Store) QueueDepth(ctx context.Context, tenants int) (store.QueueDepth, error) {
+	// One row at least, for the totals it carries.
+	rows, err := s.q.ReadyDepth(ctx, int32(max(tenants, 1)))
+	if err != nil {
+		return store.QueueDepth{}, wrap(err, "counting queued tasks")
+	}
+	var out store.QueueDepth
+	for i, r := range rows {
+		out.Queued, out.Running = int(r.TotalQueued), int(r.TotalRunning)
+		if i < tenants {
+			out.Tenants = append(out.Tenants, store.TenantDepth{Tenant: r.Tenant, Queued: int(r.Queued), Running: int(r.Running)})
 		}
 	}
 	return out, nil

@@ -98,7 +98,7 @@ func testReleaseWoken(t *testing.T, f *fixture) {
 	}
 	a := f.claimOne(id, 0)
 	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: time.Minute}}})
-	if n, _ := f.s.FireTimers(f.ctx, f.tick(time.Minute), 10); n != 1 {
+	if n, _ := f.fire(f.tick(time.Minute), 10); n != 1 {
 		t.Fatal("the sleep did not wake")
 	}
 	woken := f.claimOne(id, 0)
@@ -142,7 +142,7 @@ func testEventTimesMonotonic(t *testing.T, f *fixture) {
 	f.now = f.now.Add(-30 * time.Minute)
 	a := f.claim(1, func(c *store.Claim) { c.Now = back() })[0]
 	f.finish(store.Results{Now: back(), Retries: []store.Retry{{Attempt: attempt(a), Error: "x", At: f.now}}})
-	if n, _ := f.s.FireTimers(f.ctx, f.now.Add(time.Hour), 10); n != 1 {
+	if n, _ := f.fire(f.now.Add(time.Hour), 10); n != 1 {
 		t.Fatal("the retry timer did not fire")
 	}
 	a = f.claim(1, func(c *store.Claim) { c.Now = back() })[0]
@@ -234,7 +234,7 @@ func testStuckTasks(t *testing.T, f *fixture) {
 		t.Errorf("Limit 1 returned %d", len(got))
 	}
 	// Progress unsticks: once the timer fires, the task is queued (anew).
-	if n, _ := f.s.FireTimers(f.ctx, f.now, 10); n != 1 {
+	if n, _ := f.fire(f.now, 10); n != 1 {
 		t.Fatal("the timer did not fire")
 	}
 	for _, st := range stuck(f.now) {

@@ -54,6 +54,7 @@ func (f *fixture) tick(d time.Duration) time.Time {
 type runOpts struct {
 	tenant, workflow, key string
 	maxAttempts           int
+	traceContext          string
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -91,7 +92,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	tasks := diamondTasks(o.maxAttempts)
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
-		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), Tasks: tasks,
+		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), TraceContext: o.traceContext, Tasks: tasks,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)
@@ -220,4 +221,11 @@ func steps(cs []store.ClaimedTask) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// fire fires the timers due at now, up to limit, and returns how many
+// fired.
+func (f *fixture) fire(now time.Time, limit int) (int, error) {
+	fired, err := f.s.FireTimers(f.ctx, now, limit)
+	return len(fired), err
 }

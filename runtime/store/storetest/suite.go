@@ -45,6 +45,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"ReleaseWokenSleep", testReleaseWoken},
 		{"ReleaseCounted", testReleaseCounted},
 		{"StuckTasks", testStuckTasks},
+		{"QueueDepth", testQueueDepth},
+		{"RunsKeepTraceContext", testTraceContext},
+		{"ClaimSaysWhenQueued", testQueuedAt},
+		{"FiredTimersSayWhenDue", testFiredTimers},
 		{"RecoverRequeuesOrFails", testRecover},
 		{"CancelRun", testCancel},
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},
@@ -462,16 +466,16 @@ func testRetry(t *testing.T, f *fixture) {
 	if err != nil || !ok || !next.Equal(at) {
 		t.Fatalf("NextTimer = %v %v %v, want %v", next, ok, err, at)
 	}
-	if n, _ := f.s.FireTimers(f.ctx, at.Add(-time.Second), 100); n != 0 {
+	if n, _ := f.fire(at.Add(-time.Second), 100); n != 0 {
 		t.Fatalf("fired %d timers early", n)
 	}
 	if got := f.claim(10); len(got) != 0 {
 		t.Fatalf("a retrying task was claimable during its backoff")
 	}
-	if n, err := f.s.FireTimers(f.ctx, at, 100); n != 1 || err != nil {
+	if n, err := f.fire(at, 100); n != 1 || err != nil {
 		t.Fatalf("FireTimers at due time = %d, %v", n, err)
 	}
-	if n, _ := f.s.FireTimers(f.ctx, at, 100); n != 0 {
+	if n, _ := f.fire(at, 100); n != 0 {
 		t.Fatal("a timer fired twice")
 	}
 	f.now = at
@@ -497,10 +501,10 @@ func testSleep(t *testing.T, f *fixture) {
 	if tasks[stepA].Status != store.TaskSleeping || !tasks[stepA].WakeAt.Equal(until) {
 		t.Fatalf("a = %s until %v", tasks[stepA].Status, tasks[stepA].WakeAt)
 	}
-	if n, _ := f.s.FireTimers(f.ctx, until.Add(-time.Nanosecond), 10); n != 0 {
+	if n, _ := f.fire(until.Add(-time.Nanosecond), 10); n != 0 {
 		t.Fatal("woke early")
 	}
-	if n, _ := f.s.FireTimers(f.ctx, until.Add(time.Hour), 10); n != 1 {
+	if n, _ := f.fire(until.Add(time.Hour), 10); n != 1 {
 		t.Fatal("did not wake")
 	}
 	woken := f.claimOne(id, stepA)

@@ -42,7 +42,7 @@ func testEventWakeTimes(t *testing.T, f *fixture) {
 	a := f.claimOne(id, stepA)
 	f.tick(time.Second)
 	f.finish(store.Results{Retries: []store.Retry{{Attempt: attempt(a), Error: "slow", TimedOut: true, At: base.Add(time.Minute)}}})
-	if n, err := f.s.FireTimers(f.ctx, base.Add(time.Minute), 10); n != 1 || err != nil {
+	if n, err := f.fire(base.Add(time.Minute), 10); n != 1 || err != nil {
 		t.Fatalf("FireTimers = %d, %v", n, err)
 	}
 	f.now = base.Add(time.Minute)
@@ -67,7 +67,7 @@ func testEventWakeTimes(t *testing.T, f *fixture) {
 	a = f.claimOne(slept, stepA)
 	f.tick(time.Second)
 	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: 24 * time.Hour}}})
-	if n, err := f.s.FireTimers(f.ctx, base.Add(24*time.Hour+time.Second), 10); n != 1 || err != nil {
+	if n, err := f.fire(base.Add(24*time.Hour+time.Second), 10); n != 1 || err != nil {
 		t.Fatalf("FireTimers = %d, %v", n, err)
 	}
 	f.now = base.Add(24*time.Hour + time.Second)

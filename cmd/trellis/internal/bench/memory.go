@@ -37,6 +37,8 @@ func memoryBurnDown(ctx context.Context, o Options, sh shape) (res Throughput, e
 	logs := &logTail{}
 	cfg := runtime.Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	o.Engine.apply(&cfg)
+	shutdown := o.Engine.withTelemetry(&cfg)
+	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
 	engine, err := runtime.New(cfg)
 	if err != nil {
 		return res, fmt.Errorf("creating the engine: %w", err)

@@ -46,7 +46,7 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestWorkerArgsParseBack(t *testing.T) {
 	want := WorkerOptions{DatabaseURL: "postgres://u@h/db?sslmode=disable", Schema: "trellis_bench_x", Name: "bench-2",
-		Engine: EngineSettings{Concurrency: 8, ClaimBatch: 4, PollInterval: 250 * time.Millisecond}}
+		Engine: EngineSettings{Concurrency: 8, ClaimBatch: 4, PollInterval: 250 * time.Millisecond, OTel: true}}
 	var got WorkerOptions
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	got.Flags(fs)
@@ -66,5 +66,8 @@ func TestEngineSettingsString(t *testing.T) {
 	got := (EngineSettings{Concurrency: 32, PollInterval: 2 * time.Second}).String()
 	if !strings.Contains(got, "concurrency 32, claim batch 32 (default), poll interval 2s,") {
 		t.Errorf("settings = %q", got)
+	}
+	if got := (EngineSettings{OTel: true}).String(); !strings.HasSuffix(got, ", OpenTelemetry on (SDK, every span sampled, exporters discarding)") {
+		t.Errorf("settings with -otel = %q, want it to say OpenTelemetry is on", got)
 	}
 }

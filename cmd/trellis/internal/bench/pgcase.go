@@ -19,9 +19,11 @@ type pgCase struct {
 	log     *slog.Logger
 	db      *database
 	trigger *runtime.Engine
-	wfs     map[string]*runtime.Workflow
-	workers *cluster
-	notes   []string
+	// stopTelemetry shuts the trigger engine's OpenTelemetry down.
+	stopTelemetry func(context.Context) error
+	wfs           map[string]*runtime.Workflow
+	workers       *cluster
+	notes         []string
 }
 
 func newPGCase(ctx context.Context, o Options, log *slog.Logger) (*pgCase, error) {
@@ -30,7 +32,9 @@ func newPGCase(ctx context.Context, o Options, log *slog.Logger) (*pgCase, error
 		return nil, err
 	}
 	c := &pgCase{o: o, log: log, db: db, wfs: map[string]*runtime.Workflow{}}
-	c.trigger, err = runtime.New(runtime.Config{Store: pgstore.New(db.pool)})
+	cfg := runtime.Config{Store: pgstore.New(db.pool)}
+	c.stopTelemetry = o.Engine.withTelemetry(&cfg)
+	c.trigger, err = runtime.New(cfg)
 	if err != nil {
 		_ = c.close(ctx)
 		return nil, fmt.Errorf("creating the harness engine: %w", err)
@@ -81,6 +85,9 @@ func (c *pgCase) close(ctx context.Context) error {
 	if c.workers != nil {
 		c.workers.kill()
 		c.workers = nil
+	}
+	if c.stopTelemetry != nil {
+		errs = append(errs, c.stopTelemetry(context.WithoutCancel(ctx)))
 	}
 	if c.db != nil {
 		if c.o.Keep {

@@ -18,6 +18,11 @@ type EngineSettings struct {
 	ClaimBatch int `json:"claim_batch"`
 	// PollInterval is runtime.Config.PollInterval.
 	PollInterval time.Duration `json:"poll_interval_ns"`
+	// OTel turns OpenTelemetry metrics and tracing on, in the engines
+	// that execute steps and in the one the harness triggers runs
+	// through, with the SDK exporting to nowhere (see withTelemetry): the
+	// cost of the instrumentation, which an A/B of this flag measures.
+	OTel bool `json:"otel,omitempty"`
 }
 
 // Validate reports negative settings.
@@ -51,7 +56,11 @@ func (s EngineSettings) String() string {
 		}
 		return " (default)"
 	}
-	return fmt.Sprintf("concurrency %d%s, claim batch %d%s, poll interval %s%s, batch window %s (default)",
+	otel := ""
+	if s.OTel {
+		otel = ", OpenTelemetry on (SDK, every span sampled, exporters discarding)"
+	}
+	return fmt.Sprintf("concurrency %d%s, claim batch %d%s, poll interval %s%s, batch window %s (default)%s",
 		eff.Concurrency, mark(s.Concurrency != 0), eff.ClaimBatch, mark(s.ClaimBatch != 0),
-		eff.PollInterval, mark(s.PollInterval != 0), eff.BatchWindow)
+		eff.PollInterval, mark(s.PollInterval != 0), eff.BatchWindow, otel)
 }

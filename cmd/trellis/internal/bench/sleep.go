@@ -73,6 +73,8 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 	logs := &logTail{}
 	cfg := runtime.Config{Store: pgstore.New(pool), WorkerID: "bench-sleeper", Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	o.Engine.apply(&cfg)
+	shutdown := o.Engine.withTelemetry(&cfg)
+	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
 	engine, err := runtime.New(cfg)
 	if err != nil {
 		return res, fmt.Errorf("creating the engine: %w", err)

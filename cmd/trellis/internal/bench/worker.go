@@ -68,6 +68,7 @@ func EngineFlags(fs *flag.FlagSet, s *EngineSettings) {
 	fs.IntVar(&s.Concurrency, "concurrency", s.Concurrency, "steps an engine runs at once (0: the engine's default)")
 	fs.IntVar(&s.ClaimBatch, "claim-batch", s.ClaimBatch, "most tasks claimed at once (0: the engine's default)")
 	fs.DurationVar(&s.PollInterval, "poll", s.PollInterval, "poll interval of an idle engine (0: the engine's default)")
+	fs.BoolVar(&s.OTel, "otel", s.OTel, "turn OpenTelemetry metrics and traces on (SDK providers, exporters that discard)")
 }
 
 // Args is the command line that Flags parses back into o.
@@ -77,6 +78,7 @@ func (o WorkerOptions) Args() []string {
 		"-concurrency", strconv.Itoa(o.Engine.Concurrency),
 		"-claim-batch", strconv.Itoa(o.Engine.ClaimBatch),
 		"-poll", o.Engine.PollInterval.String(),
+		"-otel=" + strconv.FormatBool(o.Engine.OTel),
 	}
 }
 
@@ -95,6 +97,8 @@ func RunWorker(ctx context.Context, o WorkerOptions, control io.Reader, out io.W
 	defer pool.Close()
 	cfg := runtime.Config{Store: pgstore.New(pool), Logger: log, WorkerID: o.Name}
 	o.Engine.apply(&cfg)
+	shutdown := o.Engine.withTelemetry(&cfg)
+	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
 	engine, err := runtime.New(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the engine: %w", err)

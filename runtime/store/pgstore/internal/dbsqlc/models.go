@@ -59,6 +59,7 @@ type TrellisRun struct {
 	Error          pgtype.Text
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	TraceContext   pgtype.Text
 }
 
 type TrellisTask struct {

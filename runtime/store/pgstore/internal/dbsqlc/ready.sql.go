@@ -55,15 +55,20 @@ WITH picked AS (
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       coalesce(r.trace_context, '')::text AS trace_context, p.queued_at::timestamptz AS queued_at,
        p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
 JOIN trellis_runs r ON r.id = c.run_id
 LEFT JOIN LATERAL (
-    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
-           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
-           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    -- One scan reads the parents and the task itself. This statement sees
+    -- the tasks as they were before it: the task as it was queued, its
+    -- updated_at the time it was queued.
+    SELECT array_agg(pt.step ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::json[] AS outputs,
+           max(pt.updated_at) FILTER (WHERE pt.step = c.step) AS queued_at
     FROM trellis_tasks pt
-    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents || c.step)
 ) p ON true
 `
 
@@ -88,6 +93,8 @@ type ReadyClaimRow struct {
 	Input          []byte
 	FailedStep     int32
 	Error          string
+	TraceContext   string
+	QueuedAt       time.Time
 	ParentSteps    []int16
 	ParentStatuses []string
 	ParentOutputs  [][]byte
@@ -127,6 +134,8 @@ func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]Ready
 			&i.Input,
 			&i.FailedStep,
 			&i.Error,
+			&i.TraceContext,
+			&i.QueuedAt,
 			&i.ParentSteps,
 			&i.ParentStatuses,
 			&i.ParentOutputs,
@@ -187,15 +196,20 @@ WITH running AS (
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       coalesce(r.trace_context, '')::text AS trace_context, p.queued_at::timestamptz AS queued_at,
        p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
 FROM claimed c
 JOIN trellis_runs r ON r.id = c.run_id
 LEFT JOIN LATERAL (
-    SELECT array_agg(pt.step ORDER BY pt.step)::smallint[] AS steps,
-           array_agg(pt.status ORDER BY pt.step)::text[] AS statuses,
-           array_agg(pt.output ORDER BY pt.step)::json[] AS outputs
+    -- One scan reads the parents and the task itself. This statement sees
+    -- the tasks as they were before it: the task as it was queued, its
+    -- updated_at the time it was queued.
+    SELECT array_agg(pt.step ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::json[] AS outputs,
+           max(pt.updated_at) FILTER (WHERE pt.step = c.step) AS queued_at
     FROM trellis_tasks pt
-    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents)
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents || c.step)
 ) p ON true
 `
 
@@ -222,6 +236,8 @@ type ReadyClaimLimitedRow struct {
 	Input          []byte
 	FailedStep     int32
 	Error          string
+	TraceContext   string
+	QueuedAt       time.Time
 	ParentSteps    []int16
 	ParentStatuses []string
 	ParentOutputs  [][]byte
@@ -262,9 +278,65 @@ func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedPa
 			&i.Input,
 			&i.FailedStep,
 			&i.Error,
+			&i.TraceContext,
+			&i.QueuedAt,
 			&i.ParentSteps,
 			&i.ParentStatuses,
 			&i.ParentOutputs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const readyDepth = `-- name: ReadyDepth :many
+WITH queued AS (
+    SELECT tenant, count(*) AS n FROM trellis_ready GROUP BY tenant
+), running AS (
+    SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
+), depth AS (
+    SELECT coalesce(q.tenant, r.tenant) AS tenant, coalesce(q.n, 0) AS queued, coalesce(r.n, 0) AS running
+    FROM queued q FULL JOIN running r ON r.tenant = q.tenant
+)
+SELECT tenant::text AS tenant, queued::bigint AS queued, running::bigint AS running,
+       (sum(queued) OVER ())::bigint AS total_queued, (sum(running) OVER ())::bigint AS total_running
+FROM depth
+ORDER BY queued DESC, running DESC, tenant COLLATE "C"
+LIMIT $1
+`
+
+type ReadyDepthRow struct {
+	Tenant       string
+	Queued       int64
+	Running      int64
+	TotalQueued  int64
+	TotalRunning int64
+}
+
+// Queued and running tasks per tenant, for the lim tenants with the most
+// queued (then running) tasks, in that order; each row also carries the
+// totals over every tenant. It counts the ready queue and the leases,
+// which hold live work only, and locks nothing.
+func (q *Queries) ReadyDepth(ctx context.Context, lim int32) ([]ReadyDepthRow, error) {
+	rows, err := q.db.Query(ctx, readyDepth, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReadyDepthRow{}
+	for rows.Next() {
+		var i ReadyDepthRow
+		if err := rows.Scan(
+			&i.Tenant,
+			&i.Queued,
+			&i.Running,
+			&i.TotalQueued,
+			&i.TotalRunning,
 		); err != nil {
 			return nil, err
 		}

@@ -45,7 +45,8 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
+SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+       coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = $1
 `
@@ -62,6 +63,7 @@ type RunGetRow struct {
 	Error          pgtype.Text
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	TraceContext   string
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -79,6 +81,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.Error,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -244,7 +247,8 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 }
 
 const runsGet = `-- name: RunsGet :many
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at
+SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+       coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -262,6 +266,7 @@ type RunsGetRow struct {
 	Error          pgtype.Text
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	TraceContext   string
 }
 
 // The given runs that exist, ordered by id.
@@ -286,6 +291,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.Error,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -298,14 +304,16 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 }
 
 const runsInsert = `-- name: RunsInsert :many
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, created_at)
-SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved, $1
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, trace_context, created_at)
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved,
+       nullif(i.trace_context, ''), $1
 FROM (
-    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.input, u.unresolved, row_number() OVER () AS ord
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.input, u.unresolved, u.trace_context, row_number() OVER () AS ord
     FROM (
         SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
                unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
-               unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved
+               unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved,
+               unnest($9::text[]) AS trace_context
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -322,6 +330,7 @@ type RunsInsertParams struct {
 	IdempotencyKeys []string
 	Inputs          [][]byte
 	Unresolved      []int32
+	TraceContexts   []string
 }
 
 // Creates runs, except those whose id exists (an earlier try of the same
@@ -340,6 +349,7 @@ func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.
 		arg.IdempotencyKeys,
 		arg.Inputs,
 		arg.Unresolved,
+		arg.TraceContexts,
 	)
 	if err != nil {
 		return nil, err

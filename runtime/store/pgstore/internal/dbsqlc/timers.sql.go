@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const timerNext = `-- name: TimerNext :one
@@ -21,7 +23,7 @@ func (q *Queries) TimerNext(ctx context.Context) (time.Time, error) {
 	return wake_at, err
 }
 
-const timersFire = `-- name: TimersFire :one
+const timersFire = `-- name: TimersFire :many
 WITH due AS (
     SELECT m.run_id, m.step
     FROM trellis_timers m
@@ -35,7 +37,7 @@ WITH due AS (
     DELETE FROM trellis_timers m
     WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
-    RETURNING m.run_id, m.step
+    RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
     -- is queued for its next attempt.
@@ -44,7 +46,7 @@ WITH due AS (
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING')
-    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at, f.wake_at AS due
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken
@@ -52,7 +54,7 @@ WITH due AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
 )
-SELECT count(*)::bigint FROM woken WHERE (SELECT n FROM queued) >= 0
+SELECT run_id, step, wake, due FROM woken WHERE (SELECT n FROM queued) >= 0
 `
 
 type TimersFireParams struct {
@@ -60,14 +62,39 @@ type TimersFireParams struct {
 	Lim int32
 }
 
+type TimersFireRow struct {
+	RunID uuid.UUID
+	Step  int16
+	Wake  bool
+	Due   time.Time
+}
+
 // Fires up to lim timers due at now: sleeping tasks wake (queued to be
 // completed), retrying tasks are queued for their next attempt. Returns
-// how many fired.
+// the timers that fired, with when each was due.
 // queued is read through a scalar subquery, which runs once: joined, it
 // could run once per woken task.
-func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) (int64, error) {
-	row := q.db.QueryRow(ctx, timersFire, arg.Now, arg.Lim)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
+func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]TimersFireRow, error) {
+	rows, err := q.db.Query(ctx, timersFire, arg.Now, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TimersFireRow{}
+	for rows.Next() {
+		var i TimersFireRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Wake,
+			&i.Due,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// How a run is traced. Each trigger (Trigger, TriggerMany, Run) makes a
+// span, "trellis.trigger <workflow>", of kind producer, a child of the
+// span in the caller's context if there is one: a run started inside an
+// HTTP handler belongs to the request's trace. Its span context is
+// stored with each run the trigger created, as W3C Trace Context headers
+// (traceparent, tracestate), one "name: value" line each. Each attempt of a step's code, in whichever
+// process claims it, then makes a span "trellis.step <workflow>/<step>",
+// of kind consumer, a child of that trigger span; the step's code gets it
+// in its context, so the spans it starts nest below it.
+//
+// A run triggered by an engine without a TracerProvider (or before this
+// was added) has no stored context: each of its step attempts is then the
+// root of a trace of its own. Skipped steps, sleeps and wake-ups run no
+// code and make no span.
+
+// startTrigger starts the span of a trigger and returns its context and
+// the trace context to store with the runs it creates. Without a tracer
+// it returns ctx, no span and no trace context.
+func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
+	if e.tracer == nil {
+		return ctx, nil, ""
+	}
+	ctx, span := e.tracer.Start(ctx, "trellis.trigger "+workflow,
+		trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(e.clock.Now()),
+		trace.WithAttributes(attrWorkflow.String(workflow), attrTenant.String(tenant), attrRunCount.Int(runs)))
+	return ctx, span, encodeTraceContext(ctx)
+}
+
+// endTrigger ends a trigger's span, with the run's id when it made one,
+// or the error when it failed.
+func (e *Engine) endTrigger(span trace.Span, refs []RunRef, err error) {
+	if span == nil {
+		return
+	}
+	if len(refs) == 1 {
+		span.SetAttributes(attrRunID.String(refs[0].ID.String()))
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(e.clock.Now()))
+}
+
+// encodeTraceContext writes the span context of ctx as W3C Trace Context
+// headers, one "name: value" line each (traceparent, then tracestate
+// when there is one): what a run stores. Empty when ctx has no valid
+// span context.
+func encodeTraceContext(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	lines := make([]string, 0, len(carrier))
+	for _, k := range (propagation.TraceContext{}).Fields() { // in a fixed order
+		if v := carrier.Get(k); v != "" {
+			lines = append(lines, k+": "+v)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// withTraceContext returns ctx carrying the remote span context a run
+// stored, and whether there was a valid one. It reads the stored headers
+// in place: every step attempt does this.
+func withTraceContext(ctx context.Context, stored string) (context.Context, bool) {
+	if stored == "" {
+		return ctx, false
+	}
+	ctx = propagation.TraceContext{}.Extract(ctx, headerLines(stored))
+	return ctx, trace.SpanContextFromContext(ctx).IsValid()
+}
+
+// headerLines reads "name: value" lines as a propagation.TextMapCarrier.
+type headerLines string
+
+// Get implements propagation.TextMapCarrier.
+func (h headerLines) Get(key string) string {
+	for rest := string(h); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if k, v, ok := strings.Cut(line, ": "); ok && strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return ""
+}
+
+// Set implements propagation.TextMapCarrier; stored headers are read only.
+func (headerLines) Set(string, string) {}
+
+// Keys implements propagation.TextMapCarrier.
+func (h headerLines) Keys() []string {
+	var keys []string
+	for rest := string(h); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if k, _, ok := strings.Cut(line, ": "); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// stepSpan is the span of one step attempt; nil without a tracer.
+type stepSpan struct {
+	span trace.Span
+}
+
+// startStep starts the span of a step attempt, parented by the run's
+// stored trace context, and returns the context for the step's code.
+func (e *Engine) startStep(ctx context.Context, j *job, info StepInfo) (context.Context, *stepSpan) {
+	if e.tracer == nil {
+		return ctx, nil
+	}
+	parent, ok := withTraceContext(ctx, j.claim.TraceContext)
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(e.clock.Now()),
+		trace.WithAttributes(
+			attrRunID.String(info.RunID.String()), attrWorkflow.String(info.Workflow), attrStep.String(info.Step),
+			attrAttempt.Int(info.Attempt), attrTenant.String(info.Tenant),
+		),
+	}
+	if !ok {
+		// No trace to continue; not whatever span the engine's own
+		// context happens to carry either.
+		opts = append(opts, trace.WithNewRoot())
+	}
+	ctx, span := e.tracer.Start(parent, "trellis.step "+info.Workflow+"/"+info.Step, opts...)
+	return ctx, &stepSpan{span: span}
+}
+
+// end ends the span with the attempt's outcome, and its error when it
+// failed.
+func (s *stepSpan) end(outcome string, err error, at time.Time) {
+	if s == nil {
+		return
+	}
+	s.span.SetAttributes(attrTaskOutcome.String(outcome))
+	if err != nil && outcome != outcomeDropped {
+		s.span.RecordError(err)
+		s.span.SetStatus(codes.Error, err.Error())
+	}
+	s.span.End(trace.WithTimestamp(at))
+}
