@@ -282,18 +282,13 @@ type Event struct {
 // Events returns a run's event log in the order it was written. An
 // unknown id is an error matching runtime.ErrRunNotFound.
 func (a *Admin) Events(ctx context.Context, id runtime.RunID) ([]Event, error) {
-	r, err := a.store.GetRun(ctx, id)
+	events, err := a.engine.Events(ctx, id) // resolves step names as Result does
 	if err != nil {
-		return nil, notFound(err, id)
+		return nil, err
 	}
-	events, err := a.store.ListEvents(ctx, id)
-	if err != nil {
-		return nil, notFound(err, id)
-	}
-	names := a.stepNames(ctx, r.Version)
 	out := make([]Event, len(events))
 	for i, ev := range events {
-		out[i] = Event{Step: stepName(names, ev.Step), Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail}
+		out[i] = Event{Step: ev.Step, Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail}
 	}
 	return out, nil
 }
