@@ -179,12 +179,7 @@ func (c *checker) names() {
 // parents checks every parent reference and returns the parent lists as
 // step indexes, leaving out the references it reported.
 func (c *checker) parents() [][]int {
-	index := make(map[string]int, len(c.w.Steps))
-	for i, s := range c.w.Steps {
-		if _, dup := index[s.Name]; !dup {
-			index[s.Name] = i
-		}
-	}
+	index := c.w.stepIndex()
 	handler := ""
 	if c.w.OnFailure != nil {
 		handler = c.w.OnFailure.Name
@@ -300,12 +295,7 @@ func (p RetryPolicy) Check() []Problem {
 // not resolve, and steps on a cycle, count as not skippable; call Check
 // first to know the answer is meaningful.
 func (w *Workflow) MaySkip() []bool {
-	index := make(map[string]int, len(w.Steps))
-	for i, s := range w.Steps {
-		if _, dup := index[s.Name]; !dup {
-			index[s.Name] = i
-		}
-	}
+	index := w.stepIndex()
 	parents := make([][]int, len(w.Steps))
 	for i, s := range w.Steps {
 		for _, p := range s.Parents {
@@ -326,6 +316,17 @@ func (w *Workflow) MaySkip() []bool {
 		}
 	}
 	return may
+}
+
+// stepIndex maps each step name to the index of its first declaration.
+func (w *Workflow) stepIndex() map[string]int {
+	index := make(map[string]int, len(w.Steps))
+	for i, s := range w.Steps {
+		if _, dup := index[s.Name]; !dup {
+			index[s.Name] = i
+		}
+	}
+	return index
 }
 
 // findCycle returns one cycle of the graph given as parent lists, as node
