@@ -10,8 +10,12 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- One page of runs, newest first, from after the cursor (after_created,
 -- after_id). Every filter is optional: an empty text or a null time
 -- matches every run. Run it under OpsCustomPlans. One status at a time:
--- an index is read in order for one status, not for several.
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at
+-- an index is read in order for one status, not for several. With
+-- input_contains, a run's input must contain one of the documents (a
+-- check of each row the index yields: no index covers inputs); the input
+-- is returned only when with_input is set.
+SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+       (CASE WHEN @with_input::boolean THEN input END)::json AS input
 FROM trellis_runs
 WHERE (@workflow::text = '' OR workflow = @workflow::text)
   AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -21,6 +25,7 @@ WHERE (@workflow::text = '' OR workflow = @workflow::text)
   AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
   AND (sqlc.narg(after_created)::timestamptz IS NULL
        OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
+  AND (cardinality(@input_contains::jsonb[]) = 0 OR input::jsonb @> ANY (@input_contains::jsonb[]))
 ORDER BY created_at DESC, id DESC
 LIMIT @lim;
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +17,7 @@ import (
 type Ops interface {
 	// ListRuns returns up to Limit runs matching the query, newest first
 	// (by CreatedAt, then by ID, both descending), starting after
-	// q.After. A run's Input is not read (it is nil); GetRun has it.
+	// q.After. A run's Input is read only when the query asks for it.
 	ListRuns(ctx context.Context, q RunQuery) ([]Run, error)
 	// ListWorkers returns the workers the store knows (those that have
 	// heartbeated and not yet been forgotten), by id, with the tasks each
@@ -51,6 +52,15 @@ type RunQuery struct {
 	// the listing's order are returned. The cursor of a page's last run
 	// gives the next page, whatever was created meanwhile.
 	After *RunCursor
+	// InputContains, when not empty, keeps runs whose input contains one
+	// of these JSON documents, as Postgres's jsonb @> reads containment:
+	// each field of a document's object has a value in the input's that
+	// contains it, each element of a document's array is contained by an
+	// element of the input's, and scalars are equal (numbers by value).
+	InputContains []json.RawMessage
+	// WithInput reads each run's Input too (ListRuns leaves it nil
+	// otherwise).
+	WithInput bool
 	// Limit bounds how many runs are returned (DefaultRunLimit when not
 	// positive).
 	Limit int

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"encoding/json"
 	"bytes"
 	"cmp"
 	"context"
@@ -22,7 +23,9 @@ func (s *Store) ListRuns(_ context.Context, q store.RunQuery) ([]store.Run, erro
 	for _, r := range s.runs {
 		if matches(r.rec, q) {
 			rec := r.rec
-			rec.Input = nil
+			if !q.WithInput {
+				rec.Input = nil
+			}
 			out = append(out, rec)
 		}
 	}
@@ -53,7 +56,9 @@ func matches(r store.Run, q store.RunQuery) bool {
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}
-	return true
+	return len(q.InputContains) == 0 || slices.ContainsFunc(q.InputContains, func(doc json.RawMessage) bool {
+		return jsonContains(r.Input, doc)
+	})
 }
 
 // ListWorkers implements store.Ops.

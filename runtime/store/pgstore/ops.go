@@ -23,6 +23,10 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]store.Run, er
 	p := dbsqlc.OpsRunsListParams{
 		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
 		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), Lim: int32(limit),
+		WithInput: q.WithInput, InputContains: make([][]byte, len(q.InputContains)),
+	}
+	for i, doc := range q.InputContains {
+		p.InputContains[i] = doc
 	}
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
@@ -53,6 +57,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]store.Run, er
 					ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 					IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
 					FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+					Input: r.Input,
 				})
 			}
 		}

@@ -55,6 +55,7 @@ type runOpts struct {
 	tenant, workflow, key string
 	maxAttempts           int
 	traceContext          string
+	input                 string // {"n":1} when empty
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -88,11 +89,14 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	if o.maxAttempts == 0 {
 		o.maxAttempts = 1
 	}
+	if o.input == "" {
+		o.input = `{"n":1}`
+	}
 	id := uuid.Must(uuid.NewV7())
 	tasks := diamondTasks(o.maxAttempts)
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
-		IdempotencyKey: o.key, Input: []byte(`{"n":1}`), TraceContext: o.traceContext, Tasks: tasks,
+		IdempotencyKey: o.key, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)

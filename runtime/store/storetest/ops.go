@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -279,4 +280,64 @@ func testListWorkflows(t *testing.T, f *fixture) {
 	if diff := cmp.Diff([]store.WorkflowVersion{a2, a1, b1}, got, cmpTimes); diff != "" {
 		t.Errorf("ListWorkflows (-want +got):\n%s", diff)
 	}
+}
+
+// testListRunsByInput selects runs by documents their input contains,
+// as Postgres's jsonb @> does, and reads inputs when asked to.
+func testListRunsByInput(t *testing.T, f *fixture) {
+	inputs := []string{
+		`{"tier":"gold","n":5,"address":{"country":"NL"},"tags":["a","b"]}`,
+		`{"tier":"silver","n":5.0,"address":{"country":"BE","city":"Ghent"}}`,
+		`{"tier":"gold","n":7, "note":"spaces kept"}`,
+		`{}`,
+	}
+	runs := make([]uuid.UUID, len(inputs))
+	for i, in := range inputs {
+		runs[i] = f.createDiamond(runOpts{input: in})
+		f.tick(time.Second)
+	}
+	docs := func(ss ...string) []json.RawMessage {
+		out := make([]json.RawMessage, len(ss))
+		for i, s := range ss {
+			out[i] = json.RawMessage(s)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		docs []json.RawMessage
+		want []uuid.UUID
+	}{
+		{"a field", docs(`{"tier":"gold"}`), []uuid.UUID{runs[2], runs[0]}},
+		{"numbers by value", docs(`{"n":5}`), []uuid.UUID{runs[1], runs[0]}},
+		{"a nested field", docs(`{"address":{"country":"NL"}}`), []uuid.UUID{runs[0]}},
+		{"fields combine", docs(`{"tier":"gold","n":7}`), []uuid.UUID{runs[2]}},
+		{"any document", docs(`{"tier":"silver"}`, `{"n":7}`), []uuid.UUID{runs[2], runs[1]}},
+		{"an array element", docs(`{"tags":["b"]}`), []uuid.UUID{runs[0]}},
+		{"the empty document: every input", docs(`{}`), []uuid.UUID{runs[3], runs[2], runs[1], runs[0]}},
+		{"no match", docs(`{"tier":"bronze"}`), []uuid.UUID{}},
+	}
+	for _, tt := range tests {
+		got := f.listRuns(store.RunQuery{InputContains: tt.docs})
+		if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+			t.Errorf("%s: ListRuns(InputContains %s) (-want +got):\n%s", tt.name, tt.docs, diff)
+		}
+		for _, r := range got {
+			if r.Input != nil {
+				t.Errorf("%s: run %s listed with its input %s, not asked for", tt.name, r.ID, r.Input)
+			}
+		}
+	}
+	got := f.listRuns(store.RunQuery{WithInput: true, Limit: 2})
+	if len(got) != 2 || string(got[0].Input) != inputs[3] || string(got[1].Input) != inputs[2] {
+		t.Errorf("ListRuns(WithInput) inputs = %q, want %q and %q as written", inputsOf(got), inputs[3], inputs[2])
+	}
+}
+
+func inputsOf(runs []store.Run) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = string(r.Input)
+	}
+	return out
 }

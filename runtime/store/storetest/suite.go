@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Maintain", testMaintain},
 		{"ListRuns", testListRuns},
 		{"ListRunsPages", testListRunsPages},
+		{"ListRunsByInput", testListRunsByInput},
 		{"ListWorkers", testListWorkers},
 		{"QueueStats", testQueueStats},
 		{"ListWorkflows", testListWorkflows},

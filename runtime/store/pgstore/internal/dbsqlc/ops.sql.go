@@ -93,21 +93,24 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 }
 
 const opsRunsList = `-- name: OpsRunsList :many
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at
+SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+       (CASE WHEN $1::boolean THEN input END)::json AS input
 FROM trellis_runs
-WHERE ($1::text = '' OR workflow = $1::text)
-  AND ($2::text = '' OR tenant = $2::text)
-  AND ($3::text = '' OR status = $3::text)
-  AND ($4::text = '' OR idempotency_key = $4::text)
-  AND ($5::timestamptz IS NULL OR created_at >= $5::timestamptz)
-  AND ($6::timestamptz IS NULL OR created_at < $6::timestamptz)
-  AND ($7::timestamptz IS NULL
-       OR (created_at, id) < ($7::timestamptz, $8::uuid))
+WHERE ($2::text = '' OR workflow = $2::text)
+  AND ($3::text = '' OR tenant = $3::text)
+  AND ($4::text = '' OR status = $4::text)
+  AND ($5::text = '' OR idempotency_key = $5::text)
+  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+  AND ($8::timestamptz IS NULL
+       OR (created_at, id) < ($8::timestamptz, $9::uuid))
+  AND (cardinality($10::jsonb[]) = 0 OR input::jsonb @> ANY ($10::jsonb[]))
 ORDER BY created_at DESC, id DESC
-LIMIT $9
+LIMIT $11
 `
 
 type OpsRunsListParams struct {
+	WithInput      bool
 	Workflow       string
 	Tenant         string
 	Status         string
@@ -116,6 +119,7 @@ type OpsRunsListParams struct {
 	CreatedTo      *time.Time
 	AfterCreated   *time.Time
 	AfterID        uuid.UUID
+	InputContains  [][]byte
 	Lim            int32
 }
 
@@ -130,14 +134,19 @@ type OpsRunsListRow struct {
 	Error          pgtype.Text
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	Input          []byte
 }
 
 // One page of runs, newest first, from after the cursor (after_created,
 // after_id). Every filter is optional: an empty text or a null time
 // matches every run. Run it under OpsCustomPlans. One status at a time:
-// an index is read in order for one status, not for several.
+// an index is read in order for one status, not for several. With
+// input_contains, a run's input must contain one of the documents (a
+// check of each row the index yields: no index covers inputs); the input
+// is returned only when with_input is set.
 func (q *Queries) OpsRunsList(ctx context.Context, arg OpsRunsListParams) ([]OpsRunsListRow, error) {
 	rows, err := q.db.Query(ctx, opsRunsList,
+		arg.WithInput,
 		arg.Workflow,
 		arg.Tenant,
 		arg.Status,
@@ -146,6 +155,7 @@ func (q *Queries) OpsRunsList(ctx context.Context, arg OpsRunsListParams) ([]Ops
 		arg.CreatedTo,
 		arg.AfterCreated,
 		arg.AfterID,
+		arg.InputContains,
 		arg.Lim,
 	)
 	if err != nil {
@@ -166,6 +176,7 @@ func (q *Queries) OpsRunsList(ctx context.Context, arg OpsRunsListParams) ([]Ops
 			&i.Error,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.Input,
 		); err != nil {
 			return nil, err
 		}
