@@ -1,10 +1,10 @@
 package memstore
 
 import (
-	"encoding/json"
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/effectivelabs/trellis/runtime/store"
