@@ -42,6 +42,12 @@ type RunFilter struct {
 	// created before it.
 	CreatedFrom time.Time
 	CreatedTo   time.Time
+	// Where is a CEL expression over the run's input, status, tenant and
+	// created (see condition.FilterEnv), type-checked against the input
+	// schema of Workflow, which it needs. A page under Where reads at most
+	// 20,000 runs, so it may hold fewer than Limit runs and still have a
+	// Next.
+	Where string
 	// After is the Next of the previous page, to continue a listing.
 	After string
 	// Limit is the page size: DefaultLimit when zero, at most MaxLimit.
@@ -62,6 +68,9 @@ func (f RunFilter) Validate() error {
 	if !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo) {
 		errs = append(errs, fmt.Errorf("the time range is empty: %s is not before %s",
 			f.CreatedFrom.UTC().Format(time.RFC3339), f.CreatedTo.UTC().Format(time.RFC3339)))
+	}
+	if f.Where != "" && f.Workflow == "" {
+		errs = append(errs, errors.New("where needs a workflow: the expression is type-checked against that workflow's input schema"))
 	}
 	if _, err := ParseCursor(f.After); err != nil {
 		errs = append(errs, err)
@@ -106,6 +115,10 @@ type RunPage struct {
 	// Next continues the listing (RunFilter.After); empty on the last
 	// page.
 	Next string `json:"next,omitempty"`
+	// Notes say which runs a Where filter cannot match: those of older
+	// workflow versions whose input schema it does not type-check
+	// against.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ListRuns returns a page of the runs the filter selects, newest first.
@@ -120,18 +133,36 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	if limit == 0 {
 		limit = DefaultLimit
 	}
-	// One more than the page, to know whether another follows.
-	runs, err := a.store.ListRuns(ctx, store.RunQuery{
+	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
-		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, After: after, Limit: limit + 1,
-	})
-	if err != nil {
+		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, After: after, Limit: limit + 1, // one more: is there a next page?
+	}
+	var (
+		runs    []store.Run
+		reached *store.RunCursor // where a Where scan stopped short
+		notes   []string
+		err     error
+	)
+	if f.Where != "" {
+		w, err := a.compileWhere(ctx, f.Workflow, f.Where)
+		if err != nil {
+			return nil, err
+		}
+		notes = w.notes
+		runs, reached, err = a.listWhere(ctx, w, q, limit)
+		if err != nil {
+			return nil, err
+		}
+	} else if runs, err = a.store.ListRuns(ctx, q); err != nil {
 		return nil, err
 	}
-	page := &RunPage{Runs: make([]Run, 0, min(len(runs), limit))}
-	if len(runs) > limit {
+	page := &RunPage{Runs: make([]Run, 0, min(len(runs), limit)), Notes: notes}
+	switch {
+	case len(runs) > limit:
 		runs = runs[:limit]
 		page.Next = FormatCursor(store.CursorOf(runs[limit-1]))
+	case reached != nil:
+		page.Next = FormatCursor(*reached)
 	}
 	names := map[string][]string{} // by version, for failed steps
 	for _, r := range runs {

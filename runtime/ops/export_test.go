@@ -1,0 +1,10 @@
+package ops
+
+// SetWhereScan sets how many runs a page under Where reads at most, and
+// how many a store read returns, until the returned function restores
+// them.
+func SetWhereScan(scan, batch int) (restore func()) {
+	oldScan, oldBatch := whereScan, whereBatch
+	whereScan, whereBatch = scan, batch
+	return func() { whereScan, whereBatch = oldScan, oldBatch }
+}
