@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/term"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -23,6 +26,11 @@ type RunsCommand struct {
 	// Clock is the time relative times are measured from; nil is the
 	// system clock.
 	Clock clock.Clock
+	// Stdin is where confirmations are read; nil is os.Stdin.
+	Stdin io.Reader
+	// Terminal says whether someone answers on Stdin; nil asks whether
+	// os.Stdin is a terminal.
+	Terminal *bool
 }
 
 // Name implements Command.
@@ -43,8 +51,8 @@ func runsSubcommands() []runsSubcommand {
 		{"list", "[flags]", "list runs, newest first, a page at a time"},
 		{"show", "[flags] RUN", "show a run: its failure, steps, input and outputs"},
 		{"events", "[flags] RUN", "print a run's event log"},
-		{"cancel", "[flags] RUN...", "cancel running runs"},
-		{"retry", "[flags] RUN...", "retry failed or cancelled runs from the steps that did not complete"},
+		{"cancel", "[flags] RUN... | [flags] FILTERS", "cancel running runs, by id or by filter"},
+		{"retry", "[flags] RUN... | [flags] FILTERS", "retry failed or cancelled runs from the steps that did not complete, by id or by filter"},
 	}
 }
 
@@ -93,9 +101,9 @@ func (c RunsCommand) flagSet(sub string, o *OpsOptions, detail string) *flag.Fla
 	return fs
 }
 
-// RunsListOptions are the options of trellis runs list.
-type RunsListOptions struct {
-	OpsOptions
+// RunsFilterOptions select runs: the filters of trellis runs list, and of
+// cancel and retry when they act on every run a filter selects.
+type RunsFilterOptions struct {
 	Workflow string
 	// Status is a comma-separated list of run statuses, in any case.
 	Status string
@@ -104,17 +112,30 @@ type RunsListOptions struct {
 	// a date (2006-01-02, UTC), or a duration meaning that long ago.
 	Since, Until   string
 	IdempotencyKey string
-	Limit          int
-	// After is the cursor a previous page printed.
-	After string
+	// Where is a CEL expression over input, status, tenant and created,
+	// type-checked against the input schema of Workflow.
+	Where string
 }
 
-// Filter turns the options into the listing's filter, relative to now,
-// reporting every option that is wrong.
-func (o RunsListOptions) Filter(now time.Time) (ops.RunFilter, error) {
-	f := ops.RunFilter{
-		Workflow: o.Workflow, Tenant: o.Tenant, IdempotencyKey: o.IdempotencyKey, Limit: o.Limit, After: o.After,
-	}
+// addFilterFlags registers the run filters on fs.
+func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
+	fs.StringVar(&o.Workflow, "workflow", "", "only runs of this workflow `name`")
+	fs.StringVar(&o.Status, "status", "", "only runs in these `statuses` (comma-separated: RUNNING, COMPLETED, FAILED, CANCELLED)")
+	fs.StringVar(&o.Tenant, "tenant", "", "only runs of this `tenant`")
+	fs.StringVar(&o.Since, "since", "", "only runs created at or after this `time` (RFC 3339, a date, or a duration ago such as 24h)")
+	fs.StringVar(&o.Until, "until", "", "only runs created before this `time` (as -since)")
+	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
+	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant and created selects\n"+
+		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
+}
+
+// given reports whether any filter is set.
+func (o RunsFilterOptions) given() bool { return o != RunsFilterOptions{} }
+
+// filter turns the options into a run filter, relative to now, reporting
+// every option that is wrong.
+func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
+	f := ops.RunFilter{Workflow: o.Workflow, Tenant: o.Tenant, IdempotencyKey: o.IdempotencyKey, Where: o.Where}
 	var errs []error
 	for _, s := range strings.Split(o.Status, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -128,10 +149,32 @@ func (o RunsListOptions) Filter(now time.Time) (ops.RunFilter, error) {
 	if f.CreatedTo, err = parseTimeFlag("until", o.Until, now); err != nil {
 		errs = append(errs, err)
 	}
+	if o.Where != "" && o.Workflow == "" {
+		errs = append(errs, errors.New("-where needs -workflow: the expression is type-checked against that workflow's input schema"))
+	}
+	return f, errs
+}
+
+// RunsListOptions are the options of trellis runs list.
+type RunsListOptions struct {
+	OpsOptions
+	RunsFilterOptions
+	Limit int
+	// After is the cursor a previous page printed.
+	After string
+}
+
+// Filter turns the options into the listing's filter, relative to now,
+// reporting every option that is wrong.
+func (o RunsListOptions) Filter(now time.Time) (ops.RunFilter, error) {
+	f, errs := o.filter(now)
+	f.Limit, f.After = o.Limit, o.After
 	if o.Limit <= 0 {
 		errs = append(errs, fmt.Errorf("-limit %d: use 1 to %d", o.Limit, ops.MaxLimit))
-	} else if err := f.Validate(); err != nil {
-		errs = append(errs, err)
+	} else if len(errs) == 0 {
+		if err := f.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return f, errors.Join(errs...)
 }
@@ -157,12 +200,7 @@ func parseTimeFlag(name, v string, now time.Time) (time.Time, error) {
 func (c RunsCommand) list(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o RunsListOptions
 	fs := c.flagSet("list", &o.OpsOptions, "\nFilters combine; -after continues a listing from the cursor the previous page printed.")
-	fs.StringVar(&o.Workflow, "workflow", "", "only runs of this workflow `name`")
-	fs.StringVar(&o.Status, "status", "", "only runs in these `statuses` (comma-separated: RUNNING, COMPLETED, FAILED, CANCELLED)")
-	fs.StringVar(&o.Tenant, "tenant", "", "only runs of this `tenant`")
-	fs.StringVar(&o.Since, "since", "", "only runs created at or after this `time` (RFC 3339, a date, or a duration ago such as 24h)")
-	fs.StringVar(&o.Until, "until", "", "only runs created before this `time` (as -since)")
-	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
+	addFilterFlags(fs, &o.RunsFilterOptions)
 	fs.IntVar(&o.Limit, "limit", ops.DefaultLimit, fmt.Sprintf("runs per page (`n`, at most %d)", ops.MaxLimit))
 	fs.StringVar(&o.After, "after", "", "continue the listing after this `cursor` (printed under the previous page)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -181,8 +219,16 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 	filter, ferr := o.Filter(now)
 	return opsRun(ctx, "runs list", o.OpsOptions, ferr, 0, stderr, func(a *ops.Admin) (int, error) {
 		page, err := a.ListRuns(ctx, filter)
+		var where *ops.WhereError
+		if errors.As(err, &where) {
+			fmt.Fprintf(stderr, "trellis runs list: -%v\n", err)
+			return ExitUsage, nil
+		}
 		if err != nil {
 			return 0, err
+		}
+		for _, n := range page.Notes {
+			fmt.Fprintf(stderr, "trellis runs list: note: %s\n", n)
 		}
 		if o.Format == "json" {
 			return -1, printJSON(stdout, page)
@@ -359,70 +405,327 @@ func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer
 	})
 }
 
-// RunsActOptions are the options of trellis runs cancel and retry.
+// RunsActOptions are the options of trellis runs cancel and retry: the
+// runs' ids, or filters that select them (all of them, however many).
 type RunsActOptions struct {
 	OpsOptions
+	RunsFilterOptions
 	// Runs are the runs' ids.
 	Runs []string
+	// DryRun counts and shows the runs the filters select, changing
+	// nothing.
+	DryRun bool
+	// Yes acts on the runs the filters select without asking first.
+	Yes bool
+	// Confirm asks whether to go on, when neither DryRun nor Yes is set;
+	// nil when nobody can answer (stdin is not a terminal).
+	Confirm func(question string) (bool, error)
+}
+
+// bulkStatuses are the statuses a bulk cancel or retry can act on.
+var bulkStatuses = map[string][]runtime.RunStatus{
+	"cancel": {runtime.RunRunning},
+	"retry":  {runtime.RunFailed, runtime.RunCancelled},
 }
 
 // Validate reports options cancel and retry cannot run with.
 func (o RunsActOptions) Validate() error {
-	if len(o.Runs) == 0 {
-		return errors.New("give the ids of the runs")
+	if len(o.Runs) > 0 && o.given() {
+		return errors.New("give the ids of the runs or filters that select them, not both")
+	}
+	if len(o.Runs) == 0 && !o.given() {
+		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -idempotency-key, -where)")
+	}
+	if len(o.Runs) > 0 && (o.DryRun || o.Yes) {
+		return errors.New("-dry-run and -yes go with filters: runs given by id are acted on as given")
 	}
 	_, err := parseRunIDs(o.Runs)
 	return err
 }
 
+// bulkFilter is the filter of a bulk action: the options' filters, with
+// the statuses the action applies to (all of them when none is given).
+func (o RunsActOptions) bulkFilter(action string, now time.Time) (ops.RunFilter, error) {
+	f, errs := o.filter(now)
+	allowed := bulkStatuses[action]
+	for _, st := range f.Statuses {
+		if !slices.Contains(allowed, st) {
+			errs = append(errs, fmt.Errorf("-status %s: %s acts on runs that are %s", st, action, joinStatuses(allowed)))
+		}
+	}
+	if len(f.Statuses) == 0 {
+		f.Statuses = allowed
+	}
+	if len(errs) == 0 {
+		if err := f.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return f, errors.Join(errs...)
+}
+
+func joinStatuses(sts []runtime.RunStatus) string {
+	names := make([]string, len(sts))
+	for i, st := range sts {
+		names[i] = string(st)
+	}
+	return strings.Join(names, " or ")
+}
+
 func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) int {
 	var o RunsActOptions
-	fs := c.flagSet(sub, &o.OpsOptions, "\nEach run's outcome is printed; the exit status is 1 if a run was not found or\nthe database failed, 0 otherwise (a run left as it was counts as done).")
+	fs := c.flagSet(sub, &o.OpsOptions, "\n\nGive run ids, or filters: then every run they select is "+map[string]string{
+		"cancel": "cancelled (the running ones)", "retry": "retried (the failed and cancelled ones)",
+	}[sub]+",\nafter a count and a confirmation (-yes skips it; -dry-run only counts).\n"+
+		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 0 otherwise (a run left as it was counts as done).")
+	addFilterFlags(fs, &o.RunsFilterOptions)
+	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
+	fs.BoolVar(&o.Yes, "yes", false, "act on the runs the filters select without asking")
 	pos, code := parseInterspersed(fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
 	o.Runs = pos
+	if c.terminal() {
+		o.Confirm = confirmer(c.stdin(), stderr)
+	}
 	if sub == "cancel" {
 		return RunsCancel(ctx, o, stdout, stderr)
 	}
 	return RunsRetry(ctx, o, stdout, stderr)
 }
 
+// stdin is where confirmations are read from.
+func (c RunsCommand) stdin() io.Reader {
+	if c.Stdin != nil {
+		return c.Stdin
+	}
+	return os.Stdin
+}
+
+// terminal reports whether someone can answer a question on stdin.
+func (c RunsCommand) terminal() bool {
+	if c.Terminal != nil {
+		return *c.Terminal
+	}
+	return term.IsTerminal(int(os.Stdin.Fd()))
+}
+
+// confirmer asks a question on w and reads a yes or no from r.
+func confirmer(r io.Reader, w io.Writer) func(string) (bool, error) {
+	lines := bufio.NewScanner(r)
+	return func(question string) (bool, error) {
+		fmt.Fprintf(w, "%s [y/N] ", question)
+		if !lines.Scan() {
+			fmt.Fprintln(w)
+			return false, lines.Err()
+		}
+		answer := strings.ToLower(strings.TrimSpace(lines.Text()))
+		return answer == "y" || answer == "yes", nil
+	}
+}
+
 // RunsCancel runs trellis runs cancel with opts and returns its exit code.
 func RunsCancel(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) int {
-	return runsAct(ctx, "runs cancel", o, stdout, stderr, (*ops.Admin).Cancel)
+	return runsAct(ctx, "cancel", o, stdout, stderr, (*ops.Admin).Cancel)
 }
 
 // RunsRetry runs trellis runs retry with opts and returns its exit code.
 func RunsRetry(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) int {
-	return runsAct(ctx, "runs retry", o, stdout, stderr, (*ops.Admin).Retry)
+	return runsAct(ctx, "retry", o, stdout, stderr, (*ops.Admin).Retry)
 }
 
-func runsAct(ctx context.Context, name string, o RunsActOptions, stdout, stderr io.Writer,
+// bulkChunk is how many runs a bulk action hands the Admin at once.
+const bulkChunk = 100
+
+func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stderr io.Writer,
 	act func(*ops.Admin, context.Context, ...uuid.UUID) []ops.ActionResult,
 ) int {
-	return opsRun(ctx, name, o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
-		ids, _ := parseRunIDs(o.Runs)
-		results := act(a, ctx, ids...)
-		code := -1
-		if slices.ContainsFunc(results, func(r ops.ActionResult) bool { return !r.OK() }) {
-			code = ExitProblems
+	name := "runs " + action
+	verr := o.Validate()
+	var filter ops.RunFilter
+	if verr == nil && len(o.Runs) == 0 {
+		filter, verr = o.bulkFilter(action, o.now())
+	}
+	return opsRun(ctx, name, o.OpsOptions, verr, 0, stderr, func(a *ops.Admin) (int, error) {
+		if len(o.Runs) > 0 {
+			ids, _ := parseRunIDs(o.Runs)
+			return printActed(stdout, o.Format, act(a, ctx, ids...))
 		}
-		if o.Format == "json" {
-			return code, printJSON(stdout, results)
+		ids, err := a.Select(ctx, filter)
+		var where *ops.WhereError
+		if errors.As(err, &where) {
+			fmt.Fprintf(stderr, "trellis %s: -%v\n", name, err)
+			return ExitUsage, nil
 		}
-		t := newTable(stdout)
-		for _, r := range results {
-			what := string(r.Outcome)
-			switch {
-			case r.Status != "":
-				what += " (" + string(r.Status) + ")"
-			case r.Error != "":
-				what += ": " + r.Error
+		if err != nil {
+			return 0, err
+		}
+		if o.DryRun || len(ids) == 0 {
+			return -1, printSelected(ctx, a, stdout, o.Format, action, ids)
+		}
+		if !o.Yes {
+			if o.Confirm == nil {
+				return 0, fmt.Errorf("%s selects %s: run again with -yes to %s them (-dry-run shows them)", filterText(o.RunsFilterOptions), runCount(len(ids)), action)
 			}
-			t.row(r.Run.String(), what)
+			ok, err := o.Confirm(fmt.Sprintf("%s %s?", action, runCount(len(ids))))
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				fmt.Fprintf(stderr, "trellis %s: not confirmed; nothing changed\n", name)
+				return ExitProblems, nil
+			}
 		}
-		return code, t.flush()
+		var results []ops.ActionResult
+		for chunk := range slices.Chunk(ids, bulkChunk) {
+			if err := ctx.Err(); err != nil {
+				return 0, fmt.Errorf("interrupted after %d of %s: %w", len(results), runCount(len(ids)), err)
+			}
+			results = append(results, act(a, ctx, chunk...)...)
+		}
+		return printBulk(stdout, o.Format, action, results)
 	})
+}
+
+// printActed prints the outcome of each run of an action on runs given by
+// id.
+func printActed(w io.Writer, format string, results []ops.ActionResult) (int, error) {
+	code := -1
+	if slices.ContainsFunc(results, func(r ops.ActionResult) bool { return !r.OK() }) {
+		code = ExitProblems
+	}
+	if format == "json" {
+		return code, printJSON(w, results)
+	}
+	t := newTable(w)
+	for _, r := range results {
+		t.row(r.Run.String(), outcomeText(r))
+	}
+	return code, t.flush()
+}
+
+func outcomeText(r ops.ActionResult) string {
+	what := string(r.Outcome)
+	switch {
+	case r.Status != "":
+		what += " (" + string(r.Status) + ")"
+	case r.Error != "":
+		what += ": " + r.Error
+	}
+	return what
+}
+
+// selectedShown is how many of the runs a dry run lists in text.
+const selectedShown = 20
+
+// printSelected prints the runs a bulk action would act on.
+func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, action string, ids []uuid.UUID) error {
+	if format == "json" {
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		return printJSON(w, struct {
+			Action   string      `json:"action"`
+			DryRun   bool        `json:"dryRun"`
+			Selected int         `json:"selected"`
+			Runs     []uuid.UUID `json:"runs"`
+		}{action, true, len(ids), ids})
+	}
+	if len(ids) == 0 {
+		_, err := fmt.Fprintf(w, "no runs to %s\n", action)
+		return err
+	}
+	fmt.Fprintf(w, "would %s %s:\n\n", action, runCount(len(ids)))
+	t := newTable(w, "ID", "WORKFLOW", "TENANT", "STATUS", "CREATED")
+	for _, id := range ids[:min(len(ids), selectedShown)] {
+		r, err := a.GetRun(ctx, id)
+		if err != nil {
+			t.row(id.String(), "-", "-", "-", "-")
+			continue
+		}
+		t.row(id.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), timestamp(&r.CreatedAt))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(ids) > selectedShown {
+		fmt.Fprintf(w, "... and %d more\n", len(ids)-selectedShown)
+	}
+	_, err := fmt.Fprintln(w, "\ndry run: nothing changed")
+	return err
+}
+
+// printBulk prints what a bulk action did: a count per outcome, and each
+// run that was not found or failed.
+func printBulk(w io.Writer, format, action string, results []ops.ActionResult) (int, error) {
+	counts := map[ops.Outcome]int{}
+	var problems []ops.ActionResult
+	for _, r := range results {
+		counts[r.Outcome]++
+		if !r.OK() {
+			problems = append(problems, r)
+		}
+	}
+	code := -1
+	if len(problems) > 0 {
+		code = ExitProblems
+	}
+	if format == "json" {
+		if problems == nil {
+			problems = []ops.ActionResult{}
+		}
+		return code, printJSON(w, struct {
+			Action   string              `json:"action"`
+			Selected int                 `json:"selected"`
+			Outcomes map[ops.Outcome]int `json:"outcomes"`
+			Problems []ops.ActionResult  `json:"problems"`
+		}{action, len(results), counts, problems})
+	}
+	t := newTable(w, "OUTCOME", "RUNS")
+	for _, o := range []ops.Outcome{ops.Cancelled, ops.Retried, ops.AlreadyEnded, ops.NotRetryable, ops.NotFound, ops.Failed} {
+		if counts[o] > 0 {
+			t.row(string(o), fmt.Sprint(counts[o]))
+		}
+	}
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(w)
+		p := newTable(w)
+		for _, r := range problems {
+			p.row(r.Run.String(), outcomeText(r))
+		}
+		return code, p.flush()
+	}
+	return code, nil
+}
+
+func runCount(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
+// filterText names the filters given, for messages.
+func filterText(o RunsFilterOptions) string {
+	var parts []string
+	add := func(flag, v string) {
+		if v != "" {
+			parts = append(parts, fmt.Sprintf("-%s %q", flag, v))
+		}
+	}
+	add("workflow", o.Workflow)
+	add("status", o.Status)
+	add("tenant", o.Tenant)
+	add("since", o.Since)
+	add("until", o.Until)
+	add("idempotency-key", o.IdempotencyKey)
+	add("where", o.Where)
+	if len(parts) == 0 {
+		return "the filter"
+	}
+	return strings.Join(parts, " ")
 }

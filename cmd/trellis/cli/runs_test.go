@@ -485,6 +485,12 @@ func TestRunsErrors(t *testing.T) {
 		{[]string{"runs", "list", "chain"}, ExitUsage, `unexpected argument "chain"`},
 		{[]string{"runs", "frobnicate"}, ExitUsage, `unknown subcommand "frobnicate"`},
 		{[]string{"workers", "-stale-after", "1s"}, ExitUsage, "-stale-after 1s"},
+		{[]string{"runs", "list", "-where", "input.start > 1"}, ExitUsage, "-where needs -workflow"},
+		{[]string{"runs", "list", "-workflow", "chain", "-where", "input.start > 1"}, ExitProblems, `no version of workflow "chain" is stored`},
+		{[]string{"runs", "cancel", "-workflow", "chain", unknown}, ExitUsage, "not both"},
+		{[]string{"runs", "cancel", "-status", "failed"}, ExitUsage, "-status FAILED: cancel acts on runs that are RUNNING"},
+		{[]string{"runs", "retry", "-status", "running,completed"}, ExitUsage, "retry acts on runs that are FAILED or CANCELLED"},
+		{[]string{"runs", "retry", "-dry-run", unknown}, ExitUsage, "-dry-run and -yes go with filters"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := e.exec(tt.args...)
@@ -581,5 +587,125 @@ func TestOpsCommandsOnAnEmptySchema(t *testing.T) {
 		if out := e.ok(append(tt.args, "-format", "json")...); out != tt.json {
 			t.Errorf("%v -format json = %q, want %q", tt.args, out, tt.json)
 		}
+	}
+}
+
+// execRuns runs trellis runs with someone answering answers on a terminal.
+func (e *opsEnv) execRuns(answers string, args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	args = append(args, "-database-url", e.url)
+	terminal := true
+	var out, errOut bytes.Buffer
+	code = RunsCommand{Clock: e.h.Clock, Stdin: strings.NewReader(answers), Terminal: &terminal}.Run(e.t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunsWhere(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	for _, tt := range []struct {
+		flags []string
+		want  []int
+	}{
+		{[]string{"-workflow", "ops", "-where", `input.mode == "fail"`}, []int{runOpsFailed}},
+		{[]string{"-workflow", "ops", "-where", `input.mode == "ok" && tenant == "acme"`}, []int{runOpsDone}},
+		{[]string{"-workflow", "ops", "-where", `input.label.startsWith("check")`}, []int{runOpsFailed}},
+		{[]string{"-workflow", "ops", "-where", `!has(input.label)`}, []int{runOpsBeta, runOpsDone}},
+		{[]string{"-workflow", "chain", "-where", `input.start >= 10`, "-status", "running"}, []int{runChainQueue}},
+		{[]string{"-workflow", "chain", "-where", `created < timestamp("2030-01-01T00:04:00Z")`}, []int{runChainDone}},
+	} {
+		var page ops.RunPage
+		e.json(&page, append([]string{"runs", "list"}, tt.flags...)...)
+		want := []uuid.UUID{}
+		for _, i := range tt.want {
+			want = append(want, e.runs[i])
+		}
+		if diff := cmp.Diff(want, runIDs(page.Runs)); diff != "" {
+			t.Errorf("runs list %s (-want +got):\n%s", strings.Join(tt.flags, " "), e.normalise(diff))
+		}
+	}
+	for where, want := range map[string]string{
+		"input.strat > 1":     "-where \"input.strat > 1\" does not type-check against the input schema of chain@",
+		"input.start":         "must be a boolean expression",
+		`status == "DONE"`:    `"DONE" is not a run status`,
+		"input.start / 0 > 1": "division by zero",
+	} {
+		code, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", where)
+		if code == ExitOK || !strings.Contains(errOut, want) {
+			t.Errorf("runs list -where %q = %d %q, want %q", where, code, errOut, want)
+		}
+	}
+	code, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", "input.strat > 1")
+	if code != ExitUsage || !strings.Contains(errOut, "1:6: undefined field 'strat'") {
+		t.Errorf("a typo in -where = %d %q, want a usage error at 1:6", code, errOut)
+	}
+}
+
+func TestRunsBulkCancelRetry(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	status := func(i int) runtime.RunStatus {
+		r, err := e.h.Engine.Result(e.t.Context(), e.runs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	failing := []string{"-workflow", "ops", "-where", `input.mode == "fail"`}
+
+	// A dry run shows what would be retried.
+	e.golden("runs-retry-dry-run.txt", e.ok(append([]string{"runs", "retry", "-dry-run"}, failing...)...))
+	var dry struct {
+		Action   string
+		DryRun   bool
+		Selected int
+		Runs     []uuid.UUID
+	}
+	e.json(&dry, append([]string{"runs", "retry", "-dry-run"}, failing...)...)
+	if dry.Action != "retry" || !dry.DryRun || dry.Selected != 1 || len(dry.Runs) != 1 || dry.Runs[0] != e.runs[runOpsFailed] {
+		t.Errorf("retry -dry-run -format json = %+v", dry)
+	}
+
+	// Without a terminal to confirm on, it takes -yes.
+	code, _, errOut := e.exec(append([]string{"runs", "retry"}, failing...)...)
+	if code != ExitProblems || !strings.Contains(errOut, "selects 1 run: run again with -yes to retry them") {
+		t.Errorf("retry without -yes = %d %q", code, errOut)
+	}
+	// On a terminal, it asks; no changes nothing.
+	code, _, errOut = e.execRuns("n\n", append([]string{"retry"}, failing...)...)
+	if code != ExitProblems || !strings.Contains(errOut, "retry 1 run? [y/N]") || !strings.Contains(errOut, "not confirmed; nothing changed") {
+		t.Errorf("retry answered no = %d %q", code, errOut)
+	}
+	if st := status(runOpsFailed); st != runtime.RunFailed {
+		t.Fatalf("the run is %s after a retry that was not confirmed", st)
+	}
+	code, out, errOut := e.execRuns("y\n", append([]string{"retry"}, failing...)...)
+	if code != ExitOK || status(runOpsFailed) != runtime.RunRunning {
+		t.Errorf("retry answered yes = %d %q %q; the run is %s", code, out, errOut, status(runOpsFailed))
+	}
+	e.golden("runs-retry-bulk.txt", out)
+
+	// Cancel every running run of ops: the retried one and beta's.
+	var bulk struct {
+		Action   string
+		Selected int
+		Outcomes map[ops.Outcome]int
+		Problems []ops.ActionResult
+	}
+	e.json(&bulk, "runs", "cancel", "-workflow", "ops", "-yes")
+	if bulk.Action != "cancel" || bulk.Selected != 2 || bulk.Outcomes[ops.Cancelled] != 2 || len(bulk.Problems) != 0 {
+		t.Errorf("cancel -workflow ops -yes = %+v", bulk)
+	}
+	for _, i := range []int{runOpsFailed, runOpsBeta, runChainQueue} {
+		want := runtime.RunCancelled
+		if i == runChainQueue {
+			want = runtime.RunRunning // another workflow
+		}
+		if st := status(i); st != want {
+			t.Errorf("run %d is %s, want %s", i, st, want)
+		}
+	}
+	if out := e.ok("runs", "cancel", "-workflow", "ops", "-yes"); out != "no runs to cancel\n" {
+		t.Errorf("cancel with nothing selected printed %q", out)
 	}
 }
