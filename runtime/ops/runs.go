@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -331,4 +332,30 @@ func notFound(err error, id runtime.RunID) error {
 		return fmt.Errorf("run %s: %w", id, runtime.ErrRunNotFound)
 	}
 	return err
+}
+
+// RunGraph draws a run's DAG, as its stored workflow version defines it,
+// each step coloured by its status (see graph.Options): Mermaid to paste
+// into Markdown, DOT for Graphviz. An unknown id is an error matching
+// runtime.ErrRunNotFound.
+func (a *Admin) RunGraph(ctx context.Context, id runtime.RunID, format graph.Format) ([]byte, error) {
+	r, err := a.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	def, err := a.engine.Definition(ctx, r.Version)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := a.store.ListTasks(ctx, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	names := def.StepNames()
+	status := make(map[string]string, len(tasks))
+	for _, t := range tasks {
+		status[stepName(names, t.Key.Step)] = string(t.Status)
+	}
+	spec := def.Spec()
+	return graph.Render(&spec, format, graph.Options{Status: status})
 }

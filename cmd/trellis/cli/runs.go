@@ -18,6 +18,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/spec/graph"
 )
 
 // RunsCommand is trellis runs: it lists runs, shows one with its steps or
@@ -49,7 +50,7 @@ type runsSubcommand struct{ name, synopsis, summary string }
 func runsSubcommands() []runsSubcommand {
 	return []runsSubcommand{
 		{"list", "[flags]", "list runs, newest first, a page at a time"},
-		{"show", "[flags] RUN", "show a run: its failure, steps, input and outputs"},
+		{"show", "[flags] RUN", "show a run: its failure, steps, input and outputs, or its DAG (-graph)"},
 		{"events", "[flags] RUN", "print a run's event log"},
 		{"cancel", "[flags] RUN... | [flags] FILTERS", "cancel running runs, by id or by filter"},
 		{"retry", "[flags] RUN... | [flags] FILTERS", "retry failed or cancelled runs from the steps that did not complete, by id or by filter"},
@@ -264,11 +265,21 @@ type RunsShowOptions struct {
 	OpsOptions
 	// Run is the run's id.
 	Run string
+	// Graph, when set (mermaid or dot), makes show draw the run's DAG,
+	// each step coloured by its status, instead of its table.
+	Graph string
 }
 
 // Validate reports options show cannot run with.
 func (o RunsShowOptions) Validate() error {
 	_, err := parseRunIDs([]string{o.Run})
+	if o.Graph != "" {
+		_, gerr := graph.ParseFormat(o.Graph)
+		if gerr == nil && o.Format == "json" {
+			gerr = errors.New("-graph draws the run: it does not go with -format json")
+		}
+		err = errors.Join(err, gerr)
+	}
 	return err
 }
 
@@ -291,6 +302,9 @@ func parseRunIDs(args []string) ([]uuid.UUID, error) {
 func (c RunsCommand) oneRun(sub string, args []string, stderr io.Writer) (RunsShowOptions, int) {
 	var o RunsShowOptions
 	fs := c.flagSet(sub, &o.OpsOptions, "")
+	if sub == "show" {
+		fs.StringVar(&o.Graph, "graph", "", "draw the run's DAG, each step coloured by its status, in this `format`\n(mermaid, to paste into Markdown, or dot, for Graphviz) instead of the table")
+	}
 	pos, code := parseInterspersed(fs, args, stderr)
 	if code >= 0 {
 		return o, code
@@ -315,6 +329,15 @@ func (c RunsCommand) show(ctx context.Context, args []string, stdout, stderr io.
 // RunsShow runs trellis runs show with opts and returns its exit code.
 func RunsShow(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "runs show", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		if o.Graph != "" {
+			format, _ := graph.ParseFormat(o.Graph)
+			drawing, err := a.RunGraph(ctx, uuid.MustParse(o.Run), format)
+			if err != nil {
+				return 0, err
+			}
+			_, err = stdout.Write(drawing)
+			return -1, err
+		}
 		r, err := a.GetRun(ctx, uuid.MustParse(o.Run))
 		if err != nil {
 			return 0, err

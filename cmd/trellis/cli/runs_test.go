@@ -247,6 +247,8 @@ func TestRunsListShowEvents(t *testing.T) {
 	// A chain's log, whose order is fixed: in the failed run's, work and
 	// sidecar run at once (its events are checked below, step by step).
 	e.golden("runs-events-chain.txt", e.ok("runs", "events", e.runs[runChainDone].String()))
+	e.golden("runs-show-graph.mmd.txt", e.ok("runs", "show", "-graph", "mermaid", failed))
+	e.golden("runs-show-graph.dot.txt", e.ok("runs", "show", failed, "-graph", "dot"))
 
 	var page ops.RunPage
 	e.json(&page, "runs", "list")
@@ -491,6 +493,9 @@ func TestRunsErrors(t *testing.T) {
 		{[]string{"runs", "cancel", "-status", "failed"}, ExitUsage, "-status FAILED: cancel acts on runs that are RUNNING"},
 		{[]string{"runs", "retry", "-status", "running,completed"}, ExitUsage, "retry acts on runs that are FAILED or CANCELLED"},
 		{[]string{"runs", "retry", "-dry-run", unknown}, ExitUsage, "-dry-run and -yes go with filters"},
+		{[]string{"runs", "show", "-graph", "png", unknown}, ExitUsage, `unknown graph format "png": use mermaid or dot`},
+		{[]string{"runs", "show", "-graph", "dot", "-format", "json", unknown}, ExitUsage, "does not go with -format json"},
+		{[]string{"runs", "show", "-graph", "dot", unknown}, ExitProblems, "run " + unknown + ": run not found"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := e.exec(tt.args...)
