@@ -29,6 +29,35 @@ WHERE (@workflow::text = '' OR workflow = @workflow::text)
 ORDER BY created_at DESC, id DESC
 LIMIT @lim;
 
+-- name: OpsRunsScan :many
+-- OpsRunsList for a bounded scan: the next lim runs the filters on indexed
+-- columns select, each with whether its input contains one of the
+-- documents (true when there are none) and its input only then (and only
+-- with with_input). The scan reads lim runs whatever the documents match,
+-- so its cost is bounded; the last row tells where to go on. Run it under
+-- OpsCustomPlans.
+WITH scanned AS (
+    SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
+    FROM trellis_runs
+    WHERE (@workflow::text = '' OR workflow = @workflow::text)
+      AND (@tenant::text = '' OR tenant = @tenant::text)
+      AND (@status::text = '' OR status = @status::text)
+      AND (@idempotency_key::text = '' OR idempotency_key = @idempotency_key::text)
+      AND (sqlc.narg(created_from)::timestamptz IS NULL OR created_at >= sqlc.narg(created_from)::timestamptz)
+      AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
+      AND (sqlc.narg(after_created)::timestamptz IS NULL
+           OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
+    ORDER BY created_at DESC, id DESC
+    LIMIT @lim
+), checked AS (
+    SELECT s.*, (cardinality(@input_contains::jsonb[]) = 0 OR s.input::jsonb @> ANY (@input_contains::jsonb[])) AS matched
+    FROM scanned s
+)
+SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+       (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched
+FROM checked
+ORDER BY created_at DESC, id DESC;
+
 -- name: OpsWorkers :many
 -- The workers, with the leases each holds and whether it leads. The
 -- leader holds, beside the leader's lock, an advisory lock named after

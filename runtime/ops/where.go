@@ -163,35 +163,31 @@ func (a *Admin) listWhere(ctx context.Context, w *where, q store.RunQuery, limit
 		return nil, nil, nil
 	}
 	var out []store.Run
-	scanned := 0
-	for {
+	for scanned := 0; scanned < whereScan; scanned += whereBatch {
 		q.Limit = whereBatch
-		batch, err := a.store.ListRuns(ctx, q)
+		batch, reached, err := a.store.ScanRuns(ctx, q)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, r := range batch {
-			scanned++
-			c := store.CursorOf(r)
-			q.After = &c
 			ok, err := w.match(ctx, r)
 			if err != nil {
 				return nil, nil, err
 			}
-			if ok {
-				r.Input = nil
-				if out = append(out, r); len(out) > limit {
-					return out, nil, nil
-				}
+			if !ok {
+				continue
+			}
+			r.Input = nil
+			if out = append(out, r); len(out) > limit {
+				return out, nil, nil
 			}
 		}
-		if len(batch) < whereBatch {
+		if reached == nil {
 			return out, nil, nil
 		}
-		if scanned >= whereScan {
-			return out, q.After, nil
-		}
+		q.After = reached
 	}
+	return out, q.After, nil
 }
 
 // Select returns the id of every run the filter selects, from its After

@@ -19,6 +19,15 @@ type Ops interface {
 	// (by CreatedAt, then by ID, both descending), starting after
 	// q.After. A run's Input is read only when the query asks for it.
 	ListRuns(ctx context.Context, q RunQuery) ([]Run, error)
+	// ScanRuns reads runs in ListRuns's order, at most q.Limit of them
+	// (DefaultRunLimit when not positive): the next runs after q.After
+	// that every filter of q selects but InputContains. It returns those
+	// of them whose input contains one of q.InputContains (all of them
+	// when it is empty), and, when it read Limit runs, the position of
+	// the last: another scan from there goes on, and nil means the
+	// listing ended. Its cost is bounded by Limit however few runs match,
+	// where ListRuns with InputContains reads on until Limit runs match.
+	ScanRuns(ctx context.Context, q RunQuery) (runs []Run, reached *RunCursor, err error)
 	// ListWorkers returns the workers the store knows (those that have
 	// heartbeated and not yet been forgotten), by id, with the tasks each
 	// holds and whether it leads.

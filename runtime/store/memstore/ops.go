@@ -36,6 +36,36 @@ func (s *Store) ListRuns(_ context.Context, q store.RunQuery) ([]store.Run, erro
 	return out, nil
 }
 
+// ScanRuns implements store.Ops.
+func (s *Store) ScanRuns(_ context.Context, q store.RunQuery) ([]store.Run, *store.RunCursor, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = store.DefaultRunLimit
+	}
+	docs, withInput := q.InputContains, q.WithInput
+	q.InputContains = nil
+	q.WithInput, q.Limit = true, limit
+	read, err := s.ListRuns(context.Background(), q)
+	if err != nil {
+		return nil, nil, err
+	}
+	var reached *store.RunCursor
+	if len(read) == limit {
+		c := store.CursorOf(read[limit-1])
+		reached = &c
+	}
+	out := make([]store.Run, 0, len(read))
+	for _, r := range read {
+		if len(docs) == 0 || slices.ContainsFunc(docs, func(doc json.RawMessage) bool { return jsonContains(r.Input, doc) }) {
+			if !withInput {
+				r.Input = nil
+			}
+			out = append(out, r)
+		}
+	}
+	return out, reached, nil
+}
+
 // compareListed orders runs as listings do, ascending: by creation time,
 // then by id, bytewise (as Postgres compares uuids).
 func compareListed(a, b store.RunCursor) int {

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -23,55 +24,134 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]store.Run, er
 	p := dbsqlc.OpsRunsListParams{
 		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
 		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), Lim: int32(limit),
-		WithInput: q.WithInput, InputContains: make([][]byte, len(q.InputContains)),
-	}
-	for i, doc := range q.InputContains {
-		p.InputContains[i] = doc
+		WithInput: q.WithInput, InputContains: documents(q.InputContains),
 	}
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
 	}
-	statuses := []string{""}
-	if len(q.Statuses) > 0 {
-		statuses = statuses[:0]
-		for _, st := range q.Statuses {
-			if !slices.Contains(statuses, string(st)) {
-				statuses = append(statuses, string(st))
+	out, err := byStatus(ctx, s, q.Statuses, limit, store.CursorOf, func(qs *dbsqlc.Queries, status string) ([]store.Run, error) {
+		p.Status = status
+		rows, err := qs.OpsRunsList(ctx, p)
+		runs := make([]store.Run, len(rows))
+		for i, r := range rows {
+			runs[i] = store.Run{
+				ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
+				IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
+				FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+				Input: r.Input,
 			}
 		}
-	}
-	var out []store.Run
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if err := q.OpsCustomPlans(ctx); err != nil {
-			return err
-		}
-		for _, st := range statuses {
-			p.Status = st
-			rows, err := q.OpsRunsList(ctx, p)
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				out = append(out, store.Run{
-					ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
-					IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
-					FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-					Input: r.Input,
-				})
-			}
-		}
-		return nil
+		return runs, err
 	})
 	if err != nil {
 		return nil, wrap(err, "listing runs")
 	}
-	if len(statuses) > 1 {
-		slices.SortFunc(out, func(a, b store.Run) int {
-			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+	return out, nil
+}
+
+// scanned is a run a scan read, and whether its input matched.
+type scanned struct {
+	store.Run
+	matched bool
+}
+
+// ScanRuns implements store.Ops: OpsRunsScan reads the window and checks
+// the documents in one statement per status.
+func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *store.RunCursor, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = store.DefaultRunLimit
+	}
+	p := dbsqlc.OpsRunsScanParams{
+		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
+		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), Lim: int32(limit),
+		WithInput: q.WithInput, InputContains: documents(q.InputContains),
+	}
+	if q.After != nil {
+		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
+	}
+	read, err := byStatus(ctx, s, q.Statuses, limit, func(r scanned) store.RunCursor { return store.CursorOf(r.Run) }, func(qs *dbsqlc.Queries, status string) ([]scanned, error) {
+		p.Status = status
+		rows, err := qs.OpsRunsScan(ctx, p)
+		runs := make([]scanned, len(rows))
+		for i, r := range rows {
+			runs[i] = scanned{store.Run{
+				ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
+				IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
+				FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+				Input: r.Input,
+			}, r.Matched.Bool}
+		}
+		return runs, err
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "scanning runs")
+	}
+	var reached *store.RunCursor
+	if len(read) == limit {
+		c := store.CursorOf(read[limit-1].Run)
+		reached = &c
+	}
+	out := make([]store.Run, 0, len(read))
+	for _, r := range read {
+		if r.matched {
+			out = append(out, r.Run)
+		}
+	}
+	return out, reached, nil
+}
+
+// documents passes JSON documents as jsonb[]: never nil, so that none is
+// an empty array.
+func documents(docs []json.RawMessage) [][]byte {
+	out := make([][]byte, len(docs))
+	for i, d := range docs {
+		out[i] = d
+	}
+	return out
+}
+
+// byStatus runs a listing statement once per status (once when there is
+// no status filter), in one read-only transaction planned for its
+// parameters, and merges what they return into the first limit in
+// listing order.
+func byStatus[R any](ctx context.Context, s *Store, statuses []store.RunStatus, limit int,
+	cursor func(R) store.RunCursor, query func(*dbsqlc.Queries, string) ([]R, error),
+) ([]R, error) {
+	names := []string{""}
+	if len(statuses) > 0 {
+		names = names[:0]
+		for _, st := range statuses {
+			if !slices.Contains(names, string(st)) {
+				names = append(names, string(st))
+			}
+		}
+	}
+	var out []R
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		qs := s.q.WithTx(tx)
+		if err := qs.OpsCustomPlans(ctx); err != nil {
+			return err
+		}
+		for _, name := range names {
+			rows, err := query(qs, name)
+			if err != nil {
+				return err
+			}
+			out = append(out, rows...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 1 {
+		slices.SortFunc(out, func(a, b R) int {
+			x, y := cursor(a), cursor(b)
+			if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
 				return c
 			}
-			return bytes.Compare(b.ID[:], a.ID[:])
+			return bytes.Compare(y.ID[:], x.ID[:])
 		})
 		out = out[:min(len(out), limit)]
 	}

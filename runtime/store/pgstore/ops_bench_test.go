@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
@@ -23,8 +27,10 @@ import (
 // million), 20 workflows (and "rare", one run in 10,000), 1,000 tenants,
 // 97% COMPLETED, 2% FAILED, 0.5% CANCELLED and 0.5% RUNNING (workflow,
 // tenant and status independent of each other), half with an idempotency
-// key (key-<i>), and random ids. Only trellis_runs: listing
-// reads nothing else.
+// key (key-<i>), random ids, and an input such as {"customerId":
+// "customer-4242", "amountCents": 1234, "tier": "standard", "express":
+// false} (100,000 customers, a tenth of the runs gold, a third express).
+// Only trellis_runs: listing reads nothing else.
 const fillRuns = `
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved,
                           failed_step, error, created_at, finished_at)
@@ -32,7 +38,10 @@ SELECT gen_random_uuid(),
        CASE WHEN i % 10000 = 0 THEN 'rare' ELSE 'workflow-' || ((i / 7) % 20) END,
        'v1', 'tenant-' || ((i * 7919) % 1000),
        CASE WHEN i % 2 = 0 THEN 'key-' || i END,
-       s.status, '{}', 0,
+       s.status,
+       json_build_object('customerId', 'customer-' || ((i * 104729) % 100000), 'amountCents', (i * 7919) % 100000,
+                         'tier', CASE WHEN i % 10 = 3 THEN 'gold' ELSE 'standard' END, 'express', i % 3 = 0),
+       0,
        CASE WHEN s.status = 'FAILED' THEN 1 ELSE -1 END,
        CASE WHEN s.status = 'FAILED' THEN 'boom' END,
        c.at,
@@ -284,6 +293,67 @@ func BenchmarkListRuns(b *testing.B) {
 			}
 			b.ReportMetric(float64(pages), "pages/op")
 			b.ReportMetric(float64(rows), "runs/op")
+		})
+	}
+}
+
+// whereCases are listings of trellis runs list -workflow workflow-7 -where
+// (50,000 of a million runs are workflow-7's).
+var whereCases = []struct{ name, where string }{
+	{"tier-gold", `input.tier == "gold"`},                          // a tenth; pushed down
+	{"failed-gold", `status == "FAILED" && input.tier == "gold"`},  // status index, then pushed down
+	{"amount-over-99000", `input.amountCents > 99000`},             // a hundredth; evaluated on each run
+	{"express-small", `input.express && input.amountCents < 5000`}, // a sixtieth; evaluated on each run
+	{"one-customer", `input.customerId == "customer-4242"`},        // one run in 100,000; pushed down
+	{"recent-gold", `created > timestamp("2000-01-01T00:00:00Z") && input.tier == "gold"`},
+}
+
+// BenchmarkListRunsWhere times one page (50 runs, or what 20,000 runs
+// scanned yield) of trellis runs list -workflow workflow-7 -where, through
+// the operations API, on TRELLIS_BENCH_RUNS runs as BenchmarkListRuns.
+//
+//	TRELLIS_BENCH_RUNS=1000000 go test -run '^$' -bench ListRunsWhere -benchtime 50x ./runtime/store/pgstore/
+func BenchmarkListRunsWhere(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("TRELLIS_BENCH_RUNS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("TRELLIS_BENCH_RUNS=%q: want a positive number", v)
+		}
+	}
+	f := newListingFixture(b, n)
+	ctx := context.Background()
+	spec, err := json.Marshal(runtime.WorkflowSpec{
+		Name: "workflow-7",
+		InputSchema: `{"type":"object","required":["customerId","amountCents"],"properties":{
+			"customerId":{"type":"string"},"amountCents":{"type":"integer"},"tier":{"type":"string"},"express":{"type":"boolean"}}}`,
+		Steps: []spec.Step{{Name: "charge"}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.store.SaveWorkflow(ctx, store.WorkflowVersion{Version: "v1", Name: "workflow-7", Spec: spec}); err != nil {
+		b.Fatal(err)
+	}
+	engine, err := runtime.New(runtime.Config{Store: f.store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin := ops.New(engine)
+	for _, c := range whereCases {
+		b.Run(c.name, func(b *testing.B) {
+			var page *ops.RunPage
+			for range b.N {
+				if page, err = admin.ListRuns(ctx, ops.RunFilter{Workflow: "workflow-7", Where: c.where}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			more := 0.0
+			if page.Next != "" {
+				more = 1
+			}
+			b.ReportMetric(float64(len(page.Runs)), "runs/op")
+			b.ReportMetric(more, "next")
 		})
 	}
 }

@@ -328,6 +328,34 @@ func testListRunsByInput(t *testing.T, f *fixture) {
 			}
 		}
 	}
+	// A scan reads a bounded window, returns the runs in it that match,
+	// and where it stopped.
+	gold := docs(`{"tier":"gold"}`)
+	runsScanned, reached, err := f.s.ScanRuns(f.ctx, store.RunQuery{InputContains: gold, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]uuid.UUID{runs[2]}, ids(runsScanned)); diff != "" || reached == nil || reached.ID != runs[2] {
+		t.Errorf("ScanRuns(gold, 2) = %v, reached %v; want run 2 and the position of run 2 (-want +got):\n%s", ids(runsScanned), reached, diff)
+	}
+	runsScanned, reached, err = f.s.ScanRuns(f.ctx, store.RunQuery{InputContains: gold, Limit: 2, After: reached, WithInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]uuid.UUID{runs[0]}, ids(runsScanned)); diff != "" || reached == nil || reached.ID != runs[0] ||
+		string(runsScanned[0].Input) != inputs[0] {
+		t.Errorf("ScanRuns(gold, 2, after) = %v %q, reached %v; want run 0 with its input, and its position (-want +got):\n%s",
+			ids(runsScanned), inputsOf(runsScanned), reached, diff)
+	}
+	runsScanned, reached, err = f.s.ScanRuns(f.ctx, store.RunQuery{Limit: 2, After: reached})
+	if err != nil || len(runsScanned) != 0 || reached != nil {
+		t.Errorf("ScanRuns past the end = %v, %v, %v; want nothing and the end", ids(runsScanned), reached, err)
+	}
+	runsScanned, _, err = f.s.ScanRuns(f.ctx, store.RunQuery{Limit: 10, Statuses: []store.RunStatus{store.RunRunning, store.RunFailed}})
+	if diff := cmp.Diff([]uuid.UUID{runs[3], runs[2], runs[1], runs[0]}, ids(runsScanned)); err != nil || diff != "" {
+		t.Errorf("ScanRuns over two statuses: %v (-want +got):\n%s", err, diff)
+	}
+
 	got := f.listRuns(store.RunQuery{WithInput: true, Limit: 2})
 	if len(got) != 2 || string(got[0].Input) != inputs[3] || string(got[1].Input) != inputs[2] {
 		t.Errorf("ListRuns(WithInput) inputs = %q, want %q and %q as written", inputsOf(got), inputs[3], inputs[2])

@@ -188,6 +188,110 @@ func (q *Queries) OpsRunsList(ctx context.Context, arg OpsRunsListParams) ([]Ops
 	return items, nil
 }
 
+const opsRunsScan = `-- name: OpsRunsScan :many
+WITH scanned AS (
+    SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
+    FROM trellis_runs
+    WHERE ($2::text = '' OR workflow = $2::text)
+      AND ($3::text = '' OR tenant = $3::text)
+      AND ($4::text = '' OR status = $4::text)
+      AND ($5::text = '' OR idempotency_key = $5::text)
+      AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+      AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
+      AND ($8::timestamptz IS NULL
+           OR (created_at, id) < ($8::timestamptz, $9::uuid))
+    ORDER BY created_at DESC, id DESC
+    LIMIT $10
+), checked AS (
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, (cardinality($11::jsonb[]) = 0 OR s.input::jsonb @> ANY ($11::jsonb[])) AS matched
+    FROM scanned s
+)
+SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+       (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched
+FROM checked
+ORDER BY created_at DESC, id DESC
+`
+
+type OpsRunsScanParams struct {
+	WithInput      bool
+	Workflow       string
+	Tenant         string
+	Status         string
+	IdempotencyKey string
+	CreatedFrom    *time.Time
+	CreatedTo      *time.Time
+	AfterCreated   *time.Time
+	AfterID        uuid.UUID
+	Lim            int32
+	InputContains  [][]byte
+}
+
+type OpsRunsScanRow struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey pgtype.Text
+	Status         string
+	FailedStep     int32
+	Error          pgtype.Text
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	Input          []byte
+	Matched        pgtype.Bool
+}
+
+// OpsRunsList for a bounded scan: the next lim runs the filters on indexed
+// columns select, each with whether its input contains one of the
+// documents (true when there are none) and its input only then (and only
+// with with_input). The scan reads lim runs whatever the documents match,
+// so its cost is bounded; the last row tells where to go on. Run it under
+// OpsCustomPlans.
+func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
+	rows, err := q.db.Query(ctx, opsRunsScan,
+		arg.WithInput,
+		arg.Workflow,
+		arg.Tenant,
+		arg.Status,
+		arg.IdempotencyKey,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.AfterCreated,
+		arg.AfterID,
+		arg.Lim,
+		arg.InputContains,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsRunsScanRow{}
+	for rows.Next() {
+		var i OpsRunsScanRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.IdempotencyKey,
+			&i.Status,
+			&i.FailedStep,
+			&i.Error,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.Input,
+			&i.Matched,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsWorkers = `-- name: OpsWorkers :many
 SELECT w.worker, w.heartbeat_at,
        (SELECT count(*) FROM trellis_leases l WHERE l.worker = w.worker)::int AS leases,
