@@ -309,6 +309,9 @@ type Event struct {
 	At      time.Time         `json:"at"`
 	// Detail is the error of a failure, the reason of a skip, or empty.
 	Detail string `json:"detail,omitempty"`
+	// WakeAt is when a SLEEPING step's sleep ends, or when a RETRYING
+	// step's next attempt is queued; absent for other events.
+	WakeAt *time.Time `json:"wakeAt,omitempty"`
 }
 
 // Events returns a run's event log in the order it was written. An
@@ -320,7 +323,7 @@ func (a *Admin) Events(ctx context.Context, id runtime.RunID) ([]Event, error) {
 	}
 	out := make([]Event, len(events))
 	for i, ev := range events {
-		out[i] = Event{Step: ev.Step, Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail}
+		out[i] = Event{Step: ev.Step, Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail, WakeAt: timeOrNil(ev.WakeAt)}
 	}
 	return out, nil
 }

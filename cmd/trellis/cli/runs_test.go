@@ -309,10 +309,18 @@ func TestRunsListShowEvents(t *testing.T) {
 	var events []ops.Event
 	e.json(&events, "runs", "events", failed)
 	var trail []string
+	var wakes []time.Time
 	for _, ev := range events {
 		if ev.Step == "work" {
 			trail = append(trail, string(ev.Type))
 		}
+		if ev.WakeAt != nil {
+			wakes = append(wakes, *ev.WakeAt)
+		}
+	}
+	// Retried 30s, then 90s, after attempts at 00:01:00 and 00:01:30.
+	if want := []time.Time{*at(time.Minute + 30*time.Second), *at(3 * time.Minute)}; !cmp.Equal(want, wakes) {
+		t.Errorf("the RETRYING events' wakeAt = %v, want %v", wakes, want)
 	}
 	wantTrail := []string{"QUEUED", "STARTED", "RETRYING", "QUEUED", "STARTED", "RETRYING", "QUEUED", "STARTED", "FAILED"}
 	if diff := cmp.Diff(wantTrail, trail); diff != "" {
