@@ -103,8 +103,11 @@ var listCases = []listCase{
 // listingQueries records the listing statements a pool runs, with their
 // arguments, so that they can be EXPLAINed exactly as ListRuns sent them.
 type listingQueries struct {
-	mu  sync.Mutex
-	got []tracedQuery
+	// name is the sqlc name of the statements recorded; OpsRunsList when
+	// empty.
+	name string
+	mu   sync.Mutex
+	got  []tracedQuery
 }
 
 type tracedQuery struct {
@@ -113,7 +116,11 @@ type tracedQuery struct {
 }
 
 func (l *listingQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "-- name: OpsRunsList ") {
+	name := l.name
+	if name == "" {
+		name = "OpsRunsList"
+	}
+	if strings.Contains(d.SQL, "-- name: "+name+" ") {
 		l.mu.Lock()
 		l.got = append(l.got, tracedQuery{d.SQL, d.Args})
 		l.mu.Unlock()

@@ -40,11 +40,15 @@ WITH picked AS (
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
+    -- run_id = ANY (...) again: without it, statistics that make QUEUED
+    -- look common (a burst of new runs before ANALYZE) get the join
+    -- planned as a scan of every task.
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = $3::text, updated_at = greatest($4::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+    WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken))
+      AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
@@ -181,11 +185,15 @@ WITH running AS (
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
+    -- run_id = ANY (...) again: without it, statistics that make QUEUED
+    -- look common (a burst of new runs before ANALYZE) get the join
+    -- planned as a scan of every task.
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = $5::text, updated_at = greatest($6::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
     FROM taken k
-    WHERE t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+    WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken))
+      AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)

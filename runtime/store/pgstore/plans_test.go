@@ -1,0 +1,109 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+// TestClaimReadsTasksByKey checks that a claim reads the tasks it takes
+// by their key whatever the planner believes of the tasks table. After a
+// burst of new runs that was never analyzed (autovacuum may be off, or
+// behind), the claim's update of the tasks it took was planned as a hash
+// join over a scan of every task: 774 ms a claim with 1.5 million tasks,
+// against 26 ms by key.
+func TestClaimReadsTasksByKey(t *testing.T) {
+	_, schema := pgtest.PoolWithSchema(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	traced := &listingQueries{name: "ReadyClaim"}
+	cfg.ConnConfig.Tracer = traced
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	// A burst of new runs of one task, queued, as TriggerMany would
+	// create them (faster, in SQL). Never analyzed.
+	start := time.Now()
+	if _, err := pool.Exec(ctx, fillQueuedRuns, claimPlanRuns, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d runs created in %v", claimPlanRuns, time.Since(start).Round(time.Millisecond))
+	now := time.Now()
+	if _, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 64, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	statements := traced.take()
+	if len(statements) != 1 {
+		t.Fatalf("saw %d claim statements, want 1", len(statements))
+	}
+	var plan []string
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// A pooled connection runs the statement prepared, and after five
+		// executions on its generic plan: explain that one.
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+statements[0].sql, statements[0].args...)
+		if err != nil {
+			return err
+		}
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatal(err)
+	}
+	if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan on trellis_tasks") {
+		t.Errorf("the claim scans every task:\n%s", text)
+	}
+}
+
+var errRollback = fmt.Errorf("roll back")
+
+// claimPlanRuns is how many runs TestClaimReadsTasksByKey creates: with
+// the claim as it was, 120,000 queued tasks got the scan (80,000 runs of
+// six tasks did not).
+const claimPlanRuns = 120_000
+
+// fillQueuedRuns creates $1 runs of $2 tasks in a chain, ten tenants'
+// worth, with the first task of each queued.
+const fillQueuedRuns = `
+WITH tenants AS (
+    INSERT INTO trellis_tenants (tenant, grp)
+    SELECT 'tenant-' || g, nextval('trellis_tenant_group') FROM generate_series(0, 9) AS g
+    RETURNING tenant, grp
+), runs AS (
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, created_at)
+    SELECT gen_random_uuid(), 'w', 'w@1', 'tenant-' || (i % 10), 'RUNNING', '{}', 6, now()
+    FROM generate_series(1, $1::int) AS i
+    RETURNING id, tenant
+), tasks AS (
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
+    SELECT r.id, s, 0, CASE WHEN s = 0 THEN 'QUEUED' ELSE 'PENDING' END,
+           CASE WHEN s = 0 THEN '{}'::smallint[] ELSE ARRAY[s - 1]::smallint[] END,
+           CASE WHEN s = 0 THEN 0 ELSE 1 END, true, 1, now()
+    FROM runs r CROSS JOIN generate_series(0, $2::int - 1) AS s
+)
+-- Each tenant's runs one block apart, as trellis_enqueue queues them.
+INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow)
+SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w'
+FROM runs r JOIN tenants t ON t.tenant = r.tenant`
