@@ -30,3 +30,16 @@ WHERE c.relnamespace = current_schema()::regnamespace
   AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
   AND pg_stat_get_dead_tuples(c.oid) > @dead_rows::bigint
 ORDER BY c.relname;
+
+-- name: TablesBehind :many
+-- Those of this schema's large tables whose statistics or dead rows are
+-- twice past autovacuum's default thresholds (analyze after 50 + 10% of
+-- the rows changed, vacuum after 50 + 20% dead): autovacuum is off for
+-- them, or behind. A table never analyzed counts as empty.
+SELECT c.relname::text AS name,
+       (pg_stat_get_dead_tuples(c.oid) > 2 * (50 + 0.2 * greatest(c.reltuples, 0)))::boolean AS vacuum,
+       (pg_stat_get_mod_since_analyze(c.oid) > 2 * (50 + 0.1 * greatest(c.reltuples, 0)))::boolean AS analyze
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace
+  AND c.relname IN ('trellis_runs', 'trellis_tasks', 'trellis_events')
+ORDER BY c.relname;

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
@@ -230,18 +231,64 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, string, error) {
 // vacuumAfter is how many dead rows make a hot table worth vacuuming.
 const vacuumAfter = 5000
 
-// Maintain implements store.Coordination: it vacuums those of the small
-// tables every task passes through that hold many dead rows. Each claimed
+// Maintain implements store.Coordination. It vacuums those of the small
+// tables every task passes through that hold many dead rows: each claimed
 // task leaves a dead entry at the front of the queue's index, which every
 // claim would otherwise step over until autovacuum (whose rounds are a
-// minute apart, and busy with the large tables) gets to it. A role that
-// may not vacuum the tables (not their owner) gets an error.
+// minute apart, and busy with the large tables) gets to it. Then it
+// catches up on the large tables (runs, tasks, events) where autovacuum
+// has not: it may be off, or behind. A role that may not vacuum the
+// tables (not their owner) gets an error for the small ones; Postgres
+// skips the large ones with a warning.
 func (s *Store) Maintain(ctx context.Context) error {
 	tables, err := s.q.HotTablesToVacuum(ctx, vacuumAfter)
-	if err != nil || len(tables) == 0 {
+	if err != nil {
 		return wrap(err, "reading table statistics")
 	}
-	// Not in sqlc: VACUUM's tables are identifiers, which no query parameter can be.
-	_, err = s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+strings.Join(tables, ", "))
-	return wrap(err, "vacuuming "+strings.Join(tables, ", "))
+	if len(tables) > 0 {
+		// Not in sqlc: VACUUM's tables are identifiers, which no query parameter can be.
+		if _, err := s.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) `+strings.Join(tables, ", ")); err != nil {
+			return wrap(err, "vacuuming "+strings.Join(tables, ", "))
+		}
+	}
+	return s.catchUp(ctx)
+}
+
+// catchUp analyzes the large tables whose statistics are stale, and
+// vacuums those with many dead rows, when autovacuum has not (see
+// TablesBehind): throttled as autovacuum throttles itself, so that the
+// engine's statements keep their share of the disk. Plans depend on the
+// statistics (a burst of runs never analyzed makes the queue look empty or
+// huge), and scans on the dead rows and index entries vacuum removes.
+func (s *Store) catchUp(ctx context.Context) error {
+	behind, err := s.q.TablesBehind(ctx)
+	if err != nil {
+		return wrap(err, "reading table statistics")
+	}
+	for _, t := range behind {
+		var stmt string
+		switch {
+		case t.Vacuum:
+			stmt = `VACUUM (SKIP_LOCKED, ANALYZE) `
+		case t.Analyze:
+			stmt = `ANALYZE (SKIP_LOCKED) `
+		default:
+			continue
+		}
+		stmt += pgx.Identifier{t.Name}.Sanitize()
+		err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+			if _, err := c.Exec(ctx, `SET vacuum_cost_delay = '2ms'`); err != nil {
+				return err
+			}
+			_, err := c.Exec(ctx, stmt)
+			if _, rerr := c.Exec(ctx, `RESET vacuum_cost_delay`); err == nil {
+				err = rerr
+			}
+			return err
+		})
+		if err != nil {
+			return wrap(err, strings.ToLower(strings.Fields(stmt)[0])+" "+t.Name)
+		}
+	}
+	return nil
 }

@@ -90,3 +90,43 @@ func (q *Queries) NotifyChannel(ctx context.Context) (string, error) {
 	err := row.Scan(&channel)
 	return channel, err
 }
+
+const tablesBehind = `-- name: TablesBehind :many
+SELECT c.relname::text AS name,
+       (pg_stat_get_dead_tuples(c.oid) > 2 * (50 + 0.2 * greatest(c.reltuples, 0)))::boolean AS vacuum,
+       (pg_stat_get_mod_since_analyze(c.oid) > 2 * (50 + 0.1 * greatest(c.reltuples, 0)))::boolean AS analyze
+FROM pg_catalog.pg_class c
+WHERE c.relnamespace = current_schema()::regnamespace
+  AND c.relname IN ('trellis_runs', 'trellis_tasks', 'trellis_events')
+ORDER BY c.relname
+`
+
+type TablesBehindRow struct {
+	Name    string
+	Vacuum  bool
+	Analyze bool
+}
+
+// Those of this schema's large tables whose statistics or dead rows are
+// twice past autovacuum's default thresholds (analyze after 50 + 10% of
+// the rows changed, vacuum after 50 + 20% dead): autovacuum is off for
+// them, or behind. A table never analyzed counts as empty.
+func (q *Queries) TablesBehind(ctx context.Context) ([]TablesBehindRow, error) {
+	rows, err := q.db.Query(ctx, tablesBehind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TablesBehindRow{}
+	for rows.Next() {
+		var i TablesBehindRow
+		if err := rows.Scan(&i.Name, &i.Vacuum, &i.Analyze); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
