@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/effectivelabs/trellis/runtime"
 )
@@ -43,23 +44,56 @@ type ActionResult struct {
 // run that does not exist or an error.
 func (r ActionResult) OK() bool { return r.Outcome != NotFound && r.Outcome != Failed }
 
+// actParallel is how many runs Cancel and Retry act on at once: each
+// takes a few round trips to the store, and a bulk action over thousands
+// of runs would otherwise wait for them one after another.
+const actParallel = 4
+
+// each calls act for every id, actParallel at a time, and returns the
+// results in the order of ids. An id given again is acted on again after
+// the others, in order, so that its results read as if one followed the
+// other ("cancelled", then "already ended").
+func each(ids []runtime.RunID, act func(runtime.RunID) ActionResult) []ActionResult {
+	out := make([]ActionResult, len(ids))
+	seen := make(map[runtime.RunID]bool, len(ids))
+	var again []int
+	sem := make(chan struct{}, actParallel)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if seen[id] {
+			again = append(again, i)
+			continue
+		}
+		seen[id] = true
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = act(id)
+		}()
+	}
+	wg.Wait()
+	for _, i := range again {
+		out[i] = act(ids[i])
+	}
+	return out
+}
+
 // Cancel cancels each running run: its unfinished steps are cancelled and
 // the workers running its steps stop them. Runs that already ended are
 // left as they are. It returns one result per id, in order.
 func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult {
-	out := make([]ActionResult, len(ids))
-	for i, id := range ids {
+	return each(ids, func(id runtime.RunID) ActionResult {
 		ok, err := a.engine.CancelRun(ctx, id)
 		switch {
 		case err != nil:
-			out[i] = a.failed(id, err)
+			return a.failed(id, err)
 		case ok:
-			out[i] = ActionResult{Run: id, Outcome: Cancelled}
+			return ActionResult{Run: id, Outcome: Cancelled}
 		default:
-			out[i] = a.unchanged(ctx, id, AlreadyEnded)
+			return a.unchanged(ctx, id, AlreadyEnded)
 		}
-	}
-	return out
+	})
 }
 
 // Retry gives each failed or cancelled run another go from the steps that
@@ -67,19 +101,17 @@ func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult
 // runtime.Engine.RetryRun). Running and completed runs are left as they
 // are. It returns one result per id, in order.
 func (a *Admin) Retry(ctx context.Context, ids ...runtime.RunID) []ActionResult {
-	out := make([]ActionResult, len(ids))
-	for i, id := range ids {
+	return each(ids, func(id runtime.RunID) ActionResult {
 		err := a.engine.RetryRun(ctx, id)
 		switch {
 		case err == nil:
-			out[i] = ActionResult{Run: id, Outcome: Retried}
+			return ActionResult{Run: id, Outcome: Retried}
 		case errors.Is(err, runtime.ErrNotRetryable):
-			out[i] = a.unchanged(ctx, id, NotRetryable)
+			return a.unchanged(ctx, id, NotRetryable)
 		default:
-			out[i] = a.failed(id, err)
+			return a.failed(id, err)
 		}
-	}
-	return out
+	})
 }
 
 // unchanged reports a run left as it was, with its status.
