@@ -1,41 +1,21 @@
 -- name: OpsCustomPlans :exec
 -- Makes the rest of the transaction plan each statement for its
--- parameters. OpsRunsList's filters are optional: planned with the
+-- parameters. OpsRunsScan's filters are optional: planned with the
 -- values, an unused one folds away and a used one picks its index
 -- (schema/0005); a generic plan, which a pooled connection adopts after a
 -- few executions, would have to serve every combination with one scan.
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 
--- name: OpsRunsList :many
--- One page of runs, newest first, from after the cursor (after_created,
--- after_id). Every filter is optional: an empty text or a null time
--- matches every run. Run it under OpsCustomPlans. One status at a time:
--- an index is read in order for one status, not for several. With
--- input_contains, a run's input must contain one of the documents (a
--- check of each row the index yields: no index covers inputs); the input
--- is returned only when with_input is set.
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
-       (CASE WHEN @with_input::boolean THEN input END)::json AS input
-FROM trellis_runs
-WHERE (@workflow::text = '' OR workflow = @workflow::text)
-  AND (@tenant::text = '' OR tenant = @tenant::text)
-  AND (@status::text = '' OR status = @status::text)
-  AND (@idempotency_key::text = '' OR idempotency_key = @idempotency_key::text)
-  AND (sqlc.narg(created_from)::timestamptz IS NULL OR created_at >= sqlc.narg(created_from)::timestamptz)
-  AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
-  AND (sqlc.narg(after_created)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
-  AND (cardinality(@input_contains::jsonb[]) = 0 OR input::jsonb @> ANY (@input_contains::jsonb[]))
-ORDER BY created_at DESC, id DESC
-LIMIT @lim;
-
 -- name: OpsRunsScan :many
--- OpsRunsList for a bounded scan: the next lim runs the filters on indexed
--- columns select, each with whether its input contains one of the
--- documents (true when there are none) and its input only then (and only
--- with with_input). The scan reads lim runs whatever the documents match,
--- so its cost is bounded; the last row tells where to go on. Run it under
--- OpsCustomPlans.
+-- The next lim runs of a listing, newest first, from after the cursor
+-- (after_created, after_id). Every filter is optional: an empty text or a
+-- null time matches every run. Run it under OpsCustomPlans. One status at
+-- a time: an index is read in order for one status, not for several. Each
+-- run comes with whether its input contains one of the documents (true
+-- when there are none; no index covers inputs, so this checks the rows
+-- the index yields), and its input only then, and only with with_input.
+-- The scan reads lim runs whatever the documents match, so its cost is
+-- bounded; the last row tells where to go on.
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
     FROM trellis_runs

@@ -12,51 +12,41 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// ListRuns implements store.Ops. The query reads an index of schema/0005
-// in listing order, planned for the filters given (see OpsCustomPlans).
-// Several statuses take one such read each, merged here: an index is
-// read in order for one status at a time.
+// ListRuns implements store.Ops: one scan of Limit runs without
+// InputContains, else scans of a window at a time until Limit runs
+// match.
 func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]store.Run, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = store.DefaultRunLimit
 	}
-	p := dbsqlc.OpsRunsListParams{
-		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
-		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), Lim: int32(limit),
-		WithInput: q.WithInput, InputContains: documents(q.InputContains),
-	}
-	if q.After != nil {
-		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
-	}
-	out, err := byStatus(ctx, s, q.Statuses, limit, store.CursorOf, func(qs *dbsqlc.Queries, status string) ([]store.Run, error) {
-		p.Status = status
-		rows, err := qs.OpsRunsList(ctx, p)
-		runs := make([]store.Run, len(rows))
-		for i, r := range rows {
-			runs[i] = store.Run{
-				ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
-				IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
-				FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-				Input: r.Input,
-			}
-		}
+	if len(q.InputContains) == 0 {
+		runs, _, err := s.ScanRuns(ctx, q)
 		return runs, err
-	})
-	if err != nil {
-		return nil, wrap(err, "listing runs")
 	}
-	return out, nil
+	q.Limit = max(limit, listWindow)
+	var out []store.Run
+	for {
+		runs, reached, err := s.ScanRuns(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, runs...); len(out) >= limit || reached == nil {
+			return out[:min(len(out), limit)], nil
+		}
+		q.After = reached
+	}
 }
 
-// scanned is a run a scan read, and whether its input matched.
-type scanned struct {
-	store.Run
-	matched bool
-}
+// listWindow is how many runs ListRuns scans at a time when the documents
+// an input must contain leave out some of them.
+const listWindow = 500
 
-// ScanRuns implements store.Ops: OpsRunsScan reads the window and checks
-// the documents in one statement per status.
+// ScanRuns implements store.Ops. The statement reads an index of
+// schema/0005 in listing order, planned for the filters given (see
+// OpsCustomPlans), and checks the documents in the same statement.
+// Several statuses take one such read each, merged here: an index is read
+// in order for one status at a time.
 func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *store.RunCursor, error) {
 	limit := q.Limit
 	if limit <= 0 {
@@ -70,33 +60,58 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
 	}
-	read, err := byStatus(ctx, s, q.Statuses, limit, func(r scanned) store.RunCursor { return store.CursorOf(r.Run) }, func(qs *dbsqlc.Queries, status string) ([]scanned, error) {
-		p.Status = status
-		rows, err := qs.OpsRunsScan(ctx, p)
-		runs := make([]scanned, len(rows))
-		for i, r := range rows {
-			runs[i] = scanned{store.Run{
-				ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
-				IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
-				FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-				Input: r.Input,
-			}, r.Matched.Bool}
+	statuses := []string{""}
+	if len(q.Statuses) > 0 {
+		statuses = statuses[:0]
+		for _, st := range q.Statuses {
+			if !slices.Contains(statuses, string(st)) {
+				statuses = append(statuses, string(st))
+			}
 		}
-		return runs, err
+	}
+	var read []dbsqlc.OpsRunsScanRow
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		qs := s.q.WithTx(tx)
+		if err := qs.OpsCustomPlans(ctx); err != nil {
+			return err
+		}
+		for _, st := range statuses {
+			p.Status = st
+			rows, err := qs.OpsRunsScan(ctx, p)
+			if err != nil {
+				return err
+			}
+			read = append(read, rows...)
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "scanning runs")
+		return nil, nil, wrap(err, "listing runs")
+	}
+	if len(statuses) > 1 {
+		slices.SortFunc(read, func(a, b dbsqlc.OpsRunsScanRow) int {
+			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+				return c
+			}
+			return bytes.Compare(b.ID[:], a.ID[:])
+		})
+		read = read[:min(len(read), limit)]
 	}
 	var reached *store.RunCursor
 	if len(read) == limit {
-		c := store.CursorOf(read[limit-1].Run)
-		reached = &c
+		reached = &store.RunCursor{CreatedAt: read[limit-1].CreatedAt, ID: read[limit-1].ID}
 	}
 	out := make([]store.Run, 0, len(read))
 	for _, r := range read {
-		if r.matched {
-			out = append(out, r.Run)
+		if !r.Matched.Bool {
+			continue
 		}
+		out = append(out, store.Run{
+			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
+			IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
+			FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+			Input: r.Input,
+		})
 	}
 	return out, reached, nil
 }
@@ -109,53 +124,6 @@ func documents(docs []json.RawMessage) [][]byte {
 		out[i] = d
 	}
 	return out
-}
-
-// byStatus runs a listing statement once per status (once when there is
-// no status filter), in one read-only transaction planned for its
-// parameters, and merges what they return into the first limit in
-// listing order.
-func byStatus[R any](ctx context.Context, s *Store, statuses []store.RunStatus, limit int,
-	cursor func(R) store.RunCursor, query func(*dbsqlc.Queries, string) ([]R, error),
-) ([]R, error) {
-	names := []string{""}
-	if len(statuses) > 0 {
-		names = names[:0]
-		for _, st := range statuses {
-			if !slices.Contains(names, string(st)) {
-				names = append(names, string(st))
-			}
-		}
-	}
-	var out []R
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		qs := s.q.WithTx(tx)
-		if err := qs.OpsCustomPlans(ctx); err != nil {
-			return err
-		}
-		for _, name := range names {
-			rows, err := query(qs, name)
-			if err != nil {
-				return err
-			}
-			out = append(out, rows...)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(names) > 1 {
-		slices.SortFunc(out, func(a, b R) int {
-			x, y := cursor(a), cursor(b)
-			if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
-				return c
-			}
-			return bytes.Compare(y.ID[:], x.ID[:])
-		})
-		out = out[:min(len(out), limit)]
-	}
-	return out, nil
 }
 
 // ListWorkers implements store.Ops.

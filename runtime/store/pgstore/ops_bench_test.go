@@ -105,7 +105,7 @@ var listCases = []listCase{
 // listingQueries records the listing statements a pool runs, with their
 // arguments, so that they can be EXPLAINed exactly as ListRuns sent them.
 type listingQueries struct {
-	// name is the sqlc name of the statements recorded; OpsRunsList when
+	// name is the sqlc name of the statements recorded; OpsRunsScan when
 	// empty.
 	name string
 	mu   sync.Mutex
@@ -120,7 +120,7 @@ type tracedQuery struct {
 func (l *listingQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	name := l.name
 	if name == "" {
-		name = "OpsRunsList"
+		name = "OpsRunsScan"
 	}
 	if strings.Contains(d.SQL, "-- name: "+name+" ") {
 		l.mu.Lock()

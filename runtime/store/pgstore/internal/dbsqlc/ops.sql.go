@@ -18,7 +18,7 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode
 `
 
 // Makes the rest of the transaction plan each statement for its
-// parameters. OpsRunsList's filters are optional: planned with the
+// parameters. OpsRunsScan's filters are optional: planned with the
 // values, an unused one folds away and a used one picks its index
 // (schema/0005); a generic plan, which a pooled connection adopts after a
 // few executions, would have to serve every combination with one scan.
@@ -92,102 +92,6 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 	return items, nil
 }
 
-const opsRunsList = `-- name: OpsRunsList :many
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
-       (CASE WHEN $1::boolean THEN input END)::json AS input
-FROM trellis_runs
-WHERE ($2::text = '' OR workflow = $2::text)
-  AND ($3::text = '' OR tenant = $3::text)
-  AND ($4::text = '' OR status = $4::text)
-  AND ($5::text = '' OR idempotency_key = $5::text)
-  AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
-  AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
-  AND ($8::timestamptz IS NULL
-       OR (created_at, id) < ($8::timestamptz, $9::uuid))
-  AND (cardinality($10::jsonb[]) = 0 OR input::jsonb @> ANY ($10::jsonb[]))
-ORDER BY created_at DESC, id DESC
-LIMIT $11
-`
-
-type OpsRunsListParams struct {
-	WithInput      bool
-	Workflow       string
-	Tenant         string
-	Status         string
-	IdempotencyKey string
-	CreatedFrom    *time.Time
-	CreatedTo      *time.Time
-	AfterCreated   *time.Time
-	AfterID        uuid.UUID
-	InputContains  [][]byte
-	Lim            int32
-}
-
-type OpsRunsListRow struct {
-	ID             uuid.UUID
-	Workflow       string
-	Version        string
-	Tenant         string
-	IdempotencyKey pgtype.Text
-	Status         string
-	FailedStep     int32
-	Error          pgtype.Text
-	CreatedAt      time.Time
-	FinishedAt     *time.Time
-	Input          []byte
-}
-
-// One page of runs, newest first, from after the cursor (after_created,
-// after_id). Every filter is optional: an empty text or a null time
-// matches every run. Run it under OpsCustomPlans. One status at a time:
-// an index is read in order for one status, not for several. With
-// input_contains, a run's input must contain one of the documents (a
-// check of each row the index yields: no index covers inputs); the input
-// is returned only when with_input is set.
-func (q *Queries) OpsRunsList(ctx context.Context, arg OpsRunsListParams) ([]OpsRunsListRow, error) {
-	rows, err := q.db.Query(ctx, opsRunsList,
-		arg.WithInput,
-		arg.Workflow,
-		arg.Tenant,
-		arg.Status,
-		arg.IdempotencyKey,
-		arg.CreatedFrom,
-		arg.CreatedTo,
-		arg.AfterCreated,
-		arg.AfterID,
-		arg.InputContains,
-		arg.Lim,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []OpsRunsListRow{}
-	for rows.Next() {
-		var i OpsRunsListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Workflow,
-			&i.Version,
-			&i.Tenant,
-			&i.IdempotencyKey,
-			&i.Status,
-			&i.FailedStep,
-			&i.Error,
-			&i.CreatedAt,
-			&i.FinishedAt,
-			&i.Input,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
@@ -241,12 +145,15 @@ type OpsRunsScanRow struct {
 	Matched        pgtype.Bool
 }
 
-// OpsRunsList for a bounded scan: the next lim runs the filters on indexed
-// columns select, each with whether its input contains one of the
-// documents (true when there are none) and its input only then (and only
-// with with_input). The scan reads lim runs whatever the documents match,
-// so its cost is bounded; the last row tells where to go on. Run it under
-// OpsCustomPlans.
+// The next lim runs of a listing, newest first, from after the cursor
+// (after_created, after_id). Every filter is optional: an empty text or a
+// null time matches every run. Run it under OpsCustomPlans. One status at
+// a time: an index is read in order for one status, not for several. Each
+// run comes with whether its input contains one of the documents (true
+// when there are none; no index covers inputs, so this checks the rows
+// the index yields), and its input only then, and only with with_input.
+// The scan reads lim runs whatever the documents match, so its cost is
+// bounded; the last row tells where to go on.
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
 	rows, err := q.db.Query(ctx, opsRunsScan,
 		arg.WithInput,
