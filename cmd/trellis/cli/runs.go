@@ -18,11 +18,14 @@ import (
 )
 
 // RunsCommand is trellis runs: it lists runs, shows one with its steps or
-// its event log, and cancels or retries runs.
+// its event log, cancels or retries runs, and purges finished ones.
 type RunsCommand struct {
 	// Clock is the time relative times are measured from; nil is the
 	// system clock.
 	Clock clock.Clock
+	// Confirm asks the user a yes-or-no question (purge asks before it
+	// deletes); nil asks on the terminal when standard input is one.
+	Confirm func(question string) (bool, error)
 }
 
 // Name implements Command.
@@ -30,7 +33,7 @@ func (RunsCommand) Name() string { return "runs" }
 
 // Summary implements Command.
 func (RunsCommand) Summary() string {
-	return "list, show, cancel and retry runs (list|show|events|cancel|retry)"
+	return "list, show, cancel, retry and purge runs (list|show|events|cancel|retry|purge)"
 }
 
 // runsSubcommand is one of trellis runs' subcommands.
@@ -45,6 +48,7 @@ func runsSubcommands() []runsSubcommand {
 		{"events", "[flags] RUN", "print a run's event log"},
 		{"cancel", "[flags] RUN...", "cancel running runs"},
 		{"retry", "[flags] RUN...", "retry failed or cancelled runs from the steps that did not complete"},
+		{"purge", "[flags]", "delete finished runs older than their retention, or than -older-than"},
 	}
 }
 
@@ -66,6 +70,8 @@ func (c RunsCommand) Run(ctx context.Context, args []string, stdout, stderr io.W
 		return c.events(ctx, args[1:], stdout, stderr)
 	case "cancel", "retry":
 		return c.act(ctx, args[0], args[1:], stdout, stderr)
+	case "purge":
+		return c.purge(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "trellis runs: unknown subcommand %q\n\n", args[0])
 	c.usage(stderr)
