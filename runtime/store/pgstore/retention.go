@@ -31,11 +31,7 @@ func (s *Store) PurgeRuns(ctx context.Context, p store.Purge) (store.PurgeResult
 	}
 	var n int32
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		// A generic plan, which a pooled connection adopts after a few
-		// executions, would not know the limit: for a status most runs
-		// have, it could sort the whole history rather than read the
-		// index's first entries.
-		if err := q.OpsCustomPlans(ctx); err != nil {
+		if err := q.PurgeSettings(ctx); err != nil {
 			return err
 		}
 		var err error

@@ -12,6 +12,20 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const purgeSettings = `-- name: PurgeSettings :exec
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)
+`
+
+// Makes the rest of the transaction plan each statement for its values
+// (a generic plan, which a pooled connection adopts after a few
+// executions, would know neither the limit nor which filters are used),
+// without JIT compilation: a purge batch is a thousand runs, and
+// compiling its expressions would take longer than running them.
+func (q *Queries) PurgeSettings(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, purgeSettings)
+	return err
+}
+
 const runsPurge = `-- name: RunsPurge :one
 WITH picked AS (
     SELECT r.id
@@ -20,11 +34,19 @@ WITH picked AS (
       AND r.finished_at < $2::timestamptz
       AND ($3::text = '' OR r.workflow = $3::text)
       AND ($4::text = '' OR r.tenant = $4::text)
+      -- Checked run by run, through the tasks' primary key. OFFSET 0
+      -- keeps the planner from turning NOT EXISTS into a join, which
+      -- may scan every task of the history, each batch, for the few
+      -- live ones; and it counts such a check as keeping half the runs,
+      -- so it reads the index in order and stops after a batch, rather
+      -- than check every run a workflow or tenant filter finds, then
+      -- sort them.
       AND NOT EXISTS (
           SELECT 1 FROM trellis_tasks t
           WHERE t.run_id = r.id
             AND (t.status IN ('QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
                  OR (t.status = 'PENDING' AND r.status <> 'COMPLETED'))
+          OFFSET 0
       )
     ORDER BY r.finished_at
     LIMIT $5::bigint
@@ -64,8 +86,7 @@ type RunsPurgeParams struct {
 // retrying, or pending in a run that did not complete (a COMPLETED run's
 // failure handler stays PENDING forever). Tasks and events are deleted
 // through their primary keys, whose first column is the run. Run it
-// under OpsCustomPlans, so that the limit and the filters are planned
-// with their values.
+// under PurgeSettings.
 func (q *Queries) RunsPurge(ctx context.Context, arg RunsPurgeParams) (int32, error) {
 	row := q.db.QueryRow(ctx, runsPurge,
 		arg.Status,
@@ -102,7 +123,9 @@ type RunsPurgeCountParams struct {
 }
 
 // How many runs RunsPurge would delete without a limit: the same
-// selection, counted, locking nothing.
+// selection, counted, locking nothing. Counting them all, a join with
+// the tasks (which NOT EXISTS lets the planner choose) may well be the
+// cheaper way.
 func (q *Queries) RunsPurgeCount(ctx context.Context, arg RunsPurgeCountParams) (int64, error) {
 	row := q.db.QueryRow(ctx, runsPurgeCount,
 		arg.Status,
