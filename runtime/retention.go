@@ -185,7 +185,9 @@ func (e *Engine) purge(ctx context.Context, f PurgeFilter, goingOn func() bool) 
 		}
 		total += res.Runs
 		e.metrics.runsPurged(ctx, f.Status, res.Runs)
-		e.log.Debug("purged a batch of runs", "status", f.Status, "runs", res.Runs, "took", took)
+		if res.Runs > 0 {
+			e.log.Debug("purged a batch of runs", "status", f.Status, "runs", res.Runs, "took", took)
+		}
 		if res.Runs < p.Limit || (goingOn != nil && !goingOn()) {
 			return total, nil
 		}
