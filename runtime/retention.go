@@ -38,8 +38,8 @@ type Retention struct {
 	Interval time.Duration
 }
 
-// KeepForever, as an age in Retention, keeps the runs of that status
-// forever. Retention{Completed: KeepForever, Failed: KeepForever,
+// KeepForever keeps the runs of a status forever, given as its age in
+// Retention. Retention{Completed: KeepForever, Failed: KeepForever,
 // Cancelled: KeepForever} turns retention off.
 const KeepForever time.Duration = -1
 

@@ -145,7 +145,14 @@ func TestRunsPurgeErrors(t *testing.T) {
 // The terminal's answers: y or yes in any case is yes; anything else,
 // or no answer at all, is no.
 func TestAskOn(t *testing.T) {
-	for in, want := range map[string]bool{"y\n": true, " YES \n": true, "Yes": true, "n\n": false, "\n": false, "sure\n": false, "": false} {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"y\n", true}, {"  YES \n", true}, {"Yes", true}, {"n\n", false}, {"\n", false}, {"sure\n", false}, {"", false},
+	}
+	for _, tt := range tests {
+		in, want := tt.in, tt.want
 		var out bytes.Buffer
 		got, err := askOn(strings.NewReader(in), &out)("delete 3 runs? [y/N] ")
 		if err != nil || got != want || out.String() != "delete 3 runs? [y/N] " {
