@@ -19,7 +19,8 @@
 //     per wake-up rather than a poll per run.
 //   - Start makes an engine claim ready tasks, run their steps, record the
 //     results, heartbeat, and take part in leader election (the leader
-//     fires durable timers and recovers the tasks of dead workers). Stop
+//     fires durable timers, recovers the tasks of dead workers and
+//     deletes finished runs past their Config.Retention). Stop
 //     shuts it down gracefully. An engine that only triggers runs need not
 //     be started.
 //   - A Driver runs an engine by hand instead, on the engine's clock, so

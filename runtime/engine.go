@@ -83,6 +83,11 @@ type Config struct {
 	// triggered without it has no trace to continue. nil, the default,
 	// means no tracing (the global provider is not used either).
 	TracerProvider trace.TracerProvider
+	// Retention says how long finished runs are kept before the leader
+	// deletes them: by default 7 days for completed and cancelled runs,
+	// 30 for failed ones. See Retention; KeepForever keeps a status's
+	// runs forever.
+	Retention Retention
 	// TenantMetrics adds the tenant (trellis.tenant.id) to the run and
 	// task metrics. Off by default: each tenant multiplies their series,
 	// and a system with many tenants would flood the metrics backend.
@@ -126,7 +131,7 @@ func (c *Config) setDefaults() error {
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
 	}
-	return nil
+	return c.Retention.setDefaults()
 }
 
 // Engine executes workflows against a store. One engine per process is

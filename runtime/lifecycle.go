@@ -32,8 +32,9 @@ type lifecycle struct {
 }
 
 // Start begins executing: claiming ready tasks of registered workflows,
-// heartbeating, and taking part in leader election for firing timers and
-// recovering tasks of dead workers. It returns at once. Cancelling ctx
+// heartbeating, and taking part in leader election for firing timers,
+// recovering tasks of dead workers and deleting finished runs past their
+// retention (Config.Retention). It returns at once. Cancelling ctx
 // stops the engine abruptly; use Stop for a graceful shutdown.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
@@ -94,13 +95,14 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
 		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
-	lc.loops.Add(6)
+	lc.loops.Add(7)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.retentionLoop(loopCtx) }()
 	return lc, nil
 }
 

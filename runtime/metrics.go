@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ const (
 	attrAttempt     = attribute.Key("trellis.task.attempt")
 	attrTaskOutcome = attribute.Key("trellis.task.outcome")
 	attrTimerKind   = attribute.Key("trellis.timer.kind")
+	attrRunStatus   = attribute.Key("trellis.run.status")
 )
 
 // Outcomes: the values of trellis.run.outcome and trellis.task.outcome.
@@ -63,6 +65,7 @@ type metrics struct {
 	meter         metric.Meter
 	runStarted    metric.Int64Counter
 	runFinished   metric.Int64Counter
+	runPurged     metric.Int64Counter
 	taskStarted   metric.Int64Counter
 	taskFinished  metric.Int64Counter
 	taskDuration  metric.Float64Histogram
@@ -71,6 +74,7 @@ type metrics struct {
 	claimSize     metric.Int64Histogram
 	timerLateness metric.Float64Histogram
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
+	purgedStatus  map[RunStatus]metric.MeasurementOption
 	// The gauges, observed while the engine is started or driven.
 	leader, queued, running, stuck metric.Int64ObservableGauge
 
@@ -124,6 +128,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	}
 	m.runStarted = counter("trellis.run.started", "{run}", "Runs created by triggers of this engine.")
 	m.runFinished = counter("trellis.run.finished", "{run}", "Runs that ended, by outcome, as seen by the engine that ended them.")
+	m.runPurged = counter("trellis.run.purged", "{run}", "Finished runs this engine deleted, past their retention or asked to (Engine.PurgeRuns), by the status they ended in.")
 	m.taskStarted = counter("trellis.task.started", "{task}", "Step attempts whose code started.")
 	m.taskFinished = counter("trellis.task.finished", "{task}", "Task results: attempts that completed, failed for good or will be retried, and skipped steps.")
 	m.taskDuration = seconds("trellis.task.duration", "How long a step attempt's code ran.")
@@ -141,6 +146,10 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	m.timerKinds = [2]metric.MeasurementOption{
 		metric.WithAttributeSet(attribute.NewSet(attrTimerKind.String("retry"))),
 		metric.WithAttributeSet(attribute.NewSet(attrTimerKind.String("sleep"))),
+	}
+	m.purgedStatus = map[RunStatus]metric.MeasurementOption{}
+	for _, st := range FinishedStatuses() {
+		m.purgedStatus[st] = metric.WithAttributeSet(attribute.NewSet(attrRunStatus.String(strings.ToLower(string(st)))))
 	}
 	if err := m.newGauges(meter); err != nil {
 		return nil, fmt.Errorf("runtime.Config: MeterProvider: %w", err)
@@ -214,6 +223,16 @@ func (m *metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementO
 func (m *metrics) runsStarted(ctx context.Context, workflow, tenant string, n int) {
 	if m != nil && n > 0 {
 		m.runStarted.Add(ctx, int64(n), m.runAttrs(workflow, tenant, ""))
+	}
+}
+
+// runsPurged counts runs of a status that were deleted.
+func (m *metrics) runsPurged(ctx context.Context, status RunStatus, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if attrs, ok := m.purgedStatus[status]; ok {
+		m.runPurged.Add(ctx, int64(n), attrs)
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// Admin reads a store for operators and cancels and retries its runs.
+// Admin reads a store for operators, and cancels, retries and purges its
+// runs.
 // It is safe for concurrent use.
 type Admin struct {
 	engine *runtime.Engine

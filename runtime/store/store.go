@@ -79,6 +79,7 @@ type Store interface {
 	Timers
 	Coordination
 	Ops
+	Retention
 }
 
 // TaskKey identifies a task: the run and the step's index in the workflow.

@@ -33,7 +33,7 @@ func (BenchCommand) Name() string { return "bench" }
 
 // Summary implements Command.
 func (BenchCommand) Summary() string {
-	return "measure throughput, latency, fairness and the cost of sleeps"
+	return "measure throughput, latency, fairness and the cost of sleeps and of purges"
 }
 
 // Run implements Command.
@@ -44,8 +44,9 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 	fs := newFlagSet(c.Name(), "[flags]",
 		"Bench measures Trellis on Postgres and on the memory store: throughput of no-op\n"+
 			"workflows with 1, 2 and 4 worker processes (burn-down and steady), hand-off\n"+
-			"latency, fairness across tenants and what durable sleeps cost. Each scenario\n"+
-			"runs in a fresh schema trellis_bench_<random>, dropped afterwards unless -keep.\n"+
+			"latency, fairness across tenants, what durable sleeps cost and what purging old\n"+
+			"runs costs the workers. Each scenario runs in a fresh schema\n"+
+			"trellis_bench_<random>, dropped afterwards unless -keep.\n"+
 			"A full run takes several minutes; -quick is a smoke run with tiny sizes.")
 	def := bench.DefaultOptions()
 	var (
@@ -58,6 +59,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		backlog   = fs.Int("max-backlog", def.MaxBacklog, "most unfinished runs in a steady case")
 		sleepers  = fs.Int("sleepers", def.Sleepers, "sleeping runs of the sleep scenario")
 		sleep     = fs.Duration("sleep", def.Sleep, "how long each of them sleeps")
+		purgeRuns = fs.Int("purge-runs", def.PurgeRuns, "finished runs past their retention the purge scenario inserts for the leader to delete")
 		engine    bench.EngineSettings
 		opts      BenchOptions
 		keep      bool
@@ -98,7 +100,9 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 	ints := map[string]struct {
 		dst *int
 		v   int
-	}{"runs": {&opts.Runs, *runs}, "memory-runs": {&opts.MemoryRuns, *memRuns}, "max-backlog": {&opts.MaxBacklog, *backlog}, "sleepers": {&opts.Sleepers, *sleepers}}
+	}{"runs": {&opts.Runs, *runs}, "memory-runs": {&opts.MemoryRuns, *memRuns}, "max-backlog": {&opts.MaxBacklog, *backlog}, "sleepers": {&opts.Sleepers, *sleepers},
+		"purge-runs": {&opts.PurgeRuns, *purgeRuns},
+	}
 	for name, f := range ints {
 		if set[name] {
 			*f.dst = f.v

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/term"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -22,16 +20,15 @@ import (
 )
 
 // RunsCommand is trellis runs: it lists runs, shows one with its steps or
-// its event log, and cancels or retries runs.
+// its event log, cancels or retries runs, and purges finished ones.
 type RunsCommand struct {
 	// Clock is the time relative times are measured from; nil is the
 	// system clock.
 	Clock clock.Clock
-	// Stdin is where confirmations are read; nil is os.Stdin.
-	Stdin io.Reader
-	// Terminal says whether someone answers on Stdin; nil asks whether
-	// os.Stdin is a terminal.
-	Terminal *bool
+	// Confirm asks the user a yes-or-no question (bulk cancel and retry,
+	// and purge, ask before they act); nil asks on the terminal when
+	// standard input is one.
+	Confirm func(question string) (bool, error)
 }
 
 // Name implements Command.
@@ -39,7 +36,7 @@ func (RunsCommand) Name() string { return "runs" }
 
 // Summary implements Command.
 func (RunsCommand) Summary() string {
-	return "list, show, cancel and retry runs (list|show|events|cancel|retry)"
+	return "list, show, cancel, retry and purge runs (list|show|events|cancel|retry|purge)"
 }
 
 // runsSubcommand is one of trellis runs' subcommands.
@@ -54,6 +51,7 @@ func runsSubcommands() []runsSubcommand {
 		{"events", "[flags] RUN", "print a run's event log"},
 		{"cancel", "[flags] RUN... | [flags] FILTERS", "cancel running runs, by id or by filter"},
 		{"retry", "[flags] RUN... | [flags] FILTERS", "retry failed or cancelled runs from the steps that did not complete, by id or by filter"},
+		{"purge", "[flags]", "delete finished runs older than their retention, or than -older-than"},
 	}
 }
 
@@ -75,6 +73,8 @@ func (c RunsCommand) Run(ctx context.Context, args []string, stdout, stderr io.W
 		return c.events(ctx, args[1:], stdout, stderr)
 	case "cancel", "retry":
 		return c.act(ctx, args[0], args[1:], stdout, stderr)
+	case "purge":
+		return c.purge(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "trellis runs: unknown subcommand %q\n\n", args[0])
 	c.usage(stderr)
@@ -509,43 +509,23 @@ func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout,
 		return code
 	}
 	o.Runs = pos
-	if c.terminal() {
-		o.Confirm = confirmer(c.stdin(), stderr)
-	}
+	o.Confirm = c.confirm(stderr)
 	if sub == "cancel" {
 		return RunsCancel(ctx, o, stdout, stderr)
 	}
 	return RunsRetry(ctx, o, stdout, stderr)
 }
 
-// stdin is where confirmations are read from.
-func (c RunsCommand) stdin() io.Reader {
-	if c.Stdin != nil {
-		return c.Stdin
+// confirm returns how to ask the user a question: Confirm, or on the
+// terminal; nil when there is no one to ask.
+func (c RunsCommand) confirm(stderr io.Writer) func(string) (bool, error) {
+	if c.Confirm != nil {
+		return c.Confirm
 	}
-	return os.Stdin
-}
-
-// terminal reports whether someone can answer a question on stdin.
-func (c RunsCommand) terminal() bool {
-	if c.Terminal != nil {
-		return *c.Terminal
+	if isTerminal(os.Stdin) {
+		return askOn(os.Stdin, stderr)
 	}
-	return term.IsTerminal(int(os.Stdin.Fd()))
-}
-
-// confirmer asks a question on w and reads a yes or no from r.
-func confirmer(r io.Reader, w io.Writer) func(string) (bool, error) {
-	lines := bufio.NewScanner(r)
-	return func(question string) (bool, error) {
-		fmt.Fprintf(w, "%s [y/N] ", question)
-		if !lines.Scan() {
-			fmt.Fprintln(w)
-			return false, lines.Err()
-		}
-		answer := strings.ToLower(strings.TrimSpace(lines.Text()))
-		return answer == "y" || answer == "yes", nil
-	}
+	return nil
 }
 
 // RunsCancel runs trellis runs cancel with opts and returns its exit code.
@@ -591,7 +571,7 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 			if o.Confirm == nil {
 				return 0, fmt.Errorf("%s selects %s: run again with -yes to %s them (-dry-run shows them)", filterText(o.RunsFilterOptions), runCount(len(ids)), action)
 			}
-			ok, err := o.Confirm(fmt.Sprintf("%s %s?", action, runCount(len(ids))))
+			ok, err := o.Confirm(fmt.Sprintf("%s %s? [y/N] ", action, runCount(len(ids))))
 			if err != nil {
 				return 0, err
 			}

@@ -603,13 +603,14 @@ func TestOpsCommandsOnAnEmptySchema(t *testing.T) {
 	}
 }
 
-// execRuns runs trellis runs with someone answering answers on a terminal.
+// execRuns runs trellis runs with someone answering answers (a line
+// each, "y" for yes) on a terminal.
 func (e *opsEnv) execRuns(answers string, args ...string) (code int, stdout, stderr string) {
 	e.t.Helper()
 	args = append(args, "-database-url", e.url)
-	terminal := true
 	var out, errOut bytes.Buffer
-	code = RunsCommand{Clock: e.h.Clock, Stdin: strings.NewReader(answers), Terminal: &terminal}.Run(e.t.Context(), args, &out, &errOut)
+	confirm := askOn(strings.NewReader(answers), &errOut)
+	code = RunsCommand{Clock: e.h.Clock, Confirm: confirm}.Run(e.t.Context(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

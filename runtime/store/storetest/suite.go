@@ -61,6 +61,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListWorkers", testListWorkers},
 		{"QueueStats", testQueueStats},
 		{"ListWorkflows", testListWorkflows},
+		{"PurgeByStatusAndAge", testPurgeByStatusAndAge},
+		{"PurgeFilters", testPurgeFilters},
+		{"PurgeKeepsLiveFailureHandler", testPurgeKeepsLiveHandler},
+		{"PurgeDryRunAndLimit", testPurgeDryRunAndLimit},
+		{"PurgeRacesRetry", testPurgeRacesRetry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,12 +15,13 @@ const (
 	ScenarioLatency    = "latency"
 	ScenarioFairness   = "fairness"
 	ScenarioSleep      = "sleep"
+	ScenarioPurge      = "purge"
 	ScenarioMemory     = "memory"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioMemory}
+	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory}
 }
 
 // Options configure a bench run. Start from DefaultOptions (or
@@ -59,6 +60,10 @@ type Options struct {
 	// sleeps Sleep.
 	Sleepers int
 	Sleep    time.Duration
+	// PurgeRuns is the number of finished runs, aged past their
+	// retention, that the purge scenario inserts for the leader to delete
+	// while a burn-down of Runs runs is worked.
+	PurgeRuns int
 	// Engine holds the settings of every engine that executes steps.
 	Engine EngineSettings
 	// Keep keeps each scenario's schema instead of dropping it.
@@ -88,6 +93,7 @@ func DefaultOptions() Options {
 		FairnessWorkers: 2,
 		Sleepers:        100000,
 		Sleep:           30 * time.Second,
+		PurgeRuns:       300000,
 	}
 }
 
@@ -106,6 +112,7 @@ func QuickOptions() Options {
 	o.FairnessRuns = 100
 	o.Sleepers = 500
 	o.Sleep = 3 * time.Second
+	o.PurgeRuns = 3000
 	return o
 }
 
@@ -139,7 +146,7 @@ func (o Options) Validate() error {
 		{"max backlog", int64(o.MaxBacklog)}, {"latency runs", int64(o.LatencyRuns)},
 		{"fairness backlog", int64(o.FairnessBacklog)}, {"fairness tenants", int64(o.FairnessTenants)},
 		{"fairness runs", int64(o.FairnessRuns)}, {"fairness workers", int64(o.FairnessWorkers)},
-		{"sleepers", int64(o.Sleepers)}, {"sleep", int64(o.Sleep)},
+		{"sleepers", int64(o.Sleepers)}, {"sleep", int64(o.Sleep)}, {"purge runs", int64(o.PurgeRuns)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

@@ -33,6 +33,7 @@ func Report(w io.Writer, r *Results) {
 	reportLatency(w, r)
 	reportFairness(w, r)
 	reportSleep(w, r)
+	reportPurge(w, r)
 	if len(r.Errors) > 0 {
 		fmt.Fprintln(w, "\nFAILED")
 		for _, e := range r.Errors {
@@ -151,6 +152,26 @@ func reportSleep(w io.Writer, r *Results) {
 	t.add("finishing", dur(s.Finish), "last WOKEN event to the last run COMPLETED")
 	t.write(w)
 	writeNotes(w, "sleep", s.Notes)
+}
+
+func reportPurge(w io.Writer, r *Results) {
+	p := r.Purge
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nPURGE  %s finished runs past their retention (6 tasks and 18 events each, inserted in %s);\n",
+		count(int64(p.HistoryRuns)), dur(p.HistoryInsert))
+	fmt.Fprintf(w, "       a %s burn-down of %s runs on one worker, first with no purge, then while the leader\n",
+		p.Baseline.Workflow, count(int64(p.Baseline.Runs)))
+	fmt.Fprintln(w, "       deletes the old runs (default retention: batches of 1,000, each followed by a pause as long as it took)")
+	t := &table{indent: "  ", right: []bool{false, true}}
+	t.add("without purge", rate(p.Baseline.TasksPerSec)+" tasks/s", fmt.Sprintf("burn-down of %s tasks in %s", count(int64(p.Baseline.Tasks)), dur(p.Baseline.Elapsed)))
+	t.add("while purging", rate(p.WithPurge.TasksPerSec)+" tasks/s", fmt.Sprintf("%s of the above; the purge ran during %s of it", percent(p.Ratio), percent(p.Overlap)))
+	t.add("purged", rate(p.PurgedPerSec)+" runs/s", fmt.Sprintf("%s runs in %s, pauses included", count(int64(p.Purged)), dur(p.Elapsed)))
+	t.add("batch p50", dur(p.Batches.P50), fmt.Sprintf("one statement deleting 1,000 runs with their tasks and events; %d batches, %d during the burn-down", p.Batches.Count, p.DuringBurnDown))
+	t.add("batch p99", dur(p.Batches.P99), fmt.Sprintf("(max %s)", dur(p.Batches.Max)))
+	t.write(w)
+	writeNotes(w, "purge", append(append(p.Notes, p.Baseline.Notes...), p.WithPurge.Notes...))
 }
 
 // writeNotes prints a case's notes (worker log problems and the like).

@@ -23,6 +23,7 @@ type Results struct {
 	Latency    []Latency    `json:"latency,omitempty"`
 	Fairness   *Fairness    `json:"fairness,omitempty"`
 	Sleep      *Sleep       `json:"sleep,omitempty"`
+	Purge      *Purge       `json:"purge,omitempty"`
 	// Errors are the scenarios (or cases) that failed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -41,6 +42,7 @@ type Sizes struct {
 	FairnessWorkers int           `json:"fairness_workers"`
 	Sleepers        int           `json:"sleepers"`
 	Sleep           time.Duration `json:"sleep_ns"`
+	PurgeRuns       int           `json:"purge_runs"`
 }
 
 // Environment is where the figures were measured.
@@ -70,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			Runs: o.Runs, MemoryRuns: o.MemoryRuns, SteadyDuration: o.SteadyDuration, SteadyWarmup: o.SteadyWarmup,
 			MaxBacklog: o.MaxBacklog, LatencyRuns: o.LatencyRuns, FairnessBacklog: o.FairnessBacklog,
 			FairnessTenants: o.FairnessTenants, FairnessRuns: o.FairnessRuns, FairnessWorkers: o.FairnessWorkers,
-			Sleepers: o.Sleepers, Sleep: o.Sleep,
+			Sleepers: o.Sleepers, Sleep: o.Sleep, PurgeRuns: o.PurgeRuns,
 		},
 	}
 	if o.needsPostgres() {
@@ -112,6 +114,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			sl, err := RunSleep(ctx, o)
 			if err == nil {
 				res.Sleep = &sl
+			}
+			fail(s, err)
+		case ScenarioPurge:
+			p, err := RunPurge(ctx, o)
+			if err == nil {
+				res.Purge = &p
 			}
 			fail(s, err)
 		case ScenarioMemory:

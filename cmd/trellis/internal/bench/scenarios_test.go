@@ -30,6 +30,7 @@ func tinyOptions(t *testing.T) Options {
 	o.FairnessRuns = 40
 	o.Sleepers = 60
 	o.Sleep = 2 * time.Second
+	o.PurgeRuns = 2500
 	o.WorkerCommand = testWorkers
 	return o
 }
@@ -166,6 +167,29 @@ func TestSleep(t *testing.T) {
 	}
 	if s.Insert <= 0 || s.Asleep < s.Insert || s.Firing < 0 || s.Finish < 0 {
 		t.Errorf("phase durations: %+v", s)
+	}
+}
+
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	p, err := RunPurge(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []Throughput{p.Baseline, p.WithPurge} {
+		if b.Runs != o.Runs || b.Tasks != 6*o.Runs || b.Workers != 1 || b.TasksPerSec <= 0 {
+			t.Errorf("burn-down = %+v, want %d runs on one worker", b, o.Runs)
+		}
+	}
+	if p.HistoryRuns != o.PurgeRuns || p.Purged != o.PurgeRuns || p.PurgedPerSec <= 0 || p.Elapsed <= 0 {
+		t.Errorf("purge = %+v, want the %d history runs purged", p, o.PurgeRuns)
+	}
+	// 2,400 completed runs in three batches (two full), 50 failed, 50
+	// cancelled.
+	checkPercentiles(t, "batches", p.Batches, 5)
+	if p.Ratio != p.WithPurge.TasksPerSec/p.Baseline.TasksPerSec || p.Overlap < 0 || p.Overlap > 1 || p.DuringBurnDown > p.Batches.Count {
+		t.Errorf("purge figures inconsistent: %+v", p)
 	}
 }
 

@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+)
+
+// PurgeFilter selects the finished runs Purge deletes. Every field is
+// optional.
+type PurgeFilter struct {
+	// Statuses are the statuses of the runs to delete: COMPLETED, FAILED
+	// and CANCELLED (the default: all three).
+	Statuses []runtime.RunStatus
+	// OlderThan is how long ago a run must have finished to be deleted.
+	// Zero means the age the engine's Config.Retention gives its status
+	// (by default 7 days for completed and cancelled runs, 30 for failed
+	// ones); a status it keeps forever is then left alone.
+	OlderThan time.Duration
+	// Workflow and Tenant keep only the runs of a workflow, of a tenant.
+	Workflow string
+	Tenant   string
+	// Now is when ages are measured from; zero means the engine's clock,
+	// now. A caller that counts (DryRun), asks, then deletes passes the
+	// same Now to both calls, so that the second deletes what the first
+	// counted, not the runs that have aged since too.
+	Now time.Time
+	// DryRun counts the runs instead of deleting them.
+	DryRun bool
+}
+
+// Validate reports a filter Purge refuses, naming the field.
+func (f PurgeFilter) Validate() error {
+	var errs []error
+	for _, s := range f.Statuses {
+		switch {
+		case s == runtime.RunRunning:
+			errs = append(errs, fmt.Errorf("status RUNNING: only finished runs are purged: use %s", finishedList()))
+		case !slices.Contains(runtime.FinishedStatuses(), s):
+			errs = append(errs, fmt.Errorf("unknown run status %q: use %s", s, finishedList()))
+		}
+	}
+	if f.OlderThan < 0 {
+		errs = append(errs, fmt.Errorf("older than %v: give a positive age (or none, for the engine's retention)", f.OlderThan))
+	}
+	return errors.Join(errs...)
+}
+
+func finishedList() string {
+	var names []string
+	for _, s := range runtime.FinishedStatuses() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+// PurgeResult is what Purge deleted, or with DryRun would delete.
+type PurgeResult struct {
+	DryRun bool `json:"dryRun"`
+	// Now is when the ages were measured from.
+	Now time.Time `json:"now"`
+	// Statuses has an entry per status the filter named, in the order of
+	// runtime.FinishedStatuses.
+	Statuses []PurgeCount `json:"statuses"`
+	// Runs is the total over the statuses.
+	Runs int `json:"runs"`
+}
+
+// PurgeCount is what Purge did for one status.
+type PurgeCount struct {
+	Status runtime.RunStatus `json:"status"`
+	// KeptForever is true when no age was given and the engine keeps runs
+	// of this status forever: none was looked for.
+	KeptForever bool `json:"keptForever,omitempty"`
+	// FinishedBefore is the cutoff: the runs deleted finished before it
+	// (Now less their age). Nil when KeptForever.
+	FinishedBefore *time.Time `json:"finishedBefore,omitempty"`
+	// Runs is how many runs were deleted (with DryRun: would be).
+	Runs int `json:"runs"`
+}
+
+// Purge deletes the finished runs f selects, each with its steps'
+// outputs and its event log, status by status, as the leader does when
+// runs pass their retention (runtime.Engine.PurgeRuns: a batch at a
+// time, oldest first, never a run with live work). With DryRun it counts
+// them. On an error it returns what it did so far with the error.
+func (a *Admin) Purge(ctx context.Context, f PurgeFilter) (*PurgeResult, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	now := f.Now
+	if now.IsZero() {
+		now = a.engine.Clock().Now()
+	}
+	res := &PurgeResult{DryRun: f.DryRun, Now: now.UTC(), Statuses: []PurgeCount{}}
+	retention := a.engine.Config().Retention
+	for _, st := range runtime.FinishedStatuses() {
+		if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, st) {
+			continue
+		}
+		age := f.OlderThan
+		if age == 0 {
+			var ok bool
+			if age, ok = retention.Age(st); !ok {
+				res.Statuses = append(res.Statuses, PurgeCount{Status: st, KeptForever: true})
+				continue
+			}
+		}
+		before := now.Add(-age).UTC()
+		n, err := a.engine.PurgeRuns(ctx, runtime.PurgeFilter{
+			Status: st, FinishedBefore: before, Workflow: f.Workflow, Tenant: f.Tenant, DryRun: f.DryRun,
+		})
+		res.Statuses = append(res.Statuses, PurgeCount{Status: st, FinishedBefore: &before, Runs: n})
+		res.Runs += n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}

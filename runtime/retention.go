@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Retention says how long finished runs are kept. The leader deletes a
+// run (with its steps' outputs, errors and event log) once it has been
+// finished for longer than the age its status is given, in batches, every
+// Interval. A zero field means its default; Config.Retention's zero value
+// keeps completed and cancelled runs 7 days and failed runs 30. Runs
+// with live work (a failure handler still to run or running) are kept
+// until it ends.
+//
+// Age is measured from the run's end (its FinishedAt) by the engine's
+// clock, so on the test kit's virtual clock it passes when the test says.
+type Retention struct {
+	// Completed is how long a COMPLETED run is kept (default 7 days).
+	Completed time.Duration
+	// Failed is how long a FAILED run is kept (default 30 days: long
+	// enough to look into it and retry it).
+	Failed time.Duration
+	// Cancelled is how long a CANCELLED run is kept (default 7 days).
+	Cancelled time.Duration
+	// BatchSize is the most runs one statement deletes (default 1000). A
+	// batch holds the locks of its runs, tasks and events until it
+	// commits, and the leader pauses after each for as long as it took,
+	// so a backlog is deleted without starving the workers' claims.
+	BatchSize int
+	// Interval is how often the leader purges (default 1 minute).
+	Interval time.Duration
+}
+
+// KeepForever keeps the runs of a status forever, given as its age in
+// Retention. Retention{Completed: KeepForever, Failed: KeepForever,
+// Cancelled: KeepForever} turns retention off.
+const KeepForever time.Duration = -1
+
+// Retention defaults.
+const (
+	DefaultKeepCompleted  = 7 * 24 * time.Hour
+	DefaultKeepFailed     = 30 * 24 * time.Hour
+	DefaultKeepCancelled  = 7 * 24 * time.Hour
+	DefaultPurgeBatchSize = 1000
+	DefaultPurgeInterval  = time.Minute
+)
+
+// minRetention is the shortest age a run can be given: a positive age
+// below it is more likely a unit mistake (7 meaning seven days) than a
+// wish to delete runs as soon as they end.
+const minRetention = time.Minute
+
+// FinishedStatuses are the statuses a run ends in, in the order
+// retention handles them.
+func FinishedStatuses() []RunStatus { return []RunStatus{RunCompleted, RunFailed, RunCancelled} }
+
+// Age returns how long runs of status are kept (its field, or the
+// default when the field is zero), and false when they are kept forever
+// or status is not a finished one.
+func (r Retention) Age(status RunStatus) (time.Duration, bool) {
+	var age, def time.Duration
+	switch status {
+	case RunCompleted:
+		age, def = r.Completed, DefaultKeepCompleted
+	case RunFailed:
+		age, def = r.Failed, DefaultKeepFailed
+	case RunCancelled:
+		age, def = r.Cancelled, DefaultKeepCancelled
+	default:
+		return 0, false
+	}
+	switch {
+	case age == 0:
+		return def, true
+	case age < 0:
+		return 0, false
+	}
+	return age, true
+}
+
+// purges reports whether runs of some status are ever deleted.
+func (r Retention) purges() bool {
+	for _, st := range FinishedStatuses() {
+		if _, ok := r.Age(st); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// setDefaults fills in zero fields and reports the fields that are
+// wrong, naming them.
+func (r *Retention) setDefaults() error {
+	var errs []error
+	ages := []struct {
+		name string
+		age  *time.Duration
+		def  time.Duration
+	}{
+		{"Completed", &r.Completed, DefaultKeepCompleted},
+		{"Failed", &r.Failed, DefaultKeepFailed},
+		{"Cancelled", &r.Cancelled, DefaultKeepCancelled},
+	}
+	for _, a := range ages {
+		switch {
+		case *a.age == 0:
+			*a.age = a.def
+		case *a.age == KeepForever:
+		case *a.age < 0:
+			errs = append(errs, fmt.Errorf("runtime.Config: Retention.%s is %v: give a positive age, or runtime.KeepForever to keep those runs", a.name, *a.age))
+		case *a.age < minRetention:
+			errs = append(errs, fmt.Errorf("runtime.Config: Retention.%s is %v: keep runs at least %v (or runtime.KeepForever)", a.name, *a.age, minRetention))
+		}
+	}
+	switch {
+	case r.BatchSize == 0:
+		r.BatchSize = DefaultPurgeBatchSize
+	case r.BatchSize < 0:
+		errs = append(errs, fmt.Errorf("runtime.Config: Retention.BatchSize is %d: give a positive number of runs (0 means %d)", r.BatchSize, DefaultPurgeBatchSize))
+	}
+	switch {
+	case r.Interval == 0:
+		r.Interval = DefaultPurgeInterval
+	case r.Interval < 0:
+		errs = append(errs, fmt.Errorf("runtime.Config: Retention.Interval is %v: give a positive interval (0 means %v)", r.Interval, DefaultPurgeInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// PurgeFilter selects finished runs for Engine.PurgeRuns.
+type PurgeFilter struct {
+	// Status is COMPLETED, FAILED or CANCELLED.
+	Status RunStatus
+	// FinishedBefore keeps the runs that finished at or after it.
+	FinishedBefore time.Time
+	// Workflow and Tenant, when set, keep the runs of other workflows and
+	// tenants.
+	Workflow string
+	Tenant   string
+	// DryRun counts the runs instead of deleting them.
+	DryRun bool
+}
+
+// PurgeRuns deletes the finished runs f selects, each with its steps'
+// outputs and its event log, and returns how many it deleted (with
+// DryRun, how many it would). It is what the leader does every
+// Retention.Interval for each status, and what trellis runs purge does.
+//
+// It deletes Retention.BatchSize runs a statement, oldest first, and
+// after each full batch waits as long as the batch took before the next,
+// so that a large purge leaves the database to the workers half the
+// time. Runs with live work are never deleted (see store.Retention);
+// neither are runs locked by a concurrent retry, which wins. It returns
+// what it deleted until an error or ctx's end, with the error.
+func (e *Engine) PurgeRuns(ctx context.Context, f PurgeFilter) (int, error) {
+	return e.purge(ctx, f, nil)
+}
+
+// purge is PurgeRuns; it stops early, without an error, once going on
+// returns false.
+func (e *Engine) purge(ctx context.Context, f PurgeFilter, goingOn func() bool) (int, error) {
+	p := store.Purge{Status: f.Status, FinishedBefore: f.FinishedBefore, Workflow: f.Workflow, Tenant: f.Tenant, DryRun: f.DryRun}
+	if f.DryRun {
+		res, err := e.store.PurgeRuns(ctx, p)
+		if err != nil {
+			return 0, fmt.Errorf("counting %s runs to purge: %w", f.Status, err)
+		}
+		return res.Runs, nil
+	}
+	p.Limit = e.cfg.Retention.BatchSize
+	total := 0
+	for {
+		began := e.clock.Now()
+		res, err := e.store.PurgeRuns(ctx, p)
+		took := e.clock.Now().Sub(began)
+		if err != nil {
+			return total, fmt.Errorf("purging %s runs: %w", f.Status, err)
+		}
+		total += res.Runs
+		e.metrics.runsPurged(ctx, f.Status, res.Runs)
+		if res.Runs > 0 {
+			e.log.Debug("purged a batch of runs", "status", f.Status, "runs", res.Runs, "took", took)
+		}
+		if res.Runs < p.Limit || (goingOn != nil && !goingOn()) {
+			return total, nil
+		}
+		if err := clock.Sleep(ctx, e.clock, took); err != nil {
+			return total, err
+		}
+	}
+}
+
+// purgeExpired deletes, for each status not kept forever, the runs that
+// finished longer ago than Config.Retention keeps them, while this
+// engine leads, and logs what it deleted.
+func (e *Engine) purgeExpired(ctx context.Context) error {
+	began := e.clock.Now()
+	var deleted []any
+	total := 0
+	for _, st := range FinishedStatuses() {
+		age, ok := e.cfg.Retention.Age(st)
+		if !ok || !e.leader.Load() {
+			continue
+		}
+		n, err := e.purge(ctx, PurgeFilter{Status: st, FinishedBefore: e.clock.Now().Add(-age)}, e.leader.Load)
+		if n > 0 {
+			deleted = append(deleted, strings.ToLower(string(st)), n)
+			total += n
+		}
+		if err != nil {
+			e.logPurged(total, deleted, began)
+			return err
+		}
+	}
+	e.logPurged(total, deleted, began)
+	return nil
+}
+
+// logPurged logs a summary of a purge that deleted runs: how many of
+// each status, and how long it took.
+func (e *Engine) logPurged(total int, deleted []any, began time.Time) {
+	if total == 0 {
+		return
+	}
+	args := append([]any{"runs", total}, deleted...)
+	e.log.Info("purged finished runs past their retention", append(args, "took", e.clock.Now().Sub(began))...)
+}
+
+// retentionLoop purges, every Retention.Interval while this engine
+// leads, the finished runs past their retention. A failure is logged
+// once (at Warn) until a purge works again; the next interval retries.
+// It is a loop of its own so that a long purge (a large backlog, a batch
+// at a time) delays neither the timers the leader fires nor its
+// housekeeping.
+func (e *Engine) retentionLoop(ctx context.Context) {
+	if !e.cfg.Retention.purges() {
+		return
+	}
+	failing := false
+	for clock.Sleep(ctx, e.clock, e.cfg.Retention.Interval) == nil {
+		if !e.leader.Load() {
+			continue
+		}
+		err := e.purgeExpired(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			e.log.Warn("purging finished runs failed; retrying every interval", "error", err, "interval", e.cfg.Retention.Interval)
+		case err == nil && failing:
+			failing = false
+			e.log.Info("purging finished runs works again")
+		}
+	}
+}
