@@ -142,11 +142,11 @@ WITH locked AS (
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
         output = i.output, updated_at = greatest($8::timestamptz, t.updated_at), finished_at = greatest($8::timestamptz, t.updated_at)
     FROM input i
-    WHERE t.run_id = ANY ($2::uuid[]) AND t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
     RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
-    WHERE l.run_id = ANY ($2::uuid[]) AND l.run_id = a.run_id AND l.step = a.step
+    WHERE l.run_id = a.run_id AND l.step = a.step
 ), edges AS (
     -- A child is queued no earlier than the parents that resolved it.
     SELECT e.run_id, e.child, count(*) AS n, max(a.at) AS at
@@ -159,7 +159,7 @@ WITH locked AS (
         status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
         updated_at = greatest(e.at, t.updated_at)
     FROM edges e
-    WHERE t.run_id = ANY ($9::uuid[]) AND t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
+    WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at
 ), ready AS (
     SELECT s.run_id, s.step, r.tenant, r.workflow
@@ -171,7 +171,7 @@ WITH locked AS (
         status = CASE WHEN r.unresolved - c.n = 0 THEN 'COMPLETED' ELSE r.status END,
         finished_at = CASE WHEN r.unresolved - c.n = 0 THEN $8 ELSE r.finished_at END
     FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> trellis_kind_on_failure() GROUP BY run_id) c
-    WHERE r.id = ANY ($1::uuid[]) AND r.id = c.run_id AND r.status = 'RUNNING'
+    WHERE r.id = c.run_id AND r.status = 'RUNNING'
     RETURNING r.id, r.unresolved = 0 AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
@@ -220,9 +220,7 @@ type TasksCompleteRow struct {
 // in one statement. Returns a row per stale result and per finished run.
 // It first locks the runs' rows in id order (see the lock order in the
 // schema): input waits for the count of locked, so every lock is taken
-// before any row changes. Each join from a batch to a large table also
-// names the batch's keys (x = ANY (@array)), so that it reads those rows by
-// index however stale the planner's statistics (see ReadyClaim).
+// before any row changes.
 func (q *Queries) TasksComplete(ctx context.Context, arg TasksCompleteParams) ([]TasksCompleteRow, error) {
 	rows, err := q.db.Query(ctx, tasksComplete,
 		arg.LockRuns,
@@ -286,7 +284,7 @@ WITH input AS (
 ), live AS (
     SELECT i.run_id, i.step, i.attempt, i.error, i.timed_out, i.ord, t.kind, row_number() OVER (PARTITION BY i.run_id, t.kind = trellis_kind_on_failure() ORDER BY i.ord) AS nth
     FROM input i
-    JOIN trellis_tasks t ON t.run_id = i.run_id AND t.step = i.step AND t.run_id = ANY ($1::uuid[])
+    JOIN trellis_tasks t ON t.run_id = i.run_id AND t.step = i.step
     WHERE t.status = 'RUNNING' AND t.attempt = i.attempt
 ), chosen AS (
     SELECT run_id, step, attempt, error, timed_out, ord, kind, nth FROM live WHERE kind = trellis_kind_on_failure() OR nth = 1
@@ -298,7 +296,7 @@ WITH input AS (
     RETURNING t.run_id, t.step, t.attempt, t.kind, c.error, c.timed_out, c.ord, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
-    WHERE l.run_id = ANY ($1::uuid[]) AND l.run_id = a.run_id AND l.step = a.step
+    WHERE l.run_id = a.run_id AND l.step = a.step
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'TIMED_OUT', attempt, at, error FROM applied WHERE timed_out
@@ -562,11 +560,11 @@ WITH input AS (
     UPDATE trellis_tasks t
     SET status = 'RETRYING', error = i.error, wake_at = i.wake_at, updated_at = greatest($7::timestamptz, t.updated_at)
     FROM input i
-    WHERE t.run_id = ANY ($1::uuid[]) AND t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
     RETURNING t.run_id, t.step, t.attempt, i.error, i.timed_out, i.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
-    WHERE l.run_id = ANY ($1::uuid[]) AND l.run_id = a.run_id AND l.step = a.step
+    WHERE l.run_id = a.run_id AND l.step = a.step
 ), timers AS (
     INSERT INTO trellis_timers (run_id, step, wake_at)
     SELECT run_id, step, wake_at FROM applied
@@ -637,11 +635,11 @@ WITH input AS (
         wake_at = greatest($5::timestamptz, t.updated_at) + i.micros * interval '1 microsecond',
         updated_at = greatest($5::timestamptz, t.updated_at)
     FROM input i
-    WHERE t.run_id = ANY ($1::uuid[]) AND t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
     RETURNING t.run_id, t.step, t.attempt, t.wake_at, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
-    WHERE l.run_id = ANY ($1::uuid[]) AND l.run_id = a.run_id AND l.step = a.step
+    WHERE l.run_id = a.run_id AND l.step = a.step
 ), timers AS (
     INSERT INTO trellis_timers (run_id, step, wake_at)
     SELECT run_id, step, wake_at FROM applied
