@@ -189,14 +189,13 @@ func pushdown(input *shape, e ast.Expr) Pushdown {
 			p.bound(fn, lhs, rhs)
 		}
 	}
-	if docs != nil {
-		for _, d := range docs {
-			raw, err := json.Marshal(d)
-			if err != nil {
-				return Pushdown{Statuses: p.Statuses, Tenant: p.Tenant, CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, Empty: p.Empty}
-			}
-			p.InputContains = append(p.InputContains, raw)
+	for _, d := range docs {
+		raw, err := json.Marshal(d)
+		if err != nil { // cannot happen: the documents hold strings, numbers and booleans
+			p.InputContains = nil
+			break
 		}
+		p.InputContains = append(p.InputContains, raw)
 	}
 	if !p.CreatedFrom.IsZero() && !p.CreatedTo.IsZero() && !p.CreatedFrom.Before(p.CreatedTo) {
 		p.Empty = true

@@ -2,7 +2,7 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +69,7 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 		}
 		return errRollback
 	})
-	if err != errRollback {
+	if !errors.Is(err, errRollback) {
 		t.Fatal(err)
 	}
 	if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan on trellis_tasks") {
@@ -77,7 +77,7 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 	}
 }
 
-var errRollback = fmt.Errorf("roll back")
+var errRollback = errors.New("roll back")
 
 // claimPlanRuns is how many runs TestClaimReadsTasksByKey creates: with
 // the claim as it was, 120,000 queued tasks got the scan (80,000 runs of
