@@ -56,31 +56,50 @@ FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
 
--- name: RunCancel :one
--- Moves a running run to CANCELLED; no row when it was not running.
-UPDATE trellis_runs
-SET status = 'CANCELLED', finished_at = @now::timestamptz
-WHERE id = @id AND status = 'RUNNING'
-RETURNING id;
+-- name: RunsCancel :many
+-- Moves the running runs of ids to CANCELLED and wakes their listeners.
+-- Lock them first (RunsLock). Returns the runs that were running.
+-- The runs are read by key and their status tested after: a test of
+-- status in the scan could be planned as a read of every running run
+-- through the status index, which stale statistics make look cheap.
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[])
+), cancelled AS (
+    UPDATE trellis_runs r
+    SET status = 'CANCELLED', finished_at = @now::timestamptz
+    FROM target t
+    WHERE r.id = t.id AND t.status = 'RUNNING'
+    RETURNING r.id, r.workflow, r.tenant
+)
+SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified
+FROM cancelled ORDER BY id;
 
 -- name: RunExists :one
 SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE id = @id);
 
--- name: RunReopen :one
--- Moves a failed or cancelled run back to RUNNING; no row otherwise.
-UPDATE trellis_runs
-SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
-WHERE id = @id AND status IN ('FAILED', 'CANCELLED')
-RETURNING id;
+-- name: RunsReopen :many
+-- Moves the failed and cancelled runs of ids back to RUNNING. Lock them
+-- first (RunsLock). Returns the runs that were failed or cancelled.
+-- The runs are read by key and their status tested after (see RunsCancel).
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[])
+), reopened AS (
+    UPDATE trellis_runs r
+    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
+    FROM target t
+    WHERE r.id = t.id AND t.status IN ('FAILED', 'CANCELLED')
+    RETURNING r.id
+)
+SELECT id FROM reopened ORDER BY id;
 
--- name: RunRecount :exec
--- Recomputes how many tasks of a run are unresolved.
+-- name: RunsRecount :exec
+-- Recomputes how many tasks of each run of ids are unresolved.
 UPDATE trellis_runs r
 SET unresolved = (
     SELECT count(*) FROM trellis_tasks t
     WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
 )
-WHERE r.id = @id;
+WHERE r.id = ANY (@ids::uuid[]);
 
 -- name: RunsFail :many
 -- Fails running runs, recording the step that failed each and its error,
@@ -94,5 +113,3 @@ WITH failed AS (
 )
 SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed;
 
--- name: RunNotifyFinished :exec
-SELECT pg_notify(trellis_channel(), 'finished ' || CAST(@id::uuid AS text));

@@ -268,27 +268,31 @@ SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false),
 FROM handlers h JOIN trellis_runs r ON r.id = h.run_id;
 
 -- name: TasksDequeue :exec
--- Removes queue entries and timers of tasks about to be reset.
-WITH unqueued AS (
-    DELETE FROM trellis_ready q
-    WHERE q.run_id = @run_id AND q.step = ANY (@steps::smallint[])
+-- Removes the queue entries and timers of tasks about to be reset, given
+-- as pairs (run_ids[i], steps[i]).
+WITH keys AS (
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step
+), unqueued AS (
+    DELETE FROM trellis_ready q USING keys k
+    WHERE q.run_id = k.run_id AND q.step = k.step
 )
-DELETE FROM trellis_timers m
-WHERE m.run_id = @run_id AND m.step = ANY (@steps::smallint[]);
+DELETE FROM trellis_timers m USING keys k
+WHERE m.run_id = k.run_id AND m.step = k.step;
 
 -- name: TasksReset :one
--- Gives tasks of a reopened run another go: each returns to PENDING
--- waiting for its unresolved parents, or is queued when it waits for
--- none. Running tasks are left alone. Returns how many were queued.
+-- Gives tasks of reopened runs another go, given as (run_ids[i],
+-- steps[i], pendings[i]): each returns to PENDING waiting for its
+-- unresolved parents, or is queued when it waits for none. Running tasks
+-- are left alone. Returns how many were queued.
 WITH input AS (
-    SELECT * FROM (SELECT unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending) AS i
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending
 ), reset AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
         pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
         worker = NULL, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
-    WHERE t.run_id = @run_id AND t.step = i.step AND t.status <> 'RUNNING'
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status <> 'RUNNING'
     RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)

@@ -197,22 +197,31 @@ func storeErr(err error, id RunID) error {
 // running steps see their context cancelled. It reports false when the run
 // had already ended.
 func (e *Engine) CancelRun(ctx context.Context, id RunID) (bool, error) {
-	ok, err := e.store.CancelRun(ctx, id, e.clock.Now())
-	if err != nil {
-		return false, storeErr(err, id)
+	cancelled, err := e.CancelRuns(ctx, []RunID{id})
+	if err != nil || len(cancelled) == 1 {
+		return len(cancelled) == 1, err
 	}
-	if ok {
-		e.claims.stopRun(id, errRunEnded)
-		e.runFinished(id)
+	return false, e.mustExist(ctx, id)
+}
+
+// CancelRuns cancels each running run of ids as CancelRun does, all in one
+// transaction, and returns the runs it cancelled, in id order. Runs that
+// had already ended and ids of no run are left out.
+func (e *Engine) CancelRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
+	cancelled, err := e.store.CancelRuns(ctx, ids, e.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunID, len(cancelled))
+	for i, r := range cancelled {
+		out[i] = r.ID
+		e.claims.stopRun(r.ID, errRunEnded)
+		e.runFinished(r.ID)
 		if e.metrics != nil {
-			// The one read metrics cost outside the pipeline: cancelling is
-			// rare, and the run's workflow is not at hand.
-			if run, err := e.store.GetRun(ctx, id); err == nil {
-				e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(run.Workflow, run.Tenant, outcomeCancelled))
-			}
+			e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(r.Workflow, r.Tenant, outcomeCancelled))
 		}
 	}
-	return ok, nil
+	return out, nil
 }
 
 // RetryRun gives a failed or cancelled run another go: the steps that
@@ -220,30 +229,63 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID) (bool, error) {
 // completed steps keep their outputs. It returns ErrNotRetryable for a run
 // that is running or completed.
 func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
+	retried, err := e.RetryRuns(ctx, []RunID{id})
+	if err != nil || len(retried) == 1 {
+		return err
+	}
 	run, err := e.store.GetRun(ctx, id)
 	if err != nil {
 		return storeErr(err, id)
 	}
-	if run.Status != store.RunFailed && run.Status != store.RunCancelled {
-		return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRetryable)
-	}
-	def, err := e.definition(ctx, run.Version)
+	return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRetryable)
+}
+
+// RetryRuns retries each failed or cancelled run of ids as RetryRun does,
+// reading them in one query and reopening them in one transaction, and
+// returns the runs it retried, in id order. Runs that are running or
+// completed and ids of no run are left out.
+func (e *Engine) RetryRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
+	runs, err := e.store.GetRuns(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tasks, err := e.store.ListTasks(ctx, id)
+	p := store.RetryRuns{Now: e.clock.Now()}
+	for _, r := range runs {
+		if r.Status != store.RunFailed && r.Status != store.RunCancelled {
+			continue
+		}
+		def, err := e.definition(ctx, r.Version)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		p.Runs = append(p.Runs, store.RetryRun{Run: r.ID, Reset: def.resets(r.Tasks)})
+	}
+	if len(p.Runs) == 0 {
+		return nil, nil
+	}
+	retried, err := e.store.RetryRuns(ctx, p)
 	if err != nil {
-		return storeErr(err, id)
+		return nil, err
 	}
-	status := make([]store.TaskStatus, len(def.graph.Steps))
+	if len(retried) > 0 {
+		e.wake()
+	}
+	return retried, nil
+}
+
+// resets returns the tasks a retry of a run whose tasks are these gives
+// another go: every step that has not completed or been skipped, waiting
+// for its parents that have not, and the failure handler once it ended.
+func (d *Definition) resets(tasks []store.Task) []store.ResetTask {
+	status := make([]store.TaskStatus, len(d.graph.Steps))
 	for _, t := range tasks {
 		if t.Key.Step < len(status) {
 			status[t.Key.Step] = t.Status
 		}
 	}
 	var reset []store.ResetTask
-	for i := range def.graph.Steps {
-		s := &def.graph.Steps[i]
+	for i := range d.graph.Steps {
+		s := &d.graph.Steps[i]
 		if status[i].Resolved() && s.Kind != store.KindOnFailure {
 			continue
 		}
@@ -258,14 +300,18 @@ func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
 		}
 		reset = append(reset, store.ResetTask{Step: i, Pending: pending})
 	}
-	ok, err := e.store.RetryRun(ctx, store.RetryRun{Run: id, Reset: reset, Now: e.clock.Now()})
+	return reset
+}
+
+// mustExist returns ErrRunNotFound for an id of no run, nil otherwise.
+func (e *Engine) mustExist(ctx context.Context, id RunID) error {
+	st, err := e.store.RunStatuses(ctx, []RunID{id})
 	if err != nil {
-		return storeErr(err, id)
+		return err
 	}
-	if !ok {
-		return fmt.Errorf("run %s: %w", id, ErrNotRetryable)
+	if _, ok := st[id]; !ok {
+		return fmt.Errorf("run %s: %w", id, ErrRunNotFound)
 	}
-	e.wake()
 	return nil
 }
 

@@ -2,8 +2,7 @@ package ops
 
 import (
 	"context"
-	"errors"
-	"sync"
+	"slices"
 
 	"github.com/effectivelabs/trellis/runtime"
 )
@@ -44,88 +43,78 @@ type ActionResult struct {
 // run that does not exist or an error.
 func (r ActionResult) OK() bool { return r.Outcome != NotFound && r.Outcome != Failed }
 
-// actParallel is how many runs Cancel and Retry act on at once: each
-// takes a few round trips to the store, and a bulk action over thousands
-// of runs would otherwise wait for them one after another.
-const actParallel = 4
+// actBatch is how many runs Cancel and Retry hand the engine at once: one
+// read and one transaction per batch, however many runs.
+var actBatch = 1000
 
-// each calls act for every id, actParallel at a time, and returns the
-// results in the order of ids. An id given again is acted on again after
-// the others, in order, so that its results read as if one followed the
-// other ("cancelled", then "already ended").
-func each(ids []runtime.RunID, act func(runtime.RunID) ActionResult) []ActionResult {
+// act calls do on the ids, actBatch distinct ids at a time, and returns one
+// result per id, in order: done for the runs do changed, and for the
+// others left with their status, or NotFound. An id given again is
+// reported as left with its status after the first time's change.
+func (a *Admin) act(ctx context.Context, ids []runtime.RunID, do func(context.Context, []runtime.RunID) ([]runtime.RunID, error), done, left Outcome) []ActionResult {
 	out := make([]ActionResult, len(ids))
-	seen := make(map[runtime.RunID]bool, len(ids))
-	var again []int
-	sem := make(chan struct{}, actParallel)
-	var wg sync.WaitGroup
+	first := make(map[runtime.RunID]int, len(ids))
+	var distinct []runtime.RunID
 	for i, id := range ids {
-		if seen[id] {
-			again = append(again, i)
+		if _, ok := first[id]; !ok {
+			first[id] = i
+			distinct = append(distinct, id)
+		}
+	}
+	for batch := range slices.Chunk(distinct, actBatch) {
+		changed, err := do(ctx, batch)
+		if err != nil {
+			for _, id := range batch {
+				out[first[id]] = ActionResult{Run: id, Outcome: Failed, Error: err.Error()}
+			}
 			continue
 		}
-		seen[id] = true
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = act(id)
-		}()
+		for _, id := range changed {
+			out[first[id]] = ActionResult{Run: id, Outcome: done}
+		}
 	}
-	wg.Wait()
-	for _, i := range again {
-		out[i] = act(ids[i])
+	// Every other id, and each id given again, reads its status now.
+	rest := map[runtime.RunID][]int{}
+	var restIDs []runtime.RunID
+	for i, id := range ids {
+		if out[i].Outcome == "" {
+			if rest[id] == nil {
+				restIDs = append(restIDs, id)
+			}
+			rest[id] = append(rest[id], i)
+		}
+	}
+	for batch := range slices.Chunk(restIDs, actBatch) {
+		statuses, err := a.store.RunStatuses(ctx, batch)
+		for _, id := range batch {
+			r := ActionResult{Run: id, Outcome: left, Status: statuses[id]}
+			switch {
+			case err != nil:
+				r = ActionResult{Run: id, Outcome: Failed, Error: err.Error()}
+			case r.Status == "":
+				r = ActionResult{Run: id, Outcome: NotFound}
+			}
+			for _, i := range rest[id] {
+				out[i] = r
+			}
+		}
 	}
 	return out
 }
 
 // Cancel cancels each running run: its unfinished steps are cancelled and
 // the workers running its steps stop them. Runs that already ended are
-// left as they are. It returns one result per id, in order.
+// left as they are. It returns one result per id, in order, and takes one
+// transaction per thousand runs.
 func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult {
-	return each(ids, func(id runtime.RunID) ActionResult {
-		ok, err := a.engine.CancelRun(ctx, id)
-		switch {
-		case err != nil:
-			return a.failed(id, err)
-		case ok:
-			return ActionResult{Run: id, Outcome: Cancelled}
-		default:
-			return a.unchanged(ctx, id, AlreadyEnded)
-		}
-	})
+	return a.act(ctx, ids, a.engine.CancelRuns, Cancelled, AlreadyEnded)
 }
 
 // Retry gives each failed or cancelled run another go from the steps that
 // did not complete, keeping the outputs of those that did (see
 // runtime.Engine.RetryRun). Running and completed runs are left as they
-// are. It returns one result per id, in order.
+// are. It returns one result per id, in order, and takes one read and one
+// transaction per thousand runs.
 func (a *Admin) Retry(ctx context.Context, ids ...runtime.RunID) []ActionResult {
-	return each(ids, func(id runtime.RunID) ActionResult {
-		err := a.engine.RetryRun(ctx, id)
-		switch {
-		case err == nil:
-			return ActionResult{Run: id, Outcome: Retried}
-		case errors.Is(err, runtime.ErrNotRetryable):
-			return a.unchanged(ctx, id, NotRetryable)
-		default:
-			return a.failed(id, err)
-		}
-	})
-}
-
-// unchanged reports a run left as it was, with its status.
-func (a *Admin) unchanged(ctx context.Context, id runtime.RunID, o Outcome) ActionResult {
-	r, err := a.store.GetRun(ctx, id)
-	if err != nil {
-		return a.failed(id, notFound(err, id))
-	}
-	return ActionResult{Run: id, Outcome: o, Status: r.Status}
-}
-
-func (a *Admin) failed(id runtime.RunID, err error) ActionResult {
-	if errors.Is(err, runtime.ErrRunNotFound) {
-		return ActionResult{Run: id, Outcome: NotFound}
-	}
-	return ActionResult{Run: id, Outcome: Failed, Error: err.Error()}
+	return a.act(ctx, ids, a.engine.RetryRuns, Retried, NotRetryable)
 }

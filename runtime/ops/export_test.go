@@ -8,3 +8,11 @@ func SetWhereScan(scan, batch int) (restore func()) {
 	whereScan, whereBatch = scan, batch
 	return func() { whereScan, whereBatch = oldScan, oldBatch }
 }
+
+// SetActBatch sets how many runs Cancel and Retry hand the engine at once,
+// until the returned function restores it.
+func SetActBatch(n int) (restore func()) {
+	old := actBatch
+	actBatch = n
+	return func() { actBatch = old }
+}

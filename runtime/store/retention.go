@@ -25,9 +25,9 @@ type Retention interface {
 	//
 	// The runs of one call go atomically: a concurrent reader sees each
 	// run whole or not at all. It neither waits for the engine nor makes
-	// it wait: runs another transaction holds (a RetryRun, results being
-	// recorded) are skipped, to be purged by a later call, and a RetryRun
-	// that comes second finds the run gone (ErrNotFound). Runs are
+	// it wait: runs another transaction holds (a RetryRuns, results being
+	// recorded) are skipped, to be purged by a later call, and a RetryRuns
+	// that comes second finds the run gone (and leaves it out). Runs are
 	// deleted oldest first, so successive calls with a Limit eat a
 	// backlog in order.
 	PurgeRuns(ctx context.Context, p Purge) (PurgeResult, error)

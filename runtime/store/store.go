@@ -138,17 +138,21 @@ type Runs interface {
 	ListTasks(ctx context.Context, run uuid.UUID) ([]Task, error)
 	// ListEvents returns a run's event log in the order it was written.
 	ListEvents(ctx context.Context, run uuid.UUID) ([]Event, error)
-	// CancelRun atomically moves a RUNNING run to CANCELLED and every task
-	// that has not finished to CANCELLED (with events), removing their queue
-	// entries and timers, and signals RunFinished. It reports false, changing
-	// nothing, when the run had already ended. ErrNotFound for unknown runs.
-	CancelRun(ctx context.Context, id uuid.UUID, now time.Time) (bool, error)
-	// RetryRun atomically moves a FAILED or CANCELLED run back to RUNNING:
-	// each task in Reset returns to PENDING waiting for Pending parents, or
-	// is queued when Pending is 0 (with a QUEUED event); its retry
-	// budget restarts (attempt numbers keep growing). Completed and skipped tasks keep their outputs. It reports
-	// false, changing nothing, when the run is not FAILED or CANCELLED.
-	RetryRun(ctx context.Context, p RetryRun) (bool, error)
+	// CancelRuns atomically moves each RUNNING run of ids to CANCELLED and
+	// every task of it that has not finished to CANCELLED (with events),
+	// removing their queue entries and timers, and signals RunFinished for
+	// each. It returns the runs it cancelled, in id order; runs that had
+	// already ended and unknown ids are left as they are and out of the
+	// result.
+	CancelRuns(ctx context.Context, ids []uuid.UUID, now time.Time) ([]CancelledRun, error)
+	// RetryRuns atomically moves each FAILED or CANCELLED run of p back to
+	// RUNNING: each task in its Reset returns to PENDING waiting for
+	// Pending parents, or is queued when Pending is 0 (with a QUEUED event);
+	// its retry budget restarts (attempt numbers keep growing). Completed
+	// and skipped tasks keep their outputs. It returns the runs it
+	// reopened, in id order; runs in any other status and unknown ids are
+	// left as they are and out of the result.
+	RetryRuns(ctx context.Context, p RetryRuns) ([]uuid.UUID, error)
 }
 
 // Tasks moves tasks through their lives. Every result is guarded: it
@@ -516,14 +520,27 @@ type FinishResult struct {
 	Finished []uuid.UUID
 }
 
-// RetryRun holds what RetryRun needs.
+// CancelledRun is a run CancelRuns cancelled.
+type CancelledRun struct {
+	ID       uuid.UUID
+	Workflow string
+	Tenant   string
+}
+
+// RetryRuns holds what RetryRuns needs.
+type RetryRuns struct {
+	Runs []RetryRun
+	Now  time.Time
+}
+
+// RetryRun is one run RetryRuns reopens, and the tasks it gives another
+// chance.
 type RetryRun struct {
 	Run   uuid.UUID
 	Reset []ResetTask
-	Now   time.Time
 }
 
-// ResetTask is a task RetryRun gives another chance.
+// ResetTask is a task RetryRuns gives another chance.
 type ResetTask struct {
 	Step    int
 	Pending int

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -168,62 +169,80 @@ func (s *Store) ListEvents(_ context.Context, id uuid.UUID) ([]store.Event, erro
 	return append([]store.Event(nil), r.events...), nil
 }
 
-// CancelRun implements store.Runs.
-func (s *Store) CancelRun(_ context.Context, id uuid.UUID, now time.Time) (bool, error) {
+// CancelRuns implements store.Runs.
+func (s *Store) CancelRuns(_ context.Context, ids []uuid.UUID, now time.Time) ([]store.CancelledRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.runs[id]
-	if !ok {
-		return false, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
-	}
-	if r.rec.Status != store.RunRunning {
-		return false, nil
-	}
-	s.endRun(r, store.RunCancelled, now)
-	for i, t := range r.tasks {
-		if dag.Cancels(t.rec.Status) {
-			at := s.setStatus(t, store.TaskCancelled, now)
-			s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run cancelled")
-		}
-	}
-	return true, nil
-}
-
-// RetryRun implements store.Runs.
-func (s *Store) RetryRun(_ context.Context, p store.RetryRun) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.runs[p.Run]
-	if !ok {
-		return false, fmt.Errorf("run %s: %w", p.Run, store.ErrNotFound)
-	}
-	if r.rec.Status != store.RunFailed && r.rec.Status != store.RunCancelled {
-		return false, nil
-	}
-	r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = store.RunRunning, -1, "", time.Time{}
-	queued := false
-	for _, reset := range p.Reset {
-		if reset.Step < 0 || reset.Step >= len(r.tasks) {
-			return false, fmt.Errorf("retrying run %s: no step %d", p.Run, reset.Step)
-		}
-		t := r.tasks[reset.Step]
-		if t.rec.Status == store.TaskRunning {
-			continue // still executing (a failure handler): leave it be
-		}
-		t.prior = t.rec.Attempt
-		t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
-		r.pending[reset.Step] = reset.Pending
-		if reset.Pending == 0 && t.rec.Kind != store.KindOnFailure {
-			s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
-			queued = true
+	var cancelled []store.CancelledRun
+	for _, id := range sortedIDs(ids) {
+		r, ok := s.runs[id]
+		if !ok || r.rec.Status != store.RunRunning {
 			continue
 		}
-		s.setStatus(t, store.TaskPending, p.Now)
+		s.endRun(r, store.RunCancelled, now)
+		for i, t := range r.tasks {
+			if dag.Cancels(t.rec.Status) {
+				at := s.setStatus(t, store.TaskCancelled, now)
+				s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run cancelled")
+			}
+		}
+		cancelled = append(cancelled, store.CancelledRun{ID: id, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant})
+	}
+	return cancelled, nil
+}
+
+// RetryRuns implements store.Runs.
+func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rr := range p.Runs {
+		r, ok := s.runs[rr.Run]
+		if !ok {
+			continue
+		}
+		for _, reset := range rr.Reset {
+			if reset.Step < 0 || reset.Step >= len(r.tasks) {
+				return nil, fmt.Errorf("retrying run %s: no step %d", rr.Run, reset.Step)
+			}
+		}
+	}
+	var reopened []uuid.UUID
+	queued := false
+	for _, rr := range p.Runs {
+		r, ok := s.runs[rr.Run]
+		if !ok || (r.rec.Status != store.RunFailed && r.rec.Status != store.RunCancelled) {
+			continue
+		}
+		r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = store.RunRunning, -1, "", time.Time{}
+		reopened = append(reopened, rr.Run)
+		for _, reset := range rr.Reset {
+			t := r.tasks[reset.Step]
+			if t.rec.Status == store.TaskRunning {
+				continue // still executing (a failure handler): leave it be
+			}
+			t.prior = t.rec.Attempt
+			t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
+			r.pending[reset.Step] = reset.Pending
+			if reset.Pending == 0 && t.rec.Kind != store.KindOnFailure {
+				s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
+				queued = true
+				continue
+			}
+			s.setStatus(t, store.TaskPending, p.Now)
+		}
 	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
-	return true, nil
+	return sortedIDs(reopened), nil
+}
+
+// sortedIDs returns ids in the order Postgres sorts uuids (bytewise),
+// each once.
+func sortedIDs(ids []uuid.UUID) []uuid.UUID {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(out)
 }
 
 // endRun moves a run to a terminal status. Callers hold s.mu.

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -340,56 +339,82 @@ func (s *Store) mustExist(ctx context.Context, run uuid.UUID) error {
 	return nil
 }
 
-// CancelRun implements store.Runs.
-func (s *Store) CancelRun(ctx context.Context, id uuid.UUID, now time.Time) (bool, error) {
-	cancelled := false
-	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		if _, err := q.RunCancel(ctx, dbsqlc.RunCancelParams{ID: id, Now: now}); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return s.mustExist(ctx, id)
-			}
-			return err
-		}
-		cancelled = true
-		if err := cancelUnfinished(ctx, q, []uuid.UUID{id}, true, now, "run cancelled"); err != nil {
-			return err
-		}
-		return q.RunNotifyFinished(ctx, id)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return false, err
+// CancelRuns implements store.Runs: one transaction, a statement per
+// table whatever the number of runs.
+func (s *Store) CancelRuns(ctx context.Context, ids []uuid.UUID, now time.Time) ([]store.CancelledRun, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	return cancelled, wrap(err, "cancelling run")
+	var cancelled []store.CancelledRun
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		cancelled = nil
+		if err := q.RunsLock(ctx, ids); err != nil {
+			return err
+		}
+		rows, err := q.RunsCancel(ctx, dbsqlc.RunsCancelParams{Ids: ids, Now: now})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		runs := make([]uuid.UUID, len(rows))
+		for i, r := range rows {
+			runs[i] = r.ID
+			cancelled = append(cancelled, store.CancelledRun{ID: r.ID, Workflow: r.Workflow, Tenant: r.Tenant})
+		}
+		return cancelUnfinished(ctx, q, runs, true, now, "run cancelled")
+	})
+	if err != nil {
+		return nil, wrap(err, "cancelling runs")
+	}
+	return cancelled, nil
 }
 
-// RetryRun implements store.Runs.
-func (s *Store) RetryRun(ctx context.Context, p store.RetryRun) (bool, error) {
-	reopened := false
+// RetryRuns implements store.Runs: one transaction, a statement per table
+// whatever the number of runs.
+func (s *Store) RetryRuns(ctx context.Context, p store.RetryRuns) ([]uuid.UUID, error) {
+	if len(p.Runs) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(p.Runs))
+	for i, r := range p.Runs {
+		ids[i] = r.Run
+	}
+	var reopened []uuid.UUID
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		if _, err := q.RunReopen(ctx, p.Run); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return s.mustExist(ctx, p.Run)
-			}
+		if err := q.RunsLock(ctx, ids); err != nil {
 			return err
 		}
-		reopened = true
-		reset := dbsqlc.TasksResetParams{RunID: p.Run, Now: p.Now}
-		for _, r := range p.Reset {
-			reset.Steps = append(reset.Steps, int16(r.Step))
-			reset.Pendings = append(reset.Pendings, int16(r.Pending))
+		var err error
+		if reopened, err = q.RunsReopen(ctx, ids); err != nil || len(reopened) == 0 {
+			return err
 		}
-		if err := q.TasksDequeue(ctx, dbsqlc.TasksDequeueParams{RunID: p.Run, Steps: reset.Steps}); err != nil {
+		open := make(map[uuid.UUID]bool, len(reopened))
+		for _, id := range reopened {
+			open[id] = true
+		}
+		reset := dbsqlc.TasksResetParams{Now: p.Now}
+		for _, r := range p.Runs {
+			if !open[r.Run] {
+				continue // not reopened, or given again
+			}
+			open[r.Run] = false
+			for _, t := range r.Reset {
+				reset.RunIds = append(reset.RunIds, r.Run)
+				reset.Steps = append(reset.Steps, int16(t.Step))
+				reset.Pendings = append(reset.Pendings, int16(t.Pending))
+			}
+		}
+		if err := q.TasksDequeue(ctx, dbsqlc.TasksDequeueParams{RunIds: reset.RunIds, Steps: reset.Steps}); err != nil {
 			return err
 		}
 		if _, err := q.TasksReset(ctx, reset); err != nil {
 			return err
 		}
-		return q.RunRecount(ctx, p.Run)
+		return q.RunsRecount(ctx, reopened)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return false, err
+	if err != nil {
+		return nil, wrap(err, "retrying runs")
 	}
-	return reopened, wrap(err, "retrying run")
+	return reopened, nil
 }
 
 // arrayLiteral writes ints as a Postgres array literal: {0,2}.

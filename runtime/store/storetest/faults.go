@@ -160,10 +160,10 @@ func testEventTimesMonotonic(t *testing.T, f *fixture) {
 	}
 	f.finish(store.Results{Now: back(), Sleeps: []store.Sleep{{Attempt: attempt(bc[0]), For: time.Minute}}})
 	f.finish(store.Results{Now: back(), Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
-	if _, err := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: back(), Reset: []store.ResetTask{{Step: bc[1].Key.Step}}}); err != nil {
+	if _, err := f.retryOne(id, back(), store.ResetTask{Step: bc[1].Key.Step}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.CancelRun(f.ctx, id, back()); err != nil {
+	if _, err := f.cancelOne(id, back()); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := f.s.ListEvents(f.ctx, id)

@@ -144,6 +144,18 @@ func (f *fixture) complete(c store.ClaimedTask, output string) store.FinishResul
 	}}})
 }
 
+// cancelOne cancels one run through CancelRuns and reports whether it did.
+func (f *fixture) cancelOne(id uuid.UUID, now time.Time) (bool, error) {
+	got, err := f.s.CancelRuns(f.ctx, []uuid.UUID{id}, now)
+	return len(got) == 1 && got[0].ID == id, err
+}
+
+// retryOne retries one run through RetryRuns and reports whether it did.
+func (f *fixture) retryOne(id uuid.UUID, now time.Time, reset ...store.ResetTask) (bool, error) {
+	got, err := f.s.RetryRuns(f.ctx, store.RetryRuns{Runs: []store.RetryRun{{Run: id, Reset: reset}}, Now: now})
+	return len(got) == 1 && got[0] == id, err
+}
+
 func (f *fixture) run(id uuid.UUID) store.Run {
 	f.t.Helper()
 	r, err := f.s.GetRun(f.ctx, id)

@@ -89,8 +89,8 @@ func testListRuns(t *testing.T, f *fixture) {
 	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(a), Error: "boom"}}})
 	f.tick(time.Minute)
 	cancelled := f.createDiamond(runOpts{tenant: "beta", workflow: "other"})
-	if ok, err := f.s.CancelRun(f.ctx, cancelled, f.now); err != nil || !ok {
-		t.Fatalf("CancelRun = %v, %v", ok, err)
+	if ok, err := f.cancelOne(cancelled, f.now); err != nil || !ok {
+		t.Fatalf("CancelRuns = %v, %v", ok, err)
 	}
 	f.tick(time.Minute)
 	batch := f.createBatch(3, runOpts{tenant: "beta", workflow: "diamond"})

@@ -46,8 +46,8 @@ func (f *fixture) failRun(o runOpts, handled bool) uuid.UUID {
 func (f *fixture) cancelRun(o runOpts) uuid.UUID {
 	f.t.Helper()
 	id := f.createDiamond(o)
-	if ok, err := f.s.CancelRun(f.ctx, id, f.now); err != nil || !ok {
-		f.t.Fatalf("CancelRun = %v, %v", ok, err)
+	if ok, err := f.cancelOne(id, f.now); err != nil || !ok {
+		f.t.Fatalf("CancelRuns = %v, %v", ok, err)
 	}
 	return id
 }
@@ -237,7 +237,7 @@ func testPurgeDryRunAndLimit(t *testing.T, f *fixture) {
 // testPurgeRacesRetry retries each of a number of failed runs while a
 // purge of that run (the only one of its tenant) runs at the same time:
 // each retry either wins (the run runs again and is not purged) or finds
-// the run gone, and every run ends whole or entirely gone.
+// the run gone (and leaves it out), and every run ends whole or entirely gone.
 func testPurgeRacesRetry(t *testing.T, f *fixture) {
 	const n = 30
 	runs := make([]uuid.UUID, n)
@@ -256,7 +256,7 @@ func testPurgeRacesRetry(t *testing.T, f *fixture) {
 		go func() {
 			defer wg.Done()
 			<-start
-			ok, retryErr = f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Reset: reset, Now: f.now})
+			ok, retryErr = f.retryOne(id, f.now, reset...)
 		}()
 		go func() {
 			defer wg.Done()
@@ -268,11 +268,12 @@ func testPurgeRacesRetry(t *testing.T, f *fixture) {
 		switch {
 		case purgeErr != nil:
 			t.Errorf("run %d: PurgeRuns: %v", i, purgeErr)
-		case errors.Is(retryErr, store.ErrNotFound):
 		case retryErr != nil:
-			t.Errorf("run %d: RetryRun: %v", i, retryErr)
+			t.Errorf("run %d: RetryRuns: %v", i, retryErr)
 		case !ok:
-			t.Errorf("run %d: RetryRun refused a FAILED run that exists", i)
+			if _, err := f.s.GetRun(f.ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("run %d: RetryRuns refused a FAILED run that exists (GetRun: %v)", i, err)
+			}
 		default:
 			retried[i] = true
 		}

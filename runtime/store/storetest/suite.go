@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"sync"
@@ -52,6 +53,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RecoverRequeuesOrFails", testRecover},
 		{"CancelRun", testCancel},
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},
+		{"CancelAndRetryManyRuns", testCancelRetryMany},
 		{"Leadership", testLeadership},
 		{"ListenDeliversWakeups", testListen},
 		{"Maintain", testMaintain},
@@ -596,9 +598,9 @@ func testRecover(t *testing.T, f *fixture) {
 func testCancel(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{})
 	a := f.claimOne(id, stepA)
-	ok, err := f.s.CancelRun(f.ctx, id, f.now)
+	ok, err := f.cancelOne(id, f.now)
 	if err != nil || !ok {
-		t.Fatalf("CancelRun = %v, %v", ok, err)
+		t.Fatalf("CancelRuns = %v, %v", ok, err)
 	}
 	for i, st := range f.statuses(id) {
 		if st != store.TaskCancelled {
@@ -611,19 +613,111 @@ func testCancel(t *testing.T, f *fixture) {
 	if r := f.complete(a, `{}`); len(r.Stale) != 1 {
 		t.Error("a cancelled task's result was applied")
 	}
-	if ok, _ := f.s.CancelRun(f.ctx, id, f.now); ok {
+	if ok, _ := f.cancelOne(id, f.now); ok {
 		t.Error("cancelling twice reported a change")
 	}
 	// A queued task of a cancelled run is never claimed.
 	queued := f.createDiamond(runOpts{})
-	if _, err := f.s.CancelRun(f.ctx, queued, f.now); err != nil {
+	if _, err := f.cancelOne(queued, f.now); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.claim(10); len(got) != 0 {
 		t.Errorf("claimed %v of a cancelled run", keys(got))
 	}
-	if _, err := f.s.CancelRun(f.ctx, uuid.New(), f.now); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("CancelRun(unknown) = %v", err)
+	if ok, err := f.cancelOne(uuid.New(), f.now); ok || err != nil {
+		t.Errorf("cancelling an unknown run = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// testCancelRetryMany cancels and retries runs in every state in one call
+// each: only the running ones are cancelled and only the failed and
+// cancelled ones retried, each once however often given, and the rest are
+// left exactly as they were.
+func testCancelRetryMany(t *testing.T, f *fixture) {
+	running := f.createDiamond(runOpts{tenant: "globex", workflow: "other"})
+	f.claimOne(running, stepA)
+	done := f.doneRun(runOpts{})
+	failed := f.failRun(runOpts{}, true)
+	queued := f.createDiamond(runOpts{tenant: "acme"})
+	unknown := uuid.New()
+	sorted := func(ids ...uuid.UUID) []uuid.UUID {
+		slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+		return ids
+	}
+	before := map[uuid.UUID][]store.TaskStatus{done: f.statuses(done), failed: f.statuses(failed)}
+
+	got, err := f.s.CancelRuns(f.ctx, []uuid.UUID{failed, queued, unknown, running, queued, done}, f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []store.CancelledRun
+	for _, id := range sorted(queued, running) {
+		r := f.run(id)
+		want = append(want, store.CancelledRun{ID: id, Workflow: r.Workflow, Tenant: r.Tenant})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CancelRuns (-want +got):\n%s", diff)
+	}
+	for _, id := range []uuid.UUID{queued, running} {
+		if r := f.run(id); r.Status != store.RunCancelled {
+			t.Errorf("run %s = %s, want CANCELLED", id, r.Status)
+		}
+		for i, st := range f.statuses(id) {
+			if st != store.TaskCancelled {
+				t.Errorf("run %s step %d = %s, want CANCELLED", id, i, st)
+			}
+		}
+	}
+	if r := f.run(done); r.Status != store.RunCompleted {
+		t.Errorf("completed run = %s after CancelRuns", r.Status)
+	}
+	if r := f.run(failed); r.Status != store.RunFailed {
+		t.Errorf("failed run = %s after CancelRuns", r.Status)
+	}
+	for id, sts := range before {
+		if diff := cmp.Diff(sts, f.statuses(id)); diff != "" {
+			t.Errorf("CancelRuns changed the tasks of ended run %s (-before +after):\n%s", id, diff)
+		}
+	}
+	if c := f.claim(10); len(c) != 0 {
+		t.Fatalf("claimed %v of cancelled runs", keys(c))
+	}
+
+	all := []store.ResetTask{{Step: stepA}, {Step: stepB, Pending: 1}, {Step: stepC, Pending: 1}, {Step: stepD, Pending: 2}, {Step: stepH}}
+	retry := func(id uuid.UUID) store.RetryRun { return store.RetryRun{Run: id, Reset: all} }
+	reopened, err := f.s.RetryRuns(f.ctx, store.RetryRuns{Now: f.now, Runs: []store.RetryRun{
+		retry(done), retry(queued), retry(unknown), retry(failed), retry(running), retry(queued),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sorted(queued, running, failed), reopened); diff != "" {
+		t.Errorf("RetryRuns (-want +got):\n%s", diff)
+	}
+	for _, id := range []uuid.UUID{queued, running, failed} {
+		if r := f.run(id); r.Status != store.RunRunning {
+			t.Errorf("run %s = %s after RetryRuns, want RUNNING", id, r.Status)
+		}
+	}
+	if r := f.run(done); r.Status != store.RunCompleted {
+		t.Errorf("completed run = %s after RetryRuns", r.Status)
+	}
+	claimed := f.claim(10)
+	var runs []uuid.UUID
+	for _, c := range claimed {
+		if c.Key.Step != stepA {
+			t.Errorf("claimed step %d of %s, want only first steps", c.Key.Step, c.Key.Run)
+		}
+		runs = append(runs, c.Key.Run)
+	}
+	if diff := cmp.Diff(sorted(queued, running, failed), sorted(runs...)); diff != "" {
+		t.Errorf("claimed after RetryRuns (-want +got):\n%s", diff)
+	}
+	if got, err := f.s.CancelRuns(f.ctx, nil, f.now); err != nil || len(got) != 0 {
+		t.Errorf("CancelRuns(nothing) = %v, %v", got, err)
+	}
+	if got, err := f.s.RetryRuns(f.ctx, store.RetryRuns{Now: f.now}); err != nil || len(got) != 0 {
+		t.Errorf("RetryRuns(nothing) = %v, %v", got, err)
 	}
 }
 
@@ -633,12 +727,12 @@ func testRetryRun(t *testing.T, f *fixture) {
 	bc := f.claim(10)
 	f.complete(bc[0], `{"b":1}`)
 	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
-	if ok, _ := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now}); !ok {
-		t.Fatal("RetryRun refused a failed run")
+	if ok, _ := f.retryOne(id, f.now); !ok {
+		t.Fatal("RetryRuns refused a failed run")
 	}
 	// The run is running again: retrying it again is refused.
-	if ok, _ := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now}); ok {
-		t.Fatal("RetryRun accepted a running run")
+	if ok, _ := f.retryOne(id, f.now); ok {
+		t.Fatal("RetryRuns accepted a running run")
 	}
 	if h := f.claim(10); len(h) != 1 || h[0].Key.Step != stepH {
 		t.Fatalf("claimed %v, want the first run's failure handler", keys(h))
@@ -650,11 +744,9 @@ func testRetryRun(t *testing.T, f *fixture) {
 	failed := bc[1].Key.Step
 	f.complete(bc[0], `{"b":1}`)
 	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(bc[1]), Error: "boom"}}})
-	ok, err := f.s.RetryRun(f.ctx, store.RetryRun{Run: id, Now: f.now, Reset: []store.ResetTask{
-		{Step: failed, Pending: 0}, {Step: stepD, Pending: 1}, {Step: stepH},
-	}})
+	ok, err := f.retryOne(id, f.now, store.ResetTask{Step: failed, Pending: 0}, store.ResetTask{Step: stepD, Pending: 1}, store.ResetTask{Step: stepH})
 	if err != nil || !ok {
-		t.Fatalf("RetryRun = %v, %v", ok, err)
+		t.Fatalf("RetryRuns = %v, %v", ok, err)
 	}
 	r := f.run(id)
 	if r.Status != store.RunRunning || r.FailedStep != -1 || r.Error != "" {
@@ -715,7 +807,7 @@ func testListen(t *testing.T, f *fixture) {
 		}
 	}
 	wait(store.TasksReady)
-	if _, err := f.s.CancelRun(f.ctx, id, f.now); err != nil {
+	if _, err := f.cancelOne(id, f.now); err != nil {
 		t.Fatal(err)
 	}
 	if n := wait(store.RunFinished); n.Run != id {

@@ -48,8 +48,8 @@ func testQueueDepth(t *testing.T, f *fixture) {
 		t.Errorf("after claiming 3, the 2 deepest tenants (-want +got):\n%s", diff)
 	}
 	// Ties go to the tenant with more running, then by name.
-	if ok, err := f.s.CancelRun(f.ctx, acme[2], f.now); !ok || err != nil {
-		t.Fatalf("CancelRun = %v, %v", ok, err)
+	if ok, err := f.cancelOne(acme[2], f.now); !ok || err != nil {
+		t.Fatalf("CancelRuns = %v, %v", ok, err)
 	}
 	want = store.QueueDepth{Queued: 2, Running: 3, Tenants: []store.TenantDepth{
 		{Tenant: "acme", Queued: 1, Running: 1}, {Tenant: "globex", Queued: 1, Running: 1}, {Tenant: "initech", Running: 1},

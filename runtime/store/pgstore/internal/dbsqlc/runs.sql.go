@@ -13,26 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const runCancel = `-- name: RunCancel :one
-UPDATE trellis_runs
-SET status = 'CANCELLED', finished_at = $1::timestamptz
-WHERE id = $2 AND status = 'RUNNING'
-RETURNING id
-`
-
-type RunCancelParams struct {
-	Now time.Time
-	ID  uuid.UUID
-}
-
-// Moves a running run to CANCELLED; no row when it was not running.
-func (q *Queries) RunCancel(ctx context.Context, arg RunCancelParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, runCancel, arg.Now, arg.ID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
 const runExists = `-- name: RunExists :one
 SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE id = $1)
 `
@@ -86,44 +66,6 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 	return i, err
 }
 
-const runNotifyFinished = `-- name: RunNotifyFinished :exec
-SELECT pg_notify(trellis_channel(), 'finished ' || CAST($1::uuid AS text))
-`
-
-func (q *Queries) RunNotifyFinished(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, runNotifyFinished, id)
-	return err
-}
-
-const runRecount = `-- name: RunRecount :exec
-UPDATE trellis_runs r
-SET unresolved = (
-    SELECT count(*) FROM trellis_tasks t
-    WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
-)
-WHERE r.id = $1
-`
-
-// Recomputes how many tasks of a run are unresolved.
-func (q *Queries) RunRecount(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, runRecount, id)
-	return err
-}
-
-const runReopen = `-- name: RunReopen :one
-UPDATE trellis_runs
-SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
-WHERE id = $1 AND status IN ('FAILED', 'CANCELLED')
-RETURNING id
-`
-
-// Moves a failed or cancelled run back to RUNNING; no row otherwise.
-func (q *Queries) RunReopen(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, runReopen, id)
-	err := row.Scan(&id)
-	return id, err
-}
-
 const runsByIdempotencyKey = `-- name: RunsByIdempotencyKey :many
 SELECT r.id, r.workflow, r.tenant, r.idempotency_key::text AS idempotency_key
 FROM trellis_runs r
@@ -160,6 +102,62 @@ func (q *Queries) RunsByIdempotencyKey(ctx context.Context, arg RunsByIdempotenc
 			&i.Workflow,
 			&i.Tenant,
 			&i.IdempotencyKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runsCancel = `-- name: RunsCancel :many
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY ($1::uuid[])
+), cancelled AS (
+    UPDATE trellis_runs r
+    SET status = 'CANCELLED', finished_at = $2::timestamptz
+    FROM target t
+    WHERE r.id = t.id AND t.status = 'RUNNING'
+    RETURNING r.id, r.workflow, r.tenant
+)
+SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified
+FROM cancelled ORDER BY id
+`
+
+type RunsCancelParams struct {
+	Ids []uuid.UUID
+	Now time.Time
+}
+
+type RunsCancelRow struct {
+	ID       uuid.UUID
+	Workflow string
+	Tenant   string
+	Notified string
+}
+
+// Moves the running runs of ids to CANCELLED and wakes their listeners.
+// Lock them first (RunsLock). Returns the runs that were running.
+// The runs are read by key and their status tested after: a test of
+// status in the scan could be planned as a read of every running run
+// through the status index, which stale statistics make look cheap.
+func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsCancelRow, error) {
+	rows, err := q.db.Query(ctx, runsCancel, arg.Ids, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsCancelRow{}
+	for rows.Next() {
+		var i RunsCancelRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Tenant,
+			&i.Notified,
 		); err != nil {
 			return nil, err
 		}
@@ -378,6 +376,57 @@ SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY U
 func (q *Queries) RunsLock(ctx context.Context, ids []uuid.UUID) error {
 	_, err := q.db.Exec(ctx, runsLock, ids)
 	return err
+}
+
+const runsRecount = `-- name: RunsRecount :exec
+UPDATE trellis_runs r
+SET unresolved = (
+    SELECT count(*) FROM trellis_tasks t
+    WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+)
+WHERE r.id = ANY ($1::uuid[])
+`
+
+// Recomputes how many tasks of each run of ids are unresolved.
+func (q *Queries) RunsRecount(ctx context.Context, ids []uuid.UUID) error {
+	_, err := q.db.Exec(ctx, runsRecount, ids)
+	return err
+}
+
+const runsReopen = `-- name: RunsReopen :many
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY ($1::uuid[])
+), reopened AS (
+    UPDATE trellis_runs r
+    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
+    FROM target t
+    WHERE r.id = t.id AND t.status IN ('FAILED', 'CANCELLED')
+    RETURNING r.id
+)
+SELECT id FROM reopened ORDER BY id
+`
+
+// Moves the failed and cancelled runs of ids back to RUNNING. Lock them
+// first (RunsLock). Returns the runs that were failed or cancelled.
+// The runs are read by key and their status tested after (see RunsCancel).
+func (q *Queries) RunsReopen(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, runsReopen, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runsStatus = `-- name: RunsStatus :many

@@ -259,22 +259,25 @@ func (q *Queries) TasksComplete(ctx context.Context, arg TasksCompleteParams) ([
 }
 
 const tasksDequeue = `-- name: TasksDequeue :exec
-WITH unqueued AS (
-    DELETE FROM trellis_ready q
-    WHERE q.run_id = $1 AND q.step = ANY ($2::smallint[])
+WITH keys AS (
+    SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step
+), unqueued AS (
+    DELETE FROM trellis_ready q USING keys k
+    WHERE q.run_id = k.run_id AND q.step = k.step
 )
-DELETE FROM trellis_timers m
-WHERE m.run_id = $1 AND m.step = ANY ($2::smallint[])
+DELETE FROM trellis_timers m USING keys k
+WHERE m.run_id = k.run_id AND m.step = k.step
 `
 
 type TasksDequeueParams struct {
-	RunID uuid.UUID
-	Steps []int16
+	RunIds []uuid.UUID
+	Steps  []int16
 }
 
-// Removes queue entries and timers of tasks about to be reset.
+// Removes the queue entries and timers of tasks about to be reset, given
+// as pairs (run_ids[i], steps[i]).
 func (q *Queries) TasksDequeue(ctx context.Context, arg TasksDequeueParams) error {
-	_, err := q.db.Exec(ctx, tasksDequeue, arg.RunID, arg.Steps)
+	_, err := q.db.Exec(ctx, tasksDequeue, arg.RunIds, arg.Steps)
 	return err
 }
 
@@ -513,14 +516,14 @@ func (q *Queries) TasksQueueHandlers(ctx context.Context, arg TasksQueueHandlers
 
 const tasksReset = `-- name: TasksReset :one
 WITH input AS (
-    SELECT step, pending FROM (SELECT unnest($1::smallint[]) AS step, unnest($2::smallint[]) AS pending) AS i
+    SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::smallint[]) AS pending
 ), reset AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
         pending = i.pending, prior_attempts = t.attempt, output = NULL, error = NULL,
-        worker = NULL, wake_at = NULL, updated_at = greatest($3::timestamptz, t.updated_at), finished_at = NULL
+        worker = NULL, wake_at = NULL, updated_at = greatest($4::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
-    WHERE t.run_id = $4 AND t.step = i.step AND t.status <> 'RUNNING'
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status <> 'RUNNING'
     RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
@@ -532,21 +535,22 @@ WHERE s.status = 'QUEUED'
 `
 
 type TasksResetParams struct {
+	RunIds   []uuid.UUID
 	Steps    []int16
 	Pendings []int16
 	Now      time.Time
-	RunID    uuid.UUID
 }
 
-// Gives tasks of a reopened run another go: each returns to PENDING
-// waiting for its unresolved parents, or is queued when it waits for
-// none. Running tasks are left alone. Returns how many were queued.
+// Gives tasks of reopened runs another go, given as (run_ids[i],
+// steps[i], pendings[i]): each returns to PENDING waiting for its
+// unresolved parents, or is queued when it waits for none. Running tasks
+// are left alone. Returns how many were queued.
 func (q *Queries) TasksReset(ctx context.Context, arg TasksResetParams) (int64, error) {
 	row := q.db.QueryRow(ctx, tasksReset,
+		arg.RunIds,
 		arg.Steps,
 		arg.Pendings,
 		arg.Now,
-		arg.RunID,
 	)
 	var column_1 int64
 	err := row.Scan(&column_1)
