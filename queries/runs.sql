@@ -104,11 +104,16 @@ WHERE r.id = ANY (@ids::uuid[]);
 -- name: RunsFail :many
 -- Fails running runs, recording the step that failed each and its error,
 -- and wakes listeners. Returns the runs that were running.
-WITH failed AS (
+-- Lock them first (RunsLock). The runs are read by key and their status
+-- tested after (see RunsCancel).
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY (@run_ids::uuid[])
+), failed AS (
     UPDATE trellis_runs r
     SET status = 'FAILED', failed_step = f.step, error = f.error, finished_at = @now::timestamptz
     FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::int[]) AS step, unnest(@errors::text[]) AS error) AS f
-    WHERE r.id = f.run_id AND r.status = 'RUNNING'
+    JOIN target t ON t.id = f.run_id AND t.status = 'RUNNING'
+    WHERE r.id = f.run_id
     RETURNING r.id
 )
 SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed;

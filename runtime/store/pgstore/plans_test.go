@@ -52,28 +52,8 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 	if len(statements) != 1 {
 		t.Fatalf("saw %d claim statements, want 1", len(statements))
 	}
-	var plan []string
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// A pooled connection runs the statement prepared, and after five
-		// executions on its generic plan: explain that one.
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+statements[0].sql, statements[0].args...)
-		if err != nil {
-			return err
-		}
-		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		return errRollback
-	})
-	if !errors.Is(err, errRollback) {
-		t.Fatal(err)
-	}
-	if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan on trellis_tasks") {
-		t.Errorf("the claim scans every task:\n%s", text)
+	if plan := explainGeneric(t, pool, statements[0]); strings.Contains(plan, "Seq Scan on trellis_tasks") {
+		t.Errorf("the claim scans every task:\n%s", plan)
 	}
 }
 
@@ -107,3 +87,109 @@ WITH tenants AS (
 INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow)
 SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w'
 FROM runs r JOIN tenants t ON t.tenant = r.tenant`
+
+// completePlanHistory and completePlanRunning are the finished and running
+// runs TestCompleteReadsRunsByKey creates.
+const (
+	completePlanHistory = 300_000
+	completePlanRunning = 20_000
+)
+
+// TestCompleteReadsRunsByKey checks that recording results reads the
+// runs they belong to by key whatever the planner believes of the runs
+// table. With a large finished history analyzed, status = 'RUNNING' looks
+// rare, and the update of the runs was planned as a read of every running
+// run through the status index: with a million finished runs, burn-down
+// fell to 635 tasks/s.
+func TestCompleteReadsRunsByKey(t *testing.T) {
+	_, schema := pgtest.PoolWithSchema(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	traced := &listingQueries{name: "TasksComplete"}
+	cfg.ConnConfig.Tracer = traced
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	start := time.Now()
+	if _, err := pool.Exec(ctx, fillFinishedRuns, completePlanHistory); err != nil {
+		t.Fatal(err)
+	}
+	// Analyzed when nothing ran, as after the last burst was done.
+	if _, err := pool.Exec(ctx, `ANALYZE trellis_runs, trellis_tasks`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, fillQueuedRuns, completePlanRunning, 6); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d finished runs created and analyzed, then %d running, in %v", completePlanHistory, completePlanRunning, time.Since(start).Round(time.Millisecond))
+	now := time.Now()
+	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 64, Now: now})
+	if err != nil || len(claimed) != 64 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	res := store.Results{Now: now}
+	for _, c := range claimed {
+		res.Completions = append(res.Completions, store.Completion{Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: []int{c.Key.Step + 1}})
+	}
+	if _, err := s.Finish(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	statements := traced.take()
+	if len(statements) != 1 {
+		t.Fatalf("saw %d completion statements, want 1", len(statements))
+	}
+	plan := explainGeneric(t, pool, statements[0])
+	for _, bad := range []string{"Seq Scan on trellis_runs", "trellis_runs_status_created", "trellis_runs_finished"} {
+		if strings.Contains(plan, bad) {
+			t.Errorf("recording results reads runs other than theirs (%s):\n%s", bad, plan)
+		}
+	}
+}
+
+// explainGeneric runs a recorded statement again under EXPLAIN ANALYZE on
+// its generic plan (a pooled connection runs statements prepared, and
+// after five executions on their generic plan), rolled back, and returns
+// the plan.
+func explainGeneric(t *testing.T, pool *pgxpool.Pool, q tracedQuery) string {
+	t.Helper()
+	var plan []string
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(context.Background(), `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(context.Background(), "EXPLAIN (ANALYZE, COSTS OFF) "+q.sql, q.args...)
+		if err != nil {
+			return err
+		}
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
+
+// fillFinishedRuns creates $1 completed runs of one completed task each:
+// a history.
+const fillFinishedRuns = `
+WITH runs AS (
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, created_at, finished_at)
+    SELECT gen_random_uuid(), 'w', 'w@1', 'tenant-' || (i % 10), 'COMPLETED', '{}', 0,
+           now() - interval '1 day', now() - interval '1 day'
+    FROM generate_series(1, $1::int) AS i
+    RETURNING id
+)
+INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at, finished_at)
+SELECT id, 0, 0, 'COMPLETED', '{}'::smallint[], 0, true, 1, now() - interval '1 day', now() - interval '1 day'
+FROM runs`

@@ -195,19 +195,22 @@ func (q *Queries) RunsExisting(ctx context.Context, ids []uuid.UUID) ([]uuid.UUI
 }
 
 const runsFail = `-- name: RunsFail :many
-WITH failed AS (
+WITH target AS MATERIALIZED (
+    SELECT id, status FROM trellis_runs WHERE id = ANY ($1::uuid[])
+), failed AS (
     UPDATE trellis_runs r
-    SET status = 'FAILED', failed_step = f.step, error = f.error, finished_at = $1::timestamptz
-    FROM (SELECT unnest($2::uuid[]) AS run_id, unnest($3::int[]) AS step, unnest($4::text[]) AS error) AS f
-    WHERE r.id = f.run_id AND r.status = 'RUNNING'
+    SET status = 'FAILED', failed_step = f.step, error = f.error, finished_at = $2::timestamptz
+    FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($3::int[]) AS step, unnest($4::text[]) AS error) AS f
+    JOIN target t ON t.id = f.run_id AND t.status = 'RUNNING'
+    WHERE r.id = f.run_id
     RETURNING r.id
 )
 SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed
 `
 
 type RunsFailParams struct {
-	Now    time.Time
 	RunIds []uuid.UUID
+	Now    time.Time
 	Steps  []int32
 	Errors []string
 }
@@ -219,10 +222,12 @@ type RunsFailRow struct {
 
 // Fails running runs, recording the step that failed each and its error,
 // and wakes listeners. Returns the runs that were running.
+// Lock them first (RunsLock). The runs are read by key and their status
+// tested after (see RunsCancel).
 func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailRow, error) {
 	rows, err := q.db.Query(ctx, runsFail,
-		arg.Now,
 		arg.RunIds,
+		arg.Now,
 		arg.Steps,
 		arg.Errors,
 	)
