@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/effectivelabs/trellis/runtime"
 )
@@ -44,8 +45,12 @@ type ActionResult struct {
 func (r ActionResult) OK() bool { return r.Outcome != NotFound && r.Outcome != Failed }
 
 // actBatch is how many runs Cancel and Retry hand the engine at once: one
-// read and one transaction per batch, however many runs.
-var actBatch = 1000
+// read and one transaction per batch, however many runs. actParallel
+// batches go at once (their runs differ, so they never wait for each
+// other's locks).
+var actBatch = 500
+
+const actParallel = 2
 
 // act calls do on the ids, actBatch distinct ids at a time, and returns one
 // result per id, in order: done for the runs do changed, and for the
@@ -61,18 +66,27 @@ func (a *Admin) act(ctx context.Context, ids []runtime.RunID, do func(context.Co
 			distinct = append(distinct, id)
 		}
 	}
+	// Each batch writes the results of its own ids only.
+	sem := make(chan struct{}, actParallel)
+	var wg sync.WaitGroup
 	for batch := range slices.Chunk(distinct, actBatch) {
-		changed, err := do(ctx, batch)
-		if err != nil {
-			for _, id := range batch {
-				out[first[id]] = ActionResult{Run: id, Outcome: Failed, Error: err.Error()}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			changed, err := do(ctx, batch)
+			if err != nil {
+				for _, id := range batch {
+					out[first[id]] = ActionResult{Run: id, Outcome: Failed, Error: err.Error()}
+				}
+				return
 			}
-			continue
-		}
-		for _, id := range changed {
-			out[first[id]] = ActionResult{Run: id, Outcome: done}
-		}
+			for _, id := range changed {
+				out[first[id]] = ActionResult{Run: id, Outcome: done}
+			}
+		}()
 	}
+	wg.Wait()
 	// Every other id, and each id given again, reads its status now.
 	rest := map[runtime.RunID][]int{}
 	var restIDs []runtime.RunID
@@ -105,7 +119,7 @@ func (a *Admin) act(ctx context.Context, ids []runtime.RunID, do func(context.Co
 // Cancel cancels each running run: its unfinished steps are cancelled and
 // the workers running its steps stop them. Runs that already ended are
 // left as they are. It returns one result per id, in order, and takes one
-// transaction per thousand runs.
+// transaction per actBatch runs.
 func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult {
 	return a.act(ctx, ids, a.engine.CancelRuns, Cancelled, AlreadyEnded)
 }
@@ -114,7 +128,7 @@ func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult
 // did not complete, keeping the outputs of those that did (see
 // runtime.Engine.RetryRun). Running and completed runs are left as they
 // are. It returns one result per id, in order, and takes one read and one
-// transaction per thousand runs.
+// transaction per actBatch runs.
 func (a *Admin) Retry(ctx context.Context, ids ...runtime.RunID) []ActionResult {
 	return a.act(ctx, ids, a.engine.RetryRuns, Retried, NotRetryable)
 }

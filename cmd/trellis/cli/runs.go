@@ -538,9 +538,9 @@ func RunsRetry(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) 
 	return runsAct(ctx, "retry", o, stdout, stderr, (*ops.Admin).Retry)
 }
 
-// bulkChunk is how many runs a bulk action hands the Admin at once (one
-// transaction each): between chunks, an interrupt stops it.
-const bulkChunk = 1000
+// bulkChunk is how many runs a bulk action hands the Admin at once:
+// between chunks, an interrupt stops it.
+const bulkChunk = 2000
 
 func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stderr io.Writer,
 	act func(*ops.Admin, context.Context, ...uuid.UUID) []ops.ActionResult,
