@@ -22,20 +22,8 @@ import (
 // join over a scan of every task: 774 ms a claim with 1.5 million tasks,
 // against 26 ms by key.
 func TestClaimReadsTasksByKey(t *testing.T) {
-	_, schema := pgtest.PoolWithSchema(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	traced := &listingQueries{name: "ReadyClaim"}
-	cfg.ConnConfig.Tracer = traced
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, traced := tracedPool(t, "ReadyClaim")
 	s := pgstore.New(pool)
 	// A burst of new runs of one task, queued, as TriggerMany would
 	// create them (faster, in SQL). Never analyzed.
@@ -58,6 +46,26 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 }
 
 var errRollback = errors.New("roll back")
+
+// tracedPool returns a pool on a schema of its own that records the
+// statements with the sqlc name given.
+func tracedPool(t *testing.T, name string) (*pgxpool.Pool, *listingQueries) {
+	t.Helper()
+	_, schema := pgtest.PoolWithSchema(t)
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	traced := &listingQueries{name: name}
+	cfg.ConnConfig.Tracer = traced
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, traced
+}
 
 // claimPlanRuns is how many runs TestClaimReadsTasksByKey creates: with
 // the claim as it was, 120,000 queued tasks got the scan (80,000 runs of
@@ -102,20 +110,8 @@ const (
 // run through the status index: with a million finished runs, burn-down
 // fell to 635 tasks/s.
 func TestCompleteReadsRunsByKey(t *testing.T) {
-	_, schema := pgtest.PoolWithSchema(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	traced := &listingQueries{name: "TasksComplete"}
-	cfg.ConnConfig.Tracer = traced
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, traced := tracedPool(t, "TasksComplete")
 	s := pgstore.New(pool)
 	start := time.Now()
 	if _, err := pool.Exec(ctx, fillFinishedRuns, completePlanHistory); err != nil {
