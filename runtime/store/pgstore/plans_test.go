@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -23,7 +25,8 @@ import (
 // against 26 ms by key.
 func TestClaimReadsTasksByKey(t *testing.T) {
 	ctx := context.Background()
-	pool, traced := tracedPool(t, "ReadyClaim")
+	traced := &listingQueries{name: "ReadyClaim"}
+	pool := tracedPool(t, traced)
 	s := pgstore.New(pool)
 	// A burst of new runs of one task, queued, as TriggerMany would
 	// create them (faster, in SQL). Never analyzed.
@@ -40,16 +43,16 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 	if len(statements) != 1 {
 		t.Fatalf("saw %d claim statements, want 1", len(statements))
 	}
-	if plan := explainGeneric(t, pool, statements[0]); strings.Contains(plan, "Seq Scan on trellis_tasks") {
+	if plan := explainIn(t, pool, statements[0], "force_generic_plan"); strings.Contains(plan, "Seq Scan on trellis_tasks") {
 		t.Errorf("the claim scans every task:\n%s", plan)
 	}
 }
 
 var errRollback = errors.New("roll back")
 
-// tracedPool returns a pool on a schema of its own that records the
-// statements with the sqlc name given.
-func tracedPool(t *testing.T, name string) (*pgxpool.Pool, *listingQueries) {
+// tracedPool returns a pool on a schema of its own whose statements go
+// through tracer.
+func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
 	_, schema := pgtest.PoolWithSchema(t)
 	cfg, err := pgxpool.ParseConfig(pgtest.URL())
@@ -57,14 +60,13 @@ func tracedPool(t *testing.T, name string) (*pgxpool.Pool, *listingQueries) {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	traced := &listingQueries{name: name}
-	cfg.ConnConfig.Tracer = traced
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pool, traced
+	return pool
 }
 
 // claimPlanRuns is how many runs TestClaimReadsTasksByKey creates: with
@@ -96,68 +98,22 @@ INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow)
 SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w'
 FROM runs r JOIN tenants t ON t.tenant = r.tenant`
 
-// completePlanHistory and completePlanRunning are the finished and running
-// runs TestCompleteReadsRunsByKey creates.
+// historyRuns and burstRuns are the finished and running runs
+// TestWorkReadsByKeyWithHistory creates.
 const (
-	completePlanHistory = 300_000
-	completePlanRunning = 20_000
+	historyRuns = 300_000
+	burstRuns   = 20_000
 )
 
-// TestCompleteReadsRunsByKey checks that recording results reads the
-// runs they belong to by key whatever the planner believes of the runs
-// table. With a large finished history analyzed, status = 'RUNNING' looks
-// rare, and the update of the runs was planned as a read of every running
-// run through the status index: with a million finished runs, burn-down
-// fell to 635 tasks/s.
-func TestCompleteReadsRunsByKey(t *testing.T) {
-	ctx := context.Background()
-	pool, traced := tracedPool(t, "TasksComplete")
-	s := pgstore.New(pool)
-	start := time.Now()
-	if _, err := pool.Exec(ctx, fillFinishedRuns, completePlanHistory); err != nil {
-		t.Fatal(err)
-	}
-	// Analyzed when nothing ran, as after the last burst was done.
-	if _, err := pool.Exec(ctx, `ANALYZE trellis_runs, trellis_tasks`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, fillQueuedRuns, completePlanRunning, 6); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d finished runs created and analyzed, then %d running, in %v", completePlanHistory, completePlanRunning, time.Since(start).Round(time.Millisecond))
-	now := time.Now()
-	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 64, Now: now})
-	if err != nil || len(claimed) != 64 {
-		t.Fatalf("claimed %d, %v", len(claimed), err)
-	}
-	res := store.Results{Now: now}
-	for _, c := range claimed {
-		res.Completions = append(res.Completions, store.Completion{Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: []int{c.Key.Step + 1}})
-	}
-	if _, err := s.Finish(ctx, res); err != nil {
-		t.Fatal(err)
-	}
-	statements := traced.take()
-	if len(statements) != 1 {
-		t.Fatalf("saw %d completion statements, want 1", len(statements))
-	}
-	plan := explainGeneric(t, pool, statements[0])
-	for _, bad := range []string{"Seq Scan on trellis_runs", "trellis_runs_status_created", "trellis_runs_finished"} {
-		if strings.Contains(plan, bad) {
-			t.Errorf("recording results reads runs other than theirs (%s):\n%s", bad, plan)
-		}
-	}
-}
-
-// explainGeneric runs a recorded statement again under EXPLAIN ANALYZE on
-// its generic plan (a pooled connection runs statements prepared, and
-// after five executions on their generic plan), rolled back, and returns
-// the plan.
-func explainGeneric(t *testing.T, pool *pgxpool.Pool, q tracedQuery) string {
+// explainIn runs a recorded statement again under EXPLAIN ANALYZE with
+// plan_cache_mode set to mode, rolled back, and returns the plan. A
+// pooled connection runs statements prepared: planned for their values
+// the first five times, then generic if that looks no dearer.
+func explainIn(t *testing.T, pool *pgxpool.Pool, q tracedQuery, mode string) string {
 	t.Helper()
 	var plan []string
 	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(context.Background(), `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		if _, err := tx.Exec(context.Background(), `SELECT set_config('plan_cache_mode', $1, true)`, mode); err != nil {
 			return err
 		}
 		rows, err := tx.Query(context.Background(), "EXPLAIN (ANALYZE, COSTS OFF) "+q.sql, q.args...)
@@ -189,3 +145,121 @@ WITH runs AS (
 INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at, finished_at)
 SELECT id, 0, 0, 'COMPLETED', '{}'::smallint[], 0, true, 1, now() - interval '1 day', now() - interval '1 day'
 FROM runs`
+
+// statementLog records every sqlc statement a pool runs, with its
+// arguments.
+type statementLog struct {
+	mu  sync.Mutex
+	got map[string][]tracedQuery
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	_, rest, ok := strings.Cut(d.SQL, "-- name: ")
+	if !ok {
+		return ctx
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.got == nil {
+		l.got = map[string][]tracedQuery{}
+	}
+	l.got[name] = append(l.got[name], tracedQuery{d.SQL, d.Args})
+	return ctx
+}
+
+func (*statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestWorkReadsByKeyWithHistory runs the statements of a worker's life
+// (claim, start, complete, retry, sleep, fail, fire timers, release,
+// recover, cancel) on a large history analyzed while nothing ran, with a
+// burst of runs the statistics do not know, and checks that none reads the
+// runs, tasks or events tables whole, or runs through an index of
+// finished or listed runs: planned generic (as a pooled connection runs
+// them after five executions) and for their values. With the statistics
+// saying no run is running, r.status = 'RUNNING' in the statement that
+// records results was planned as a read of every running run through the
+// status index: with a million finished runs, burn-down fell to 635
+// tasks/s.
+func TestWorkReadsByKeyWithHistory(t *testing.T) {
+	ctx := context.Background()
+	log := &statementLog{}
+	pool := tracedPool(t, log)
+	s := pgstore.New(pool)
+	if _, err := pool.Exec(ctx, fillFinishedRuns, historyRuns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE trellis_runs, trellis_tasks, trellis_events`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, fillQueuedRuns, burstRuns, 6); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 80, Now: now})
+	if err != nil || len(claimed) != 80 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	at := func(i int) store.Attempt { return store.Attempt{Key: claimed[i].Key, Attempt: claimed[i].Attempt} }
+	if err := s.StartTasks(ctx, []store.Attempt{at(0), at(1)}, now); err != nil {
+		t.Fatal(err)
+	}
+	res := store.Results{Now: now}
+	for i := range 16 {
+		res.Completions = append(res.Completions, store.Completion{Attempt: at(i), Output: []byte(`{}`), Children: []int{1}})
+		res.Retries = append(res.Retries, store.Retry{Attempt: at(16 + i), Error: "again", At: now.Add(-time.Second)})
+		res.Sleeps = append(res.Sleeps, store.Sleep{Attempt: at(32 + i), For: time.Millisecond})
+		res.Failures = append(res.Failures, store.Failure{Attempt: at(48 + i), Error: "boom"})
+	}
+	if _, err := s.Finish(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	// Completions alone take the one-statement path.
+	only := store.Results{Now: now}
+	for i := 64; i < 72; i++ {
+		only.Completions = append(only.Completions, store.Completion{Attempt: at(i), Output: []byte(`{}`), Children: []int{1}})
+	}
+	if _, err := s.Finish(ctx, only); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FireTimers(ctx, now.Add(time.Minute), 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReleaseTasks(ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{at(72), at(73)}, Reason: "shutting down", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecoverTasks(ctx, store.Recover{StaleBefore: now.Add(time.Hour), Limit: 100, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	var cancel []uuid.UUID
+	for i := 74; i < 80; i++ {
+		cancel = append(cancel, claimed[i].Key.Run)
+	}
+	if _, err := s.CancelRuns(ctx, cancel, now); err != nil {
+		t.Fatal(err)
+	}
+
+	log.mu.Lock()
+	got := log.got
+	log.mu.Unlock()
+	for _, name := range []string{"ReadyClaim", "TasksStart", "TasksComplete", "TasksRetry", "TasksSleep", "TasksFail", "RunsFail", "TimersFire", "RunsCancel", "TasksCancelUnfinished", "TasksUnqueueUnfinished"} {
+		if len(got[name]) == 0 {
+			t.Errorf("%s did not run", name)
+		}
+	}
+	bad := []string{"Seq Scan on trellis_runs", "Seq Scan on trellis_tasks", "Seq Scan on trellis_events",
+		"trellis_runs_status_created", "trellis_runs_finished", "trellis_runs_created", "trellis_runs_workflow_created", "trellis_runs_tenant_created"}
+	for name, qs := range got {
+		if strings.HasPrefix(name, "Migrat") || strings.HasPrefix(name, "Ops") {
+			continue
+		}
+		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+			plan := explainIn(t, pool, qs[len(qs)-1], mode)
+			for _, b := range bad {
+				if strings.Contains(plan, b) {
+					t.Errorf("%s (%s) reads %s:\n%s", name, mode, b, plan)
+				}
+			}
+		}
+	}
+}
