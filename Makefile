@@ -9,7 +9,7 @@ TRELLIS ?= $(GO) run ./cmd/trellis
 # needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all test test-short soak generate check-generated lint lint-examples example bench ci
+.PHONY: all test test-short soak generate check-generated lint lint-examples example bench bench-river ci
 
 all: lint lint-examples test
 
@@ -46,6 +46,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
 	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
 	$(GOLANGCI_LINT) run ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
+	cd testdata/riverpeer && $(GO) vet ./...
 
 ## lint-examples: trellis lint over every workflow file in the repository
 ## that is meant to be valid.
@@ -59,6 +60,21 @@ example:
 ## bench: the benchmark harness (see README, Performance).
 bench:
 	$(TRELLIS) bench
+
+## bench-river: River's no-op burn-down (testdata/riverpeer, a module of
+## its own, so that River is a dependency of this benchmark only) beside
+## trellis bench's chain-5 and diamond-6 burn-downs, alternating twice on
+## the same database: BENCH_URL, default $$TRELLIS_DATABASE_URL, else the
+## local server. Compare River's jobs/s with the burn-down tasks/s.
+BENCH_URL ?= $(or $(TRELLIS_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
+bench-river:
+	@mkdir -p .bench
+	cd testdata/riverpeer && $(GO) build -o ../../.bench/riverpeer .
+	$(GO) build -o .bench/trellis ./cmd/trellis
+	@for i in 1 2; do \
+		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 || exit 1; \
+		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s || exit 1; \
+	done
 
 ## ci: what .ci/run runs once Postgres is up.
 ci: lint lint-examples check-generated test

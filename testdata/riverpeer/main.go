@@ -1,0 +1,152 @@
+// Command riverpeer measures River's no-op burn-down, the figure
+// trellis bench's burn-downs are compared with: it inserts -jobs jobs
+// that do nothing into a schema of its own, then starts one River client
+// and times it from start until every job has completed. It is a module
+// of its own so that River is a dependency of this benchmark only; `make
+// bench-river` runs it beside `trellis bench` on the same database.
+//
+//	go run . -database-url postgres://postgres@127.0.0.1:5432/test -jobs 100000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// noop is a job that does nothing.
+type noop struct{}
+
+func (noop) Kind() string { return "noop" }
+
+type noopWorker struct {
+	river.WorkerDefaults[noop]
+}
+
+func (noopWorker) Work(context.Context, *river.Job[noop]) error { return nil }
+
+func main() {
+	url := flag.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection `string`")
+	jobs := flag.Int("jobs", 100_000, "no-op jobs to insert and work")
+	// River's own benchmark (cmd/river/riverbench) tunes the client for
+	// throughput with these; they are the defaults here, so that River is
+	// measured at its best.
+	workers := flag.Int("max-workers", 2_000, "jobs the client works at once (River's MaxWorkers)")
+	cooldown := flag.Duration("fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown")
+	poll := flag.Duration("fetch-poll-interval", 20*time.Millisecond, "River's FetchPollInterval")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *url, *jobs, *workers, *cooldown, *poll); err != nil {
+		fmt.Fprintln(os.Stderr, "riverpeer:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time.Duration) (err error) {
+	schema := fmt.Sprintf("riverpeer_%d", os.Getpid())
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return err
+	}
+	defer func() {
+		_, dropErr := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		err = errors.Join(err, dropErr)
+	}()
+
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
+	if err != nil {
+		return err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		FetchCooldown:     cooldown,
+		FetchPollInterval: poll,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
+		Schema:            schema,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	const batch = 10_000
+	for from := 0; from < jobs; from += batch {
+		params := make([]river.InsertManyParams, min(batch, jobs-from))
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: noop{}}
+		}
+		if _, err := client.InsertManyFast(ctx, params); err != nil {
+			return fmt.Errorf("inserting: %w", err)
+		}
+	}
+	inserted := time.Since(t0)
+	if _, err := admin.Exec(ctx, "CHECKPOINT"); err != nil {
+		return err
+	}
+
+	// A channel that holds every event: a full one drops them.
+	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs})
+	defer cancel()
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	for done := 0; done < jobs; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-completed:
+			done++
+		}
+	}
+	elapsed := time.Since(start)
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelStop()
+	if err := client.Stop(stopCtx); err != nil {
+		return err
+	}
+	fmt.Printf("RIVER  no-op burn-down, %d jobs inserted in %.2f s; one client, MaxWorkers %d, FetchCooldown %v, FetchPollInterval %v\n", jobs, inserted.Seconds(), workers, cooldown, poll)
+	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds())
+	return nil
+}
