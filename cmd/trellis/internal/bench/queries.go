@@ -20,18 +20,25 @@ func unfinishedRuns(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	return n, nil
 }
 
-// waitRunsDone polls until no run is RUNNING, or timeout.
+// waitRunsDone polls until no run is RUNNING, or timeout. Each poll asks
+// only whether one run is: counting them all, every 25 ms of a
+// burn-down, took a sixth of the database's time away from the workers
+// being measured.
 func waitRunsDone(ctx context.Context, pool *pgxpool.Pool, every, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		n, err := unfinishedRuns(ctx, pool)
-		if err != nil {
-			return err
+		var running bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE status = 'RUNNING')`).Scan(&running); err != nil {
+			return fmt.Errorf("looking for unfinished runs: %w", err)
 		}
-		if n == 0 {
+		if !running {
 			return nil
 		}
 		if time.Now().After(deadline) {
+			n, err := unfinishedRuns(ctx, pool)
+			if err != nil {
+				return err
+			}
 			return fmt.Errorf("%d runs still running after %v", n, timeout)
 		}
 		if err := sleepCtx(ctx, every); err != nil {
