@@ -128,6 +128,10 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	// A channel that holds every event: a full one drops them.
 	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: jobs})
 	defer cancel()
+	var walFrom string
+	if err := admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walFrom); err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return err
@@ -141,12 +145,18 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 		}
 	}
 	elapsed := time.Since(start)
+	// The write-ahead log of the whole server while the jobs were worked,
+	// as trellis bench measures its burn-downs.
+	var wal int64
+	if err := admin.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walFrom).Scan(&wal); err != nil {
+		return err
+	}
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelStop()
 	if err := client.Stop(stopCtx); err != nil {
 		return err
 	}
 	fmt.Printf("RIVER  no-op burn-down, %d jobs inserted in %.2f s; one client, MaxWorkers %d, FetchCooldown %v, FetchPollInterval %v\n", jobs, inserted.Seconds(), workers, cooldown, poll)
-	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds())
+	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs))
 	return nil
 }

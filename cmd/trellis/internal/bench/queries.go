@@ -20,6 +20,25 @@ func unfinishedRuns(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	return n, nil
 }
 
+// walPosition returns the server's current write-ahead log position.
+func walPosition(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var lsn string
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		return "", fmt.Errorf("reading the WAL position: %w", err)
+	}
+	return lsn, nil
+}
+
+// walSince returns how many bytes of write-ahead log the server wrote
+// since from (a walPosition).
+func walSince(ctx context.Context, pool *pgxpool.Pool, from string) (int64, error) {
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, from).Scan(&n); err != nil {
+		return 0, fmt.Errorf("reading the WAL position: %w", err)
+	}
+	return n, nil
+}
+
 // waitRunsDone polls until no run is RUNNING, or timeout. Each poll asks
 // only whether one run is: counting them all, every 25 ms of a
 // burn-down, took a sixth of the database's time away from the workers

@@ -64,6 +64,9 @@ func reportThroughput(w io.Writer, r *Results) {
 		switch {
 		case c.Mode == ModeBurnDown && c.InsertedPerSec > 0:
 			note = "inserted at " + rate(c.InsertedPerSec) + " runs/s"
+			if c.WALPerTask > 0 {
+				note += "; " + bytesIEC(c.WALPerTask) + " of WAL a task"
+			}
 		case c.Mode == ModeSteady:
 			note = "fewest unfinished runs seen: " + count(int64(c.MinBacklog))
 			if c.MinBacklog == 0 {

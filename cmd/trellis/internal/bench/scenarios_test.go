@@ -83,7 +83,7 @@ func TestBurnDown(t *testing.T) {
 	if res.Runs != o.Runs || res.Tasks != 6*o.Runs || res.Workers != 2 || res.Store != StorePostgres || res.Mode != ModeBurnDown {
 		t.Errorf("burn-down = %+v, want %d runs and %d tasks on 2 workers", res, o.Runs, 6*o.Runs)
 	}
-	if res.Elapsed <= 0 || res.TasksPerSec <= 0 || res.InsertedPerSec <= 0 {
+	if res.Elapsed <= 0 || res.TasksPerSec <= 0 || res.InsertedPerSec <= 0 || res.WALPerTask <= 0 {
 		t.Errorf("burn-down figures missing: %+v", res)
 	}
 	if math.Abs(res.TasksPerSec-6*res.RunsPerSec) > 1e-6*res.TasksPerSec {

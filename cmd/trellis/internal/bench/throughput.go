@@ -41,6 +41,10 @@ type Throughput struct {
 	// InsertedPerSec is how fast the runs were inserted (burn-down: with
 	// TriggerMany before the workers started).
 	InsertedPerSec float64 `json:"inserted_per_sec,omitempty"`
+	// WALPerTask is the write-ahead log Postgres wrote while the workers
+	// ran a burn-down, per task (the whole server's: measure on a quiet
+	// one).
+	WALPerTask float64 `json:"wal_bytes_per_task,omitempty"`
 	// MinBacklog is the fewest unfinished runs the steady inserter saw
 	// in the measured window, before topping the backlog up to its bound
 	// (Options.MaxBacklog): 0 means the workers ran out of work.
@@ -116,11 +120,19 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	}
 	inserted := time.Since(t0)
 	log.Info("working", "runs", o.Runs)
+	walFrom, err := walPosition(ctx, c.db.pool)
+	if err != nil {
+		return res, err
+	}
 	if err := c.startWorkers(ctx, workers); err != nil {
 		return res, err
 	}
 	total := o.Runs * sh.tasks()
 	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
+		return res, err
+	}
+	wal, err := walSince(ctx, c.db.pool, walFrom)
+	if err != nil {
 		return res, err
 	}
 	if err := c.stopWorkers(); err != nil {
@@ -140,7 +152,7 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: workers,
 		Runs: o.Runs, Tasks: total, Elapsed: w.elapsed(),
 		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Runs, w.elapsed()),
-		InsertedPerSec: perSecond(o.Runs, inserted), Notes: c.notes,
+		InsertedPerSec: perSecond(o.Runs, inserted), WALPerTask: float64(wal) / float64(total), Notes: c.notes,
 	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec), "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
