@@ -87,10 +87,15 @@ func (a *Admin) act(ctx context.Context, ids []runtime.RunID, do func(context.Co
 		}()
 	}
 	wg.Wait()
-	// Every other id, and each id given again, reads its status now.
+	// Every other id, and each id given again, reads its status now; an
+	// id whose batch failed failed each time it was given.
 	rest := map[runtime.RunID][]int{}
 	var restIDs []runtime.RunID
 	for i, id := range ids {
+		if f := out[first[id]]; f.Outcome == Failed {
+			out[i] = f
+			continue
+		}
 		if out[i].Outcome == "" {
 			if rest[id] == nil {
 				restIDs = append(restIDs, id)
