@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +18,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,6 +135,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	if err := admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walFrom); err != nil {
 		return err
 	}
+	cpuFrom, cpuOK := serverCPU()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return err
@@ -145,6 +149,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 		}
 	}
 	elapsed := time.Since(start)
+	cpuTo, cpuToOK := serverCPU()
 	// The write-ahead log of the whole server while the jobs were worked,
 	// as trellis bench measures its burn-downs.
 	var wal int64
@@ -157,6 +162,45 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 		return err
 	}
 	fmt.Printf("RIVER  no-op burn-down, %d jobs inserted in %.2f s; one client, MaxWorkers %d, FetchCooldown %v, FetchPollInterval %v\n", jobs, inserted.Seconds(), workers, cooldown, poll)
-	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs))
+	cpu := ""
+	if cpuOK && cpuToOK {
+		cpu = fmt.Sprintf(", %.0f µs of database CPU", float64((cpuTo-cpuFrom).Nanoseconds())/1e3/float64(jobs))
+	}
+	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job%s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs), cpu)
 	return nil
+}
+
+// serverCPU returns the CPU time the PostgreSQL processes on this machine
+// have used so far, as trellis bench reads it (its dbcpu.go): every
+// process named postgres, with its reaped children's; ok is false when
+// there is none.
+func serverCPU() (cpu time.Duration, ok bool) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, false
+	}
+	var ticks int64
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+			continue
+		}
+		fields := bytes.Fields(b[end+1:])
+		if len(fields) < 15 {
+			return 0, false
+		}
+		for _, f := range fields[11:15] { // utime, stime, cutime, cstime
+			n, err := strconv.ParseInt(string(f), 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			ticks += n
+		}
+		ok = true
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, ok // USER_HZ is 100
 }

@@ -67,6 +67,9 @@ func reportThroughput(w io.Writer, r *Results) {
 			if c.WALPerTask > 0 {
 				note += "; " + bytesIEC(c.WALPerTask) + " of WAL a task"
 			}
+			if c.DBCPUPerTask > 0 {
+				note += fmt.Sprintf(", %.0f µs of database CPU", float64(c.DBCPUPerTask.Nanoseconds())/1e3)
+			}
 		case c.Mode == ModeSteady:
 			note = "fewest unfinished runs seen: " + count(int64(c.MinBacklog))
 			if c.MinBacklog == 0 {

@@ -15,7 +15,7 @@ func sampleResults() *Results {
 		Environment: Environment{GoVersion: "go1.26", OS: "linux", Arch: "amd64", CPUs: 2, Postgres: "15.2", Database: "localhost/test"},
 		Sizes:       Sizes{Runs: 100, SteadyDuration: 4 * time.Second, SteadyWarmup: time.Second, MaxBacklog: 2000, LatencyRuns: 200},
 		Throughput: []Throughput{
-			{Store: StorePostgres, Workflow: ChainLabel, Mode: ModeBurnDown, Workers: 2, Runs: 100, Tasks: 500, Elapsed: time.Second, TasksPerSec: 500, RunsPerSec: 100, InsertedPerSec: 9000, WALPerTask: 2048},
+			{Store: StorePostgres, Workflow: ChainLabel, Mode: ModeBurnDown, Workers: 2, Runs: 100, Tasks: 500, Elapsed: time.Second, TasksPerSec: 500, RunsPerSec: 100, InsertedPerSec: 9000, WALPerTask: 2048, DBCPUPerTask: 95 * time.Microsecond},
 			{Store: StorePostgres, Workflow: DiamondLabel, Mode: ModeSteady, Workers: 4, Runs: 300, Tasks: 1800, Elapsed: 3 * time.Second, TasksPerSec: 600, RunsPerSec: 100,
 				Notes: []string{"bench-1: level=ERROR msg=boom"}},
 			{Store: StoreMemory, Workflow: ChainLabel, Mode: ModeBurnDown, Runs: 1000, Tasks: 5000, Elapsed: ms(50), TasksPerSec: 100000, RunsPerSec: 20000},
@@ -38,7 +38,7 @@ func TestReportSaysEveryFigure(t *testing.T) {
 	out := strings.Join(strings.Fields(b.String()), " ")
 	for _, want := range []string{
 		"PostgreSQL 15.2 at localhost/test",
-		"postgres chain-5 burn-down 2 500 100 500 100 1.00 s inserted at 9,000 runs/s; 2.0 KiB of WAL a task",
+		"postgres chain-5 burn-down 2 500 100 500 100 1.00 s inserted at 9,000 runs/s; 2.0 KiB of WAL a task, 95 µs of database CPU",
 		"memory chain-5 burn-down in-proc 100,000 20,000",
 		"bench-1: level=ERROR msg=boom",
 		"idle chain-5 1 800 2.00 ms 3.00 ms 4.00 ms 9.00 ms",

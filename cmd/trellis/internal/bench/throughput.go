@@ -45,6 +45,10 @@ type Throughput struct {
 	// ran a burn-down, per task (the whole server's: measure on a quiet
 	// one).
 	WALPerTask float64 `json:"wal_bytes_per_task,omitempty"`
+	// DBCPUPerTask is the CPU time the PostgreSQL processes on this
+	// machine used while the workers ran a burn-down, per task; zero when
+	// the server runs elsewhere (see serverCPU).
+	DBCPUPerTask time.Duration `json:"db_cpu_per_task_ns,omitempty"`
 	// MinBacklog is the fewest unfinished runs the steady inserter saw
 	// in the measured window, before topping the backlog up to its bound
 	// (Options.MaxBacklog): 0 means the workers ran out of work.
@@ -124,6 +128,7 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	if err != nil {
 		return res, err
 	}
+	cpuFrom, cpuOK := serverCPU()
 	if err := c.startWorkers(ctx, workers); err != nil {
 		return res, err
 	}
@@ -131,6 +136,7 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
 		return res, err
 	}
+	cpuTo, cpuToOK := serverCPU()
 	wal, err := walSince(ctx, c.db.pool, walFrom)
 	if err != nil {
 		return res, err
@@ -153,6 +159,9 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 		Runs: o.Runs, Tasks: total, Elapsed: w.elapsed(),
 		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Runs, w.elapsed()),
 		InsertedPerSec: perSecond(o.Runs, inserted), WALPerTask: float64(wal) / float64(total), Notes: c.notes,
+	}
+	if cpuOK && cpuToOK && cpuTo > cpuFrom {
+		res.DBCPUPerTask = (cpuTo - cpuFrom) / time.Duration(total)
 	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec), "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil

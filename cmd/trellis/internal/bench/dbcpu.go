@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// clockTick is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100
+// on Linux whatever the kernel's own tick).
+const clockTick = 10 * time.Millisecond
+
+// serverCPU returns the CPU time (user and system) the PostgreSQL
+// processes on this machine have used so far: every process named
+// postgres, with the time of the children they have reaped (a backend
+// that exited is counted in its postmaster's). ok is false when there is
+// none (the server runs elsewhere) or /proc cannot be read. The
+// difference of two readings is the database's CPU in between; other
+// clusters on the machine count too, so measure on a quiet one.
+func serverCPU() (cpu time.Duration, ok bool) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, false
+	}
+	var ticks int64
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process ended
+		}
+		n, isPostgres, err := postgresTicks(b)
+		if err != nil {
+			return 0, false
+		}
+		if isPostgres {
+			ticks += n
+			ok = true
+		}
+	}
+	return time.Duration(ticks) * clockTick, ok
+}
+
+// postgresTicks reads a /proc/PID/stat line: whether the process is named
+// postgres and, if so, its user and system time and its reaped
+// children's, in clock ticks.
+func postgresTicks(stat []byte) (ticks int64, isPostgres bool, err error) {
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so
+	// split after the last closing one.
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open || string(stat[open+1:end]) != "postgres" {
+		return 0, false, nil
+	}
+	// After comm: state(3) ... utime(14) stime(15) cutime(16) cstime(17).
+	fields := bytes.Fields(stat[end+1:])
+	if len(fields) < 15 {
+		return 0, false, fmt.Errorf("short stat line %q", stat)
+	}
+	for _, f := range fields[11:15] {
+		n, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil {
+			return 0, false, err
+		}
+		ticks += n
+	}
+	return ticks, true, nil
+}
