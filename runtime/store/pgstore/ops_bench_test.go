@@ -19,7 +19,6 @@ import (
 	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 
 // fillRuns inserts n runs in one statement, as a busy installation might
@@ -152,20 +151,9 @@ type listingFixture struct {
 // newListingFixture fills a schema with n runs, with inputs or with {}.
 func newListingFixture(tb testing.TB, n int, inputs bool) *listingFixture {
 	tb.Helper()
-	_, schema := pgtest.PoolWithSchema(tb)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	traced := &listingQueries{}
-	cfg.ConnConfig.Tracer = traced
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
+	pool := tracedPool(tb, traced)
 	now := time.Now().UTC().Truncate(time.Second)
 	start := time.Now()
 	if _, err := pool.Exec(ctx, fillRuns, n, now, inputs); err != nil {

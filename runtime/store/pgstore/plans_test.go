@@ -52,20 +52,20 @@ var errRollback = errors.New("roll back")
 
 // tracedPool returns a pool on a schema of its own whose statements go
 // through tracer.
-func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
-	t.Helper()
-	_, schema := pgtest.PoolWithSchema(t)
+func tracedPool(tb testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
+	tb.Helper()
+	_, schema := pgtest.PoolWithSchema(tb)
 	cfg, err := pgxpool.ParseConfig(pgtest.URL())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
+	tb.Cleanup(pool.Close)
 	return pool
 }
 

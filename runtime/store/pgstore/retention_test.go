@@ -15,7 +15,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 
 // fillHistory inserts the runs $1 to $2 of a history of $3 finished runs
@@ -94,20 +93,9 @@ type historyFixture struct {
 
 func newHistoryFixture(tb testing.TB, n int) *historyFixture {
 	tb.Helper()
-	_, schema := pgtest.PoolWithSchema(tb)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	traced := &purgeStatements{}
-	cfg.ConnConfig.Tracer = traced
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
+	pool := tracedPool(tb, traced)
 	now := time.Now().UTC().Truncate(time.Second)
 	start := time.Now()
 	const chunk = 50_000
