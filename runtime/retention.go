@@ -61,28 +61,40 @@ const minRetention = time.Minute
 // retention handles them.
 func FinishedStatuses() []RunStatus { return []RunStatus{RunCompleted, RunFailed, RunCancelled} }
 
+// retentionAge is one finished status's age field, and its default.
+type retentionAge struct {
+	status RunStatus
+	name   string
+	age    *time.Duration
+	def    time.Duration
+}
+
+// ages lists the age field of each finished status, in the order of
+// FinishedStatuses.
+func (r *Retention) ages() []retentionAge {
+	return []retentionAge{
+		{RunCompleted, "Completed", &r.Completed, DefaultKeepCompleted},
+		{RunFailed, "Failed", &r.Failed, DefaultKeepFailed},
+		{RunCancelled, "Cancelled", &r.Cancelled, DefaultKeepCancelled},
+	}
+}
+
 // Age returns how long runs of status are kept (its field, or the
 // default when the field is zero), and false when they are kept forever
 // or status is not a finished one.
 func (r Retention) Age(status RunStatus) (time.Duration, bool) {
-	var age, def time.Duration
-	switch status {
-	case RunCompleted:
-		age, def = r.Completed, DefaultKeepCompleted
-	case RunFailed:
-		age, def = r.Failed, DefaultKeepFailed
-	case RunCancelled:
-		age, def = r.Cancelled, DefaultKeepCancelled
-	default:
-		return 0, false
+	for _, a := range r.ages() {
+		switch {
+		case a.status != status:
+		case *a.age == 0:
+			return a.def, true
+		case *a.age < 0:
+			return 0, false
+		default:
+			return *a.age, true
+		}
 	}
-	switch {
-	case age == 0:
-		return def, true
-	case age < 0:
-		return 0, false
-	}
-	return age, true
+	return 0, false
 }
 
 // purges reports whether runs of some status are ever deleted.
@@ -99,16 +111,7 @@ func (r Retention) purges() bool {
 // wrong, naming them.
 func (r *Retention) setDefaults() error {
 	var errs []error
-	ages := []struct {
-		name string
-		age  *time.Duration
-		def  time.Duration
-	}{
-		{"Completed", &r.Completed, DefaultKeepCompleted},
-		{"Failed", &r.Failed, DefaultKeepFailed},
-		{"Cancelled", &r.Cancelled, DefaultKeepCancelled},
-	}
-	for _, a := range ages {
+	for _, a := range r.ages() {
 		switch {
 		case *a.age == 0:
 			*a.age = a.def
