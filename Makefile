@@ -9,7 +9,7 @@ TRELLIS ?= $(GO) run ./cmd/trellis
 # needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all test test-short soak generate check-generated lint lint-examples example bench bench-river ci
+.PHONY: all test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
 
 all: lint lint-examples test
 
@@ -75,6 +75,13 @@ bench-river:
 		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 || exit 1; \
 		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s || exit 1; \
 	done
+
+## screenshots: PNGs of the dashboard's main pages, shown in the README,
+## into runtime/dashboard/screenshots: headless chromium (Debian package
+## chromium) over a day of order runs on Postgres, on a virtual clock.
+screenshots:
+	TRELLIS_SCREENSHOTS=$(CURDIR)/runtime/dashboard/screenshots TRELLIS_REQUIRE_CHROMIUM=1 TRELLIS_REQUIRE_DB=1 \
+		$(GO) test -count=1 -run '^TestScreenshots$$' ./runtime/dashboard/
 
 ## ci: what .ci/run runs once Postgres is up.
 ci: lint lint-examples check-generated test

@@ -27,7 +27,7 @@ SELECT trellis_channel()::text AS channel;
 SELECT c.relname::text AS name
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
+  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting')
   AND pg_stat_get_dead_tuples(c.oid) > @dead_rows::bigint
 ORDER BY c.relname;
 
@@ -43,3 +43,13 @@ FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
   AND c.relname IN ('trellis_runs', 'trellis_tasks', 'trellis_events')
 ORDER BY c.relname;
+
+-- name: LimitsForget :exec
+-- Deletes the rows of limit keys with no slot held and nobody waiting,
+-- skipping those another transaction holds (it may be taking a slot).
+DELETE FROM trellis_limits l
+WHERE l.key IN (
+    SELECT i.key FROM trellis_limits i
+    WHERE i.held = 0 AND NOT EXISTS (SELECT 1 FROM trellis_waiting w WHERE w.key = i.key)
+    FOR UPDATE SKIP LOCKED
+);

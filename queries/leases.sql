@@ -57,7 +57,7 @@ WITH input AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, at, NULL, NULL FROM requeued
 )
-SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow))::bigint
+SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)))::bigint
 FROM requeued q JOIN trellis_runs r ON r.id = q.run_id;
 
 -- name: LeasesRelease :many
@@ -81,7 +81,7 @@ WITH input AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'QUEUED', attempt, at, nullif(@reason::text, '') FROM released
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
+    SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM released q JOIN trellis_runs r ON r.id = q.run_id
 )
 SELECT run_id, step, attempt FROM released WHERE (SELECT n FROM queued) >= 0;

@@ -17,7 +17,7 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- The scan reads lim runs whatever the documents match, so its cost is
 -- bounded; the last row tells where to go on.
 WITH scanned AS (
-    SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
+    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input
     FROM trellis_runs
     WHERE (@workflow::text = '' OR workflow = @workflow::text)
       AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -33,7 +33,7 @@ WITH scanned AS (
     SELECT s.*, (cardinality(@input_contains::jsonb[]) = 0 OR s.input::jsonb @> ANY (@input_contains::jsonb[])) AS matched
     FROM scanned s
 )
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched
 FROM checked
 ORDER BY created_at DESC, id DESC;
@@ -67,8 +67,14 @@ ORDER BY w.worker COLLATE "C";
 -- to be claimed) was queued. Reads the ready queue and the leases, plus
 -- one task and one run per group or lease. Sorted bytewise.
 WITH groups AS (
+    -- Tasks waiting for a slot of their concurrency limit are queued too
+    -- (with no queue id: the head is on the ready queue).
     SELECT q.tenant, q.workflow, count(*) AS n, min(q.qid) AS head
-    FROM trellis_ready q
+    FROM (
+        SELECT tenant, workflow, qid FROM trellis_ready
+        UNION ALL
+        SELECT tenant, workflow, NULL FROM trellis_waiting
+    ) q
     GROUP BY q.tenant, q.workflow
 ), queued AS (
     SELECT g.tenant, g.workflow, g.n, (
@@ -96,3 +102,38 @@ ORDER BY coalesce(q.tenant, g.tenant) COLLATE "C", coalesce(q.workflow, g.workfl
 SELECT version, name, spec, created_at
 FROM trellis_workflows
 ORDER BY name COLLATE "C", created_at DESC, version COLLATE "C";
+
+-- name: OpsActivityCreated :many
+-- Runs created in a window, per bucket (the bucket's index from the
+-- window's start, buckets of bucket_us microseconds). Reads the window's
+-- range of trellis_runs_created (schema/0005) and nothing else.
+SELECT ((extract(epoch FROM created_at - @window_from::timestamptz) * 1000000)::bigint / @bucket_us::bigint)::int AS bucket,
+       count(*)::int AS runs
+FROM trellis_runs
+WHERE created_at >= @window_from::timestamptz AND created_at < @window_to::timestamptz
+GROUP BY 1;
+
+-- name: OpsActivityFinished :many
+-- Runs that finished in a window, per status and bucket (as
+-- OpsActivityCreated). Reads the window's range of each finished status
+-- in trellis_runs_finished (schema/0007) and nothing else.
+SELECT status,
+       ((extract(epoch FROM finished_at - @window_from::timestamptz) * 1000000)::bigint / @bucket_us::bigint)::int AS bucket,
+       count(*)::int AS runs
+FROM trellis_runs
+WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED')
+  AND finished_at >= @window_from::timestamptz AND finished_at < @window_to::timestamptz
+GROUP BY 1, 2;
+
+-- name: OpsRunningRuns :one
+-- How many runs are running: the RUNNING range of the partial status
+-- index (schema/0005).
+SELECT count(*)::int AS runs FROM trellis_runs WHERE status = 'RUNNING';
+
+-- name: OpsEventCounts :many
+-- How many events each run's log holds, for runs by id: the runs' ranges
+-- of the event log's primary key.
+SELECT run_id, count(*)::int AS events
+FROM trellis_events
+WHERE run_id = ANY (@ids::uuid[])
+GROUP BY run_id;

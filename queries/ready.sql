@@ -9,7 +9,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE (cardinality(@workflows::text[]) = 0 OR workflow = ANY (@workflows::text[]))
-    ORDER BY q.qid
+    ORDER BY q.qid, q.lane DESC
     LIMIT @lim
     FOR UPDATE SKIP LOCKED
 ), taken AS (
@@ -66,12 +66,12 @@ LEFT JOIN LATERAL (
 WITH running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
 ), eligible AS (
-    SELECT q.run_id, q.step, q.qid,
-           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid) + coalesce(r.n, 0) AS nth
+    SELECT q.run_id, q.step, q.qid, q.lane,
+           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
         WHERE (cardinality(@workflows::text[]) = 0 OR workflow = ANY (@workflows::text[]))
-        ORDER BY qid
+        ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
     LEFT JOIN running r ON r.tenant = q.tenant
@@ -80,7 +80,7 @@ WITH running AS (
     FROM trellis_ready q
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
     WHERE w.nth <= @tenant_limit::bigint
-    ORDER BY w.qid
+    ORDER BY w.qid, w.lane DESC
     LIMIT @lim
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
@@ -138,7 +138,10 @@ SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.trellis.clai
 -- totals over every tenant. It counts the ready queue and the leases,
 -- which hold live work only, and locks nothing.
 WITH queued AS (
-    SELECT tenant, count(*) AS n FROM trellis_ready GROUP BY tenant
+    -- Tasks waiting for a slot of their concurrency limit are queued too.
+    SELECT tenant, count(*) AS n
+    FROM (SELECT tenant FROM trellis_ready UNION ALL SELECT tenant FROM trellis_waiting) q
+    GROUP BY tenant
 ), running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
 ), depth AS (

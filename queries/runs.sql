@@ -5,15 +5,15 @@
 -- orders them by key, so that concurrent inserts with keys in common wait
 -- on each other's keys in one order and never deadlock. Returns the ids
 -- of the runs created.
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, trace_context, created_at)
-SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved,
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at)
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
        nullif(i.trace_context, ''), @now
 FROM (
     SELECT u.*, row_number() OVER () AS ord
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
                unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
-               unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved,
+               unnest(@priorities::smallint[]) AS priority, unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved,
                unnest(@trace_contexts::text[]) AS trace_context
     ) AS u
 ) AS i
@@ -39,7 +39,7 @@ JOIN (
 SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY UPDATE;
 
 -- name: RunGet :one
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = @id;
@@ -50,7 +50,7 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 
 -- name: RunsGet :many
 -- The given runs that exist, ordered by id.
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])

@@ -1,30 +1,34 @@
 -- name: TasksInsert :one
 -- Creates the tasks of new runs and queues those waiting for no parent
--- (the failure handler excepted). Returns how many were queued.
+-- (the failure handler excepted), each in its run's new lane, under its
+-- limit (trellis_admit). Returns how many were put on the ready queue.
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
-           t.parents::smallint[], t.pending, t.plain, t.max_attempts, @now
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0), @now
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
                unnest(@kinds::smallint[]) AS kind, unnest(@parents::text[]) AS parents,
                unnest(@pendings::smallint[]) AS pending,
-               unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts
+               unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts,
+               unnest(@limit_keys::text[]) AS limit_key, unnest(@limit_maxes::int[]) AS limit_max
     ) AS t
-    RETURNING run_id, step, status
+    RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', 0, @now FROM inserted WHERE status = 'QUEUED'
-    RETURNING run_id, step
 ), roots AS (
-    SELECT e.run_id, e.step, r.tenant, r.workflow
-    FROM events e
-    JOIN (SELECT unnest(@runs::uuid[]) AS id, unnest(@tenants::text[]) AS tenant, unnest(@workflows::text[]) AS workflow) AS r
-        ON r.id = e.run_id
+    SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
+    FROM inserted i
+    JOIN (SELECT unnest(@runs::uuid[]) AS id, unnest(@tenants::text[]) AS tenant, unnest(@workflows::text[]) AS workflow,
+                 unnest(@priorities::smallint[]) AS priority) AS r
+        ON r.id = i.run_id
+    WHERE i.status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow))::bigint
+SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
+                     array_agg(limit_key), array_agg(limit_max))::bigint
 FROM roots;
 
 -- name: TaskList :many
@@ -92,9 +96,9 @@ WITH locked AS (
         updated_at = greatest(e.at, t.updated_at)
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at, t.limit_key, t.limit_max
 ), ready AS (
-    SELECT s.run_id, s.step, r.tenant, r.workflow
+    SELECT s.run_id, s.step, r.tenant, r.workflow, trellis_lane(r.priority, true) AS lane, s.limit_key, s.limit_max
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
     WHERE s.ready
 ), runs AS (
@@ -117,7 +121,8 @@ WITH locked AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
+    SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
+                         array_agg(limit_key), array_agg(limit_max)) AS n
     FROM ready
 )
 SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
@@ -269,7 +274,7 @@ WITH handlers AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', attempt, at FROM handlers
 )
-SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)))::bigint
 FROM handlers h JOIN trellis_runs r ON r.id = h.run_id;
 
 -- name: TasksDequeue :exec
@@ -280,6 +285,9 @@ WITH keys AS (
 ), unqueued AS (
     DELETE FROM trellis_ready q USING keys k
     WHERE q.run_id = k.run_id AND q.step = k.step
+), unwaited AS (
+    DELETE FROM trellis_waiting w USING keys k
+    WHERE w.run_id = k.run_id AND w.step = k.step
 )
 DELETE FROM trellis_timers m USING keys k
 WHERE m.run_id = k.run_id AND m.step = k.step;
@@ -298,12 +306,13 @@ WITH input AS (
         worker = NULL, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status <> 'RUNNING'
-    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at, t.limit_key, t.limit_max
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'QUEUED', attempt, at, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+SELECT trellis_admit(array_agg(s.run_id), array_agg(s.step), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)),
+                     array_agg(s.limit_key), array_agg(s.limit_max))::bigint
 FROM reset s JOIN trellis_runs r ON r.id = s.run_id
 WHERE s.status = 'QUEUED';
 

@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // Definition is a compiled WorkflowSpec: its validated graph, its
@@ -23,6 +26,23 @@ type Definition struct {
 	outputs []*schema              // per step index; nil for steps without output
 	envs    []*condition.Env       // per step index; nil for steps without conditions
 	conds   [][]*condition.Program // per step index
+	// priority gives each run's priority; nil for the default.
+	priority *condition.IntExpr
+	// limits holds each step's concurrency limit (its own, or the
+	// workflow's); nil for steps without one.
+	limits []*limit
+	// schedules are the compiled cron schedules (see schedules.go).
+	schedules []schedule
+}
+
+// limit is a compiled concurrency limit: tasks whose runs' key values are
+// equal share its Max slots. scope names what shares them, the workflow
+// or one of its steps, so that equal key values of different workflows
+// or steps do not.
+type limit struct {
+	scope string
+	key   *condition.KeyExpr
+	max   int
 }
 
 // Compile checks a spec (spec.Workflow.Check: the rules lint applies to
@@ -75,6 +95,22 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 			}
 			d.conds[i] = append(d.conds[i], prg)
 		}
+	}
+	if spec.Priority != "" || hasLimits(spec) {
+		// One environment serves the priority and every limit's key.
+		env, err := condition.NewInputEnv(json.RawMessage(spec.InputSchema))
+		if err != nil {
+			return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
+		}
+		if d.priority, err = compilePriority(spec, env); err != nil {
+			return nil, err
+		}
+		if d.limits, err = compileLimits(spec, len(g.Steps), env); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.compileSchedules(); err != nil {
+		return nil, err
 	}
 	canonical, err := json.Marshal(versioned(spec))
 	if err != nil {
@@ -157,6 +193,105 @@ func (d *Definition) validateOutput(step int, output json.RawMessage) error {
 		return &OutputError{Workflow: d.spec.Name, Step: name, Problems: problems}
 	}
 	return nil
+}
+
+// compilePriority compiles a spec's priority expression; nil when it has
+// none.
+func compilePriority(spec *WorkflowSpec, env *condition.InputEnv) (*condition.IntExpr, error) {
+	if spec.Priority == "" {
+		return nil, nil
+	}
+	x, issues := env.CompileInt(spec.Priority)
+	if len(issues) > 0 {
+		return nil, fmt.Errorf("compiling workflow %s: priority %q: %s", spec.Name, spec.Priority, issues[0].Message)
+	}
+	if p, ok := x.Constant(context.Background()); ok && !ValidPriority(int(p)) {
+		return nil, fmt.Errorf("compiling workflow %s: priority %d is out of range: use 1 (low), 2 (normal) or 3 (high)", spec.Name, p)
+	}
+	return x, nil
+}
+
+// hasLimits reports whether a spec declares a concurrency limit.
+func hasLimits(spec *WorkflowSpec) bool {
+	return spec.Concurrency != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool { return s.Concurrency != nil })
+}
+
+// compileLimits compiles the concurrency limits of a spec's steps: a
+// step's own, or else the workflow's (code steps only); nil when it has
+// none.
+func compileLimits(spec *WorkflowSpec, steps int, env *condition.InputEnv) ([]*limit, error) {
+	if !hasLimits(spec) {
+		return nil, nil
+	}
+	compile := func(c *ConcurrencySpec, scope, what string) (*limit, error) {
+		x, issues := env.CompileKey(c.Key)
+		if len(issues) > 0 {
+			return nil, fmt.Errorf("compiling workflow %s: %s: key %q: %s", spec.Name, what, c.Key, issues[0].Message)
+		}
+		return &limit{scope: scope, key: x, max: c.Max}, nil
+	}
+	var shared *limit
+	var err error
+	if spec.Concurrency != nil {
+		if shared, err = compile(spec.Concurrency, spec.Name, "concurrency"); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*limit, steps)
+	for i, s := range spec.Steps {
+		switch {
+		case s.IsSleep():
+		case s.Concurrency != nil:
+			if out[i], err = compile(s.Concurrency, spec.Name+"/"+s.Name, "step "+s.Name+": concurrency"); err != nil {
+				return nil, err
+			}
+		default:
+			out[i] = shared
+		}
+	}
+	return out, nil
+}
+
+// taskLimits returns the concurrency limit of each step for a run with
+// the given (valid) input, or nil when no step has one.
+func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage) ([]store.Limit, error) {
+	if d.limits == nil {
+		return nil, nil
+	}
+	out := make([]store.Limit, len(d.limits))
+	values := map[*limit]string{}
+	for i, l := range d.limits {
+		if l == nil {
+			continue
+		}
+		v, ok := values[l]
+		if !ok {
+			var err error
+			if v, err = l.key.Eval(ctx, input); err != nil {
+				return nil, fmt.Errorf("workflow %s: concurrency key: %w", d.spec.Name, err)
+			}
+			values[l] = v
+		}
+		out[i] = store.Limit{Key: l.scope + ":" + v, Max: l.max}
+	}
+	return out, nil
+}
+
+// runPriority is the priority of a run of d with the given (valid)
+// input: the workflow's priority expression's value, or PriorityNormal
+// when it has none.
+func (d *Definition) runPriority(ctx context.Context, input json.RawMessage) (int, error) {
+	if d.priority == nil {
+		return PriorityNormal, nil
+	}
+	p, err := d.priority.Eval(ctx, input)
+	if err != nil {
+		return 0, fmt.Errorf("workflow %s: priority: %w", d.spec.Name, err)
+	}
+	if !ValidPriority(int(p)) {
+		return 0, fmt.Errorf("workflow %s: priority %q is %d for this input; a priority is 1 (low), 2 (normal) or 3 (high)", d.spec.Name, d.spec.Priority, p)
+	}
+	return int(p), nil
 }
 
 // conditions returns the compiled skipIf programs of a step and the

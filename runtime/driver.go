@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -63,6 +64,9 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 	defer d.mu.Unlock()
 	e, p := d.e, d.p
 	total := 0
+	if _, err := e.fireSchedules(ctx); err != nil {
+		return total, err
+	}
 	for {
 		fired, err := e.fireTimers(ctx)
 		if err != nil {
@@ -103,6 +107,13 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			}
 		}
 	}
+}
+
+// NextScheduleTick returns when the next tick of a cron schedule of a
+// registered workflow is due, after the clock's time; false when none
+// has schedules. RunUntilIdle fires the ticks that are due.
+func (d *Driver) NextScheduleTick() (time.Time, bool) {
+	return d.e.nextScheduleTick(d.e.clock.Now())
 }
 
 // wait drives the engine until nothing more can happen now and returns

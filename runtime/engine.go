@@ -93,6 +93,11 @@ type Config struct {
 	// and a system with many tenants would flood the metrics backend.
 	// The queue gauges always name tenants, the 100 deepest at most.
 	TenantMetrics bool
+	// ScheduleLate bounds how late a cron schedule's tick still starts its
+	// run (default 1 hour): when no engine with the workflow ran at a tick
+	// and one starts later, it starts the latest tick missed by less, and
+	// skips the others (see WorkflowSpec.Schedules).
+	ScheduleLate time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -128,6 +133,9 @@ func (c *Config) setDefaults() error {
 	if c.StuckAfter == 0 {
 		c.StuckAfter = 10 * time.Minute
 	}
+	if c.ScheduleLate <= 0 {
+		c.ScheduleLate = time.Hour
+	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
 	}
@@ -149,6 +157,7 @@ type Engine struct {
 	registered  map[string]*registration // by workflow name
 	names       []string                 // registered workflow names, sorted
 	saved       map[string]bool          // versions known to be in the store
+	ticks       map[string]time.Time     // latest schedule tick known started, by workflow/schedule
 	watches     map[RunID][]*watch       // callers of Wait and WaitMany, by run
 	claims      claims
 	faults      *faultLog
@@ -174,7 +183,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	log := cfg.Logger.With("worker", cfg.WorkerID)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log, ticks: map[string]time.Time{},
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
 		saved:       map[string]bool{},
@@ -236,6 +245,17 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 	e.names = append(e.names, def.Name())
 	sort.Strings(e.names)
 	return &Workflow{engine: e, def: def}, nil
+}
+
+// registrations returns the registered workflows, by name.
+func (e *Engine) registrations() []*registration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*registration, len(e.names))
+	for i, n := range e.names {
+		out[i] = e.registered[n]
+	}
+	return out
 }
 
 func checkHandlers(def *Definition, h Handlers) error {

@@ -95,7 +95,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
 		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
-	lc.loops.Add(7)
+	lc.loops.Add(8)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx, lc) }()
@@ -103,6 +103,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
 	go func() { defer lc.loops.Done(); e.retentionLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.scheduleLoop(loopCtx) }()
 	return lc, nil
 }
 

@@ -20,6 +20,10 @@ type RunOptions struct {
 	// IdempotencyKeys, set by WithIdempotencyKeys, gives each input of a
 	// TriggerMany a key of its own; nil when not given.
 	IdempotencyKeys []string
+	// Priority, when not zero, is the run's priority (PriorityLow to
+	// PriorityHigh), instead of the one the workflow's priority field
+	// gives.
+	Priority int
 	// Tx is a store transaction to create the run in, so that the run
 	// exists if and only if the caller's transaction commits. Only stores
 	// that support transactions accept it (on Postgres, pgstore.Tx(tx)
@@ -55,6 +59,15 @@ func WithIdempotencyKeys(keys ...string) RunOption {
 	return func(o *RunOptions) { o.IdempotencyKeys = keys }
 }
 
+// WithPriority sets the priority of the runs triggered: PriorityLow (1),
+// PriorityNormal (2) or PriorityHigh (3), whatever the workflow's
+// priority field says. Within its tenant, a run of higher priority has
+// its tasks claimed first; a run of lower priority still gets its turn
+// (see the README's Priorities).
+func WithPriority(p int) RunOption {
+	return func(o *RunOptions) { o.Priority = p }
+}
+
 // WithTx creates the run inside the caller's store transaction: on
 // Postgres, runtime.WithTx(pgstore.Tx(tx)) with tx a pgx.Tx. The run
 // exists if and only if tx commits; use it with RunNoWait (Run would wait
@@ -74,8 +87,19 @@ func runOptions(opts []RunOption) RunOptions {
 	return o
 }
 
+// check checks the options every trigger shares.
+func (o *RunOptions) check(workflow string) error {
+	if o.Priority != 0 && !ValidPriority(o.Priority) {
+		return fmt.Errorf("triggering %s: WithPriority(%d): a priority is PriorityLow (1), PriorityNormal (2) or PriorityHigh (3)", workflow, o.Priority)
+	}
+	return nil
+}
+
 // checkOne checks the options of a trigger of one run of workflow.
 func (o *RunOptions) checkOne(workflow string) error {
+	if err := o.check(workflow); err != nil {
+		return err
+	}
 	if o.IdempotencyKeys != nil {
 		return fmt.Errorf("triggering %s: WithIdempotencyKeys gives each run of a TriggerMany its own key; give one run its key with WithIdempotencyKey", workflow)
 	}
@@ -84,6 +108,9 @@ func (o *RunOptions) checkOne(workflow string) error {
 
 // checkMany checks the options of a TriggerMany of n runs of workflow.
 func (o *RunOptions) checkMany(workflow string, n int) error {
+	if err := o.check(workflow); err != nil {
+		return err
+	}
 	if o.IdempotencyKey != "" {
 		return fmt.Errorf("triggering %s: WithIdempotencyKey names one run, and TriggerMany creates one per input; give each input its own key with WithIdempotencyKeys", workflow)
 	}

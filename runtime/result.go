@@ -69,6 +69,8 @@ type RunResult struct {
 	ID       RunID
 	Workflow string
 	Tenant   string
+	// Priority is the run's priority, PriorityLow to PriorityHigh.
+	Priority int
 	Status   RunStatus
 	// Steps holds the status of every step by name.
 	Steps map[string]TaskStatus

@@ -49,11 +49,23 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		defer func() { e.endTrigger(span, refs, err) }()
 	}
 	inputs = slices.Clone(inputs)
+	priorities := make([]int, len(inputs))
+	limits := make([][]store.Limit, len(inputs))
 	for i, in := range inputs {
 		if len(in) == 0 {
 			inputs[i] = json.RawMessage(`{}`)
 		}
-		if err := def.ValidateInput(inputs[i]); err != nil {
+		err := def.ValidateInput(inputs[i])
+		if err == nil {
+			priorities[i], err = o.Priority, nil
+			if o.Priority == 0 {
+				priorities[i], err = def.runPriority(ctx, inputs[i])
+			}
+		}
+		if err == nil {
+			limits[i], err = def.taskLimits(ctx, inputs[i])
+		}
+		if err != nil {
 			if len(inputs) > 1 {
 				return nil, fmt.Errorf("input %d of %d: %w", i, len(inputs), err)
 			}
@@ -71,8 +83,14 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 			return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 		}
 		runs[i] = store.NewRun{
-			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Input: in, Tasks: tasks,
-			TraceContext: traceContext,
+			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Priority: priorities[i],
+			Input: in, Tasks: tasks, TraceContext: traceContext,
+		}
+		if limits[i] != nil {
+			runs[i].Tasks = slices.Clone(tasks)
+			for step, l := range limits[i] {
+				runs[i].Tasks[step].Limit = l
+			}
 		}
 		if keys != nil {
 			runs[i].IdempotencyKey = keys[i]
@@ -167,7 +185,7 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 // resultOf builds a run's result from what the store holds.
 func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
-		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Status: run.Status,
+		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
 	}
 	for _, t := range tasks {

@@ -15,6 +15,12 @@ type StepSpec = spec.Step
 // spec.OnFailure).
 type OnFailureSpec = spec.OnFailure
 
+// ScheduleSpec is a cron schedule of a workflow (see spec.Schedule).
+type ScheduleSpec = spec.Schedule
+
+// ConcurrencySpec is a concurrency limit by key (see spec.Concurrency).
+type ConcurrencySpec = spec.Concurrency
+
 // RetryPolicy says how often and how soon a failed attempt is retried (see
 // spec.RetryPolicy).
 type RetryPolicy = spec.RetryPolicy
@@ -22,3 +28,14 @@ type RetryPolicy = spec.RetryPolicy
 // DefaultRetryPolicy is the policy of a step whose file says nothing about
 // retries (see spec.DefaultRetryPolicy).
 func DefaultRetryPolicy() RetryPolicy { return spec.DefaultRetryPolicy() }
+
+// Run priorities (see WithPriority and the workflow's priority field).
+const (
+	PriorityLow    = spec.PriorityLow
+	PriorityNormal = spec.PriorityNormal
+	PriorityHigh   = spec.PriorityHigh
+)
+
+// ValidPriority reports whether p is a run priority, PriorityLow to
+// PriorityHigh.
+func ValidPriority(p int) bool { return spec.ValidPriority(p) }

@@ -6,6 +6,7 @@
 //	go run ./examples/orders -postgres             # the same against Postgres
 //	go run ./examples/orders -postgres -worker     # a worker process (real time)
 //	go run ./examples/orders -postgres -trigger 10 # start runs for the workers
+//	go run ./examples/orders -postgres -worker -gateway-down # a worker whose charges fail
 //	go run ./examples/orders -metrics :9090        # and serve Prometheus metrics
 //
 // By default it runs two orders to completion in well under a second: the
@@ -58,6 +59,7 @@ func run(args []string, out io.Writer) error {
 	worker := fs.Bool("worker", false, "run as a worker on real time until interrupted (needs -postgres)")
 	trigger := fs.Int("trigger", 0, "start this many runs and exit (needs -postgres)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`addr`/metrics (e.g. :9090)")
+	gatewayDown := fs.Bool("gateway-down", false, "with -worker: fail every charge, as if the payment gateway were down (to see failures in trellis dashboard, and retry them once a worker without it runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func run(args []string, out io.Writer) error {
 	}
 	switch {
 	case *worker:
-		return work(ctx, st, metrics, out)
+		return work(ctx, st, metrics, *gatewayDown, out)
 	case *trigger > 0:
 		return triggerRuns(ctx, st, *trigger, out)
 	}
@@ -177,14 +179,14 @@ func demo(ctx context.Context, st store.Store, metrics *metricsServer, out io.Wr
 }
 
 // work runs a worker on real time until ctx ends, then stops gracefully.
-func work(ctx context.Context, st store.Store, metrics *metricsServer, out io.Writer) error {
+func work(ctx context.Context, st store.Store, metrics *metricsServer, gatewayDown bool, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	engine, err := runtime.New(withMetrics(runtime.Config{Store: st, Logger: log}, metrics))
 	if err != nil {
 		return err
 	}
 	wall := clock.Real()
-	if _, err := workflow.RegisterOrderProcessing(engine, &shop{out: out, clock: wall, start: wall.Now()}); err != nil {
+	if _, err := workflow.RegisterOrderProcessing(engine, &shop{out: out, clock: wall, start: wall.Now(), gatewayDown: gatewayDown}); err != nil {
 		return err
 	}
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {

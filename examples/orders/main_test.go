@@ -141,3 +141,29 @@ func TestMetricsServed(t *testing.T) {
 		t.Logf("metrics:\n%s", body)
 	}
 }
+
+// TestGatewayDown is -gateway-down: every charge fails at once, and a run
+// retried once the gateway is back goes on from the charge.
+func TestGatewayDown(t *testing.T) {
+	ctx := t.Context()
+	h := trellistest.New(t)
+	steps := &shop{out: io.Discard, clock: h.Clock, start: h.Start, gatewayDown: true}
+	orders, err := workflow.RegisterOrderProcessing(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := orders.RunNoWait(ctx, workflow.OrderProcessingInput{OrderID: "o-1", AmountCents: 1500})
+	h.RunUntilIdle()
+	res, _ := orders.Result(ctx, ref.ID)
+	if res.Status != runtime.RunFailed || res.Failure == nil || res.Failure.Step != "charge" || !strings.Contains(res.Failure.Error, "payment gateway unavailable") {
+		t.Fatalf("with the gateway down: %+v", res)
+	}
+	steps.gatewayDown = false
+	if err := h.Engine.RetryRun(ctx, ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	if res, _ = orders.Result(ctx, ref.ID); res.Status != runtime.RunRunning || res.Charge == nil || res.Steps.FraudWindow != runtime.TaskSleeping {
+		t.Fatalf("retried with the gateway back: %+v", res)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -23,6 +24,9 @@ type shop struct {
 	out   io.Writer
 	clock clock.Clock
 	start time.Time
+	// gatewayDown fails every charge at once, as a payment gateway that
+	// is down would (-gateway-down): runs fail at charge, to be retried.
+	gatewayDown bool
 }
 
 var _ workflow.OrderProcessingSteps = (*shop)(nil)
@@ -46,6 +50,10 @@ func (s *shop) Validate(ctx context.Context, in workflow.OrderProcessingInput) (
 }
 
 func (s *shop) Charge(ctx context.Context, in workflow.OrderProcessingInput, _ workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	if s.gatewayDown {
+		s.say(ctx, "could not charge %s: the payment gateway is down", in.OrderID)
+		return workflow.OrderProcessingChargeOutput{}, runtime.NonRetryable(errors.New("payment gateway unavailable: 503 Service Unavailable"))
+	}
 	id := "ch_" + in.OrderID
 	s.say(ctx, "charged %s (%s)", money(in.AmountCents), id)
 	return workflow.OrderProcessingChargeOutput{ChargeID: &id}, nil

@@ -26,6 +26,12 @@ func (e *emitter) spec() {
 		kv("Source", jen.Lit(w.Source)),
 		kv("InputSchema", rawString(w.InputSchema)),
 	)
+	if w.Priority != "" {
+		fields = append(fields, kv("Priority", jen.Lit(w.Priority)))
+	}
+	if w.Concurrency != nil {
+		fields = append(fields, kv("Concurrency", concurrencyCode(w.Concurrency)))
+	}
 	steps := make([]jen.Code, 0, len(w.Steps))
 	for _, s := range w.Steps {
 		steps = append(steps, stepSpec(s))
@@ -37,6 +43,23 @@ func (e *emitter) spec() {
 			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
 		}
 		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
+	}
+	if len(w.Schedules) > 0 {
+		list := make([]jen.Code, len(w.Schedules))
+		for i, sc := range w.Schedules {
+			f := []jen.Code{kv("Name", jen.Lit(sc.Name)), kv("Cron", jen.Lit(sc.Cron))}
+			if sc.Timezone != "" {
+				f = append(f, kv("Timezone", jen.Lit(sc.Timezone)))
+			}
+			if sc.Input != "" {
+				f = append(f, kv("Input", rawString(sc.Input)))
+			}
+			if sc.Tenant != "" {
+				f = append(f, kv("Tenant", jen.Lit(sc.Tenant)))
+			}
+			list[i] = jen.Values(f...)
+		}
+		fields = append(fields, kv("Schedules", jen.Index().Qual(runtimePkg, "ScheduleSpec").Add(multi(list...))))
 	}
 	name := e.w + "Spec"
 	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, w.Source)
@@ -72,7 +95,14 @@ func stepSpec(s spec.Step) jen.Code {
 	if s.OutputSchema != "" {
 		fields = append(fields, kv("OutputSchema", rawString(s.OutputSchema)))
 	}
+	if s.Concurrency != nil {
+		fields = append(fields, kv("Concurrency", concurrencyCode(s.Concurrency)))
+	}
 	return multi(fields...)
+}
+
+func concurrencyCode(c *spec.Concurrency) jen.Code {
+	return jen.Op("&").Qual(runtimePkg, "ConcurrencySpec").Values(kv("Key", jen.Lit(c.Key)), kv("Max", jen.Lit(c.Max)))
 }
 
 func retryCode(r spec.RetryPolicy) jen.Code {

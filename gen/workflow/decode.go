@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "defaults", "steps", "onFailure")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "defaults", "steps", "onFailure", "schedules")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -32,6 +33,12 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := d.required(root, "input", "missing input: declare the JSON Schema of the run input, such as input: {type: object, properties: {...}}"); f != nil {
 		w.Input = d.schema(f.Value, "input")
+	}
+	if f := root.Get("priority"); f != nil {
+		w.Priority = d.priority(f.Value)
+	}
+	if f := root.Get("concurrency"); f != nil {
+		w.Concurrency = d.concurrency(f.Value, "concurrency")
 	}
 	if f := root.Get("defaults"); f != nil {
 		d.decodeDefaults(f.Value)
@@ -42,7 +49,47 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	if f := root.Get("onFailure"); f != nil {
 		w.OnFailure = d.onFailure(f.Value)
 	}
+	if f := root.Get("schedules"); f != nil {
+		w.Schedules = d.schedules(f.Value)
+	}
 	return w
+}
+
+// schedules reads the cron schedules: a list of {name, cron, timezone,
+// input, tenant}. checkSchedules checks the expressions, zones and inputs.
+func (d *decoder) schedules(v *Value) []*Schedule {
+	if v.Kind != KindList {
+		d.probs.Add(v.Pos, "type", "schedules must be a list of schedules (each item starting with '- name: ...'), not %s", v.Kind)
+		return nil
+	}
+	var out []*Schedule
+	for i, item := range v.Items {
+		what := fmt.Sprintf("schedules[%d]", i)
+		if !d.isMap(item, what, `a mapping such as {name: nightly, cron: "0 3 * * *"}`) {
+			continue
+		}
+		d.keys(item, what, "name", "cron", "timezone", "input", "tenant")
+		sc := &Schedule{Pos: item.Pos}
+		if f := d.required(item, "name", what+" has no name: add name: <schedule-name>"); f != nil {
+			sc.Name, sc.Pos = d.name(f.Value, "schedule name"), f.Value.Pos
+		}
+		if f := d.required(item, "cron", what+` has no cron: add cron: "<minute hour day month weekday>", such as "0 3 * * *"`); f != nil {
+			sc.Cron, sc.CronPos = d.str(f.Value, "cron of "+what), f.Value.Pos
+		}
+		if f := item.Get("timezone"); f != nil {
+			sc.Timezone, sc.TZPos = d.str(f.Value, "timezone of "+what), f.Value.Pos
+		}
+		if f := item.Get("input"); f != nil {
+			if d.isMap(f.Value, "input of "+what, "a mapping holding the run input") {
+				sc.Input = f.Value
+			}
+		}
+		if f := item.Get("tenant"); f != nil {
+			sc.Tenant = d.str(f.Value, "tenant of "+what)
+		}
+		out = append(out, sc)
+	}
+	return out
 }
 
 func (d *decoder) decodeDefaults(v *Value) {
@@ -89,7 +136,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output")
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -98,7 +145,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range []string{"retry", "timeout", "output"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -117,6 +164,9 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("output"); f != nil {
 		s.Output = d.schema(f.Value, "output of "+what)
+	}
+	if f := v.Get("concurrency"); f != nil {
+		s.Concurrency = d.concurrency(f.Value, "concurrency of "+what)
 	}
 	return s
 }
@@ -171,6 +221,71 @@ func (d *decoder) skipIf(v *Value, what string) []Expr {
 		}
 	}
 	return out
+}
+
+// priority reads the workflow's priority: an integer, or a string holding
+// a CEL expression of type int over the input (checked by checkPriority).
+func (d *decoder) priority(v *Value) *Expr {
+	switch {
+	case v.Kind == KindNumber && strings.ContainsAny(v.Str, ".eE"):
+		d.probs.Add(v.Pos, "type", "priority %s is not an integer: use 1 (low), 2 (normal) or 3 (high)", v.Str)
+	case v.Kind == KindNumber:
+		if n, err := strconv.Atoi(v.Str); err != nil || !spec.ValidPriority(n) {
+			rule := "maximum" // as the format schema says of a number out of range
+			if strings.HasPrefix(v.Str, "-") || n < spec.PriorityLow {
+				rule = "minimum"
+			}
+			d.probs.Add(v.Pos, rule, "priority %s is out of range: use 1 (low), 2 (normal) or 3 (high)", v.Str)
+			return nil
+		}
+		return &Expr{Source: v.Str, Pos: v.Pos, style: v.Style}
+	case v.Kind == KindString && strings.TrimSpace(v.Str) == "":
+		d.probs.Add(v.Pos, "minLength", "empty priority: write 1 (low), 2 (normal) or 3 (high), or a CEL expression over the input such as \"input.express ? 3 : 2\"")
+	case v.Kind == KindString:
+		return &Expr{Source: strings.TrimRight(v.Str, "\n"), Pos: v.Pos, style: v.Style}
+	default:
+		d.probs.Add(v.Pos, "type", "priority must be 1 (low), 2 (normal) or 3 (high), or a string holding a CEL expression over the input, not %s", v.Kind)
+	}
+	return nil
+}
+
+// concurrency reads a concurrency limit: {key: <CEL over the input>, max:
+// <whole number >= 1>}. The key is type-checked by checkConcurrency.
+func (d *decoder) concurrency(v *Value, what string) *Concurrency {
+	if !d.isMap(v, what, `a mapping such as {key: "input.customerId", max: 2}`) {
+		return nil
+	}
+	d.keys(v, what, "key", "max")
+	c := &Concurrency{Pos: v.Pos}
+	ok := true
+	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f == nil {
+		ok = false
+	} else {
+		switch {
+		case f.Value.Kind != KindString:
+			d.probs.Add(f.Value.Pos, "type", "the key of %s must be a string holding a CEL expression over the input, such as \"input.customerId\", not %s", what, f.Value.Kind)
+			ok = false
+		case strings.TrimSpace(f.Value.Str) == "":
+			d.probs.Add(f.Value.Pos, "minLength", "empty key in %s: write a CEL expression over the input, such as \"input.customerId\"", what)
+			ok = false
+		default:
+			c.Key = Expr{Source: strings.TrimRight(f.Value.Str, "\n"), Pos: f.Value.Pos, style: f.Value.Style}
+		}
+	}
+	if f := d.required(v, "max", what+" has no max: add max: <how many tasks of one key may be in progress at once>"); f == nil {
+		ok = false
+	} else if n, valid := d.count(f.Value, "max of "+what); !valid {
+		ok = false
+	} else if n < 1 {
+		d.probs.Add(f.Value.Pos, "minimum", "max of %s must be at least 1: at least one task of a key must be able to run", what)
+		ok = false
+	} else {
+		c.Max = n
+	}
+	if !ok {
+		return nil
+	}
+	return c
 }
 
 func (d *decoder) onFailure(v *Value) *OnFailure {

@@ -47,6 +47,12 @@ func (d *decoder) check(w *Workflow) {
 				pos = step.Parents[p.Index].Pos
 			}
 			d.probs.Add(pos, "", "%s", p.Message)
+		case spec.RuleSchedule:
+			sc := w.Schedules[p.Index]
+			if sc.Name == "" || sc.Cron == "" {
+				continue // the decoder reported it, where it is written
+			}
+			d.probs.Add(sc.Pos, "", "%s", p.Message)
 		case spec.RuleRetry:
 			if step != nil {
 				d.retryProblem(p, step.retry, d.defaults)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"path/filepath"
 
 	"github.com/effectivelabs/trellis/runtime/spec"
@@ -15,6 +16,10 @@ func (w *Workflow) Spec() *spec.Workflow {
 	if w.Input != nil {
 		out.InputSchema = w.Input.JSON
 	}
+	if w.Priority != nil {
+		out.Priority = w.Priority.Source
+	}
+	out.Concurrency = w.Concurrency.spec()
 	for _, s := range w.Steps {
 		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {
@@ -28,11 +33,37 @@ func (w *Workflow) Spec() *spec.Workflow {
 			if s.Output != nil {
 				step.OutputSchema = s.Output.JSON
 			}
+			step.Concurrency = s.Concurrency.spec()
 		}
 		out.Steps = append(out.Steps, step)
 	}
 	if h := w.OnFailure; h != nil {
 		out.OnFailure = &spec.OnFailure{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
 	}
+	for _, sc := range w.Schedules {
+		out.Schedules = append(out.Schedules, spec.Schedule{
+			Name: sc.Name, Cron: sc.Cron, Timezone: sc.Timezone, Input: sc.inputJSON(), Tenant: sc.Tenant,
+		})
+	}
 	return out
+}
+
+// inputJSON is the schedule's input as compact JSON with sorted keys, or
+// "" when it has none.
+func (sc *Schedule) inputJSON() string {
+	if sc.Input == nil {
+		return ""
+	}
+	b, err := json.Marshal(sc.Input.JSON())
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func (c *Concurrency) spec() *spec.Concurrency {
+	if c == nil {
+		return nil
+	}
+	return &spec.Concurrency{Key: c.Key.Source, Max: c.Max}
 }

@@ -31,10 +31,30 @@ type Workflow struct {
 	Description string
 	// Input is the JSON Schema of the run input.
 	Input *Schema
+	// Priority is the expression giving each run's priority (an integer
+	// written as such is an expression too), or nil for the default.
+	Priority *Expr
+	// Concurrency is the workflow's concurrency limit, or nil.
+	Concurrency *Concurrency
 	// Steps are the steps in file order.
 	Steps []*Step
 	// OnFailure is the failure handler, or nil.
 	OnFailure *OnFailure
+	// Schedules are the cron schedules, in file order.
+	Schedules []*Schedule
+}
+
+// Schedule is a cron schedule that starts runs of the workflow.
+type Schedule struct {
+	Name     string
+	Pos      Pos // where the name is written, or the schedule when it has none
+	Cron     string
+	CronPos  Pos
+	Timezone string
+	TZPos    Pos
+	// Input is the run input as written, or nil for {}.
+	Input  *Value
+	Tenant string
 }
 
 // Step is one step with its effective settings.
@@ -54,6 +74,8 @@ type Step struct {
 	Timeout time.Duration
 	// Output is the JSON Schema of the step's output, or nil.
 	Output *Schema
+	// Concurrency is the step's own concurrency limit, or nil.
+	Concurrency *Concurrency
 	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
 	// has parents and every one of them may be skipped. A child sees a
 	// parent that may be skipped as optional.
@@ -82,6 +104,14 @@ type Expr struct {
 	// style is how the scalar was written, which locating a position
 	// within the expression depends on.
 	style yaml.Style
+}
+
+// Concurrency is a concurrency limit: its key expression and max.
+type Concurrency struct {
+	Key Expr
+	Max int
+	// Pos is where the limit is written.
+	Pos Pos
 }
 
 // OnFailure is the failure handler with its effective settings.
@@ -150,5 +180,7 @@ func (p *Parser) Parse(file string, src []byte) (*Workflow, []Problem) {
 	w.File = file
 	d.check(w)
 	checkConditions(w, d.lines(), probs)
+	checkInputExprs(w, d.lines(), probs)
+	checkSchedules(w, probs)
 	return w, probs.List()
 }

@@ -33,20 +33,7 @@ type FilterEnv struct {
 // NewFilterEnv builds the environment of filters over runs whose input the
 // JSON Schema inputSchema describes.
 func NewFilterEnv(inputSchema json.RawMessage) (*FilterEnv, error) {
-	b := newBuilder()
-	in, err := b.document("trellis.input", inputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
-	}
-	prov, err := newProvider(b.objects)
-	if err != nil {
-		return nil, err
-	}
-	env, err := cel.NewEnv(
-		cel.EnableIdentifierEscapeSyntax(),
-		cel.CustomTypeProvider(prov),
-		cel.CustomTypeAdapter(prov),
-		cel.Variable("input", in.cel),
+	env, in, err := inputCEL(inputSchema,
 		cel.Variable("status", types.StringType),
 		cel.Variable("tenant", types.StringType),
 		cel.Variable("created", types.TimestampType),

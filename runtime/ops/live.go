@@ -81,6 +81,8 @@ type Workflow struct {
 	// SavedAt is when the version was first stored (absent when the store
 	// does not know).
 	SavedAt *time.Time `json:"savedAt,omitempty"`
+	// Schedules are the version's cron schedules.
+	Schedules []runtime.ScheduleSpec `json:"schedules,omitempty"`
 }
 
 // Workflows lists the stored workflow versions, by name, newest first.
@@ -97,6 +99,7 @@ func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
 		}
 		out[i] = Workflow{
 			Name: v.Name, Version: v.Version, Description: spec.Description, Steps: len(spec.Steps), SavedAt: timeOrNil(v.SavedAt),
+			Schedules: spec.Schedules,
 		}
 		if spec.OnFailure != nil {
 			out[i].OnFailure = spec.OnFailure.Name

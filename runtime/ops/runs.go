@@ -89,14 +89,16 @@ func statusList() string {
 
 // Run is a run as listings show it: its facts, without input or steps.
 type Run struct {
-	ID             runtime.RunID     `json:"id"`
-	Workflow       string            `json:"workflow"`
-	Version        string            `json:"version"`
-	Tenant         string            `json:"tenant"`
-	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
-	Status         runtime.RunStatus `json:"status"`
-	CreatedAt      time.Time         `json:"createdAt"`
-	FinishedAt     *time.Time        `json:"finishedAt,omitempty"`
+	ID             runtime.RunID `json:"id"`
+	Workflow       string        `json:"workflow"`
+	Version        string        `json:"version"`
+	Tenant         string        `json:"tenant"`
+	IdempotencyKey string        `json:"idempotencyKey,omitempty"`
+	// Priority is the run's priority: 1 (low), 2 (normal) or 3 (high).
+	Priority   int               `json:"priority"`
+	Status     runtime.RunStatus `json:"status"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
 	// Failure is the step that failed a FAILED run, and its error.
 	Failure *runtime.Failure `json:"failure,omitempty"`
 }
@@ -181,7 +183,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 
 func listed(r store.Run, failure *runtime.Failure) Run {
 	return Run{
-		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant, IdempotencyKey: r.IdempotencyKey,
+		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant, IdempotencyKey: r.IdempotencyKey, Priority: r.Priority,
 		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), FinishedAt: timeOrNil(r.FinishedAt), Failure: failure,
 	}
 }

@@ -23,6 +23,8 @@ const (
 	RuleCycle         Rule = "cycle"          // steps that wait for each other
 	RuleRetry         Rule = "retry"          // a retry policy that is not consistent
 	RuleDuration      Rule = "duration"       // a negative sleep or timeout
+	RuleConcurrency   Rule = "concurrency"    // a concurrency limit without a key, or below 1, or on a sleep step
+	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
 )
 
 // Problem is one rule a workflow breaks, located by the step and field it
@@ -241,11 +243,39 @@ func (c *checker) settings() {
 			c.stepProblem(RuleDuration, i, "timeout", -1, "timeout %s is negative", s.Timeout)
 		}
 		if s.IsSleep() {
+			if s.Concurrency != nil {
+				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "a sleep step runs no code and takes no concurrency limit; remove concurrency")
+			}
 			continue // a sleep step runs no code, so it has no retries
+		}
+		if l := s.Concurrency; l != nil {
+			for _, m := range l.problems() {
+				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "%s", m)
+			}
 		}
 		for _, p := range s.Retry.Check() {
 			p.Step, p.Name = i, s.Name
 			c.add(p)
+		}
+	}
+	if l := c.w.Concurrency; l != nil {
+		for _, m := range l.problems() {
+			c.add(Problem{Rule: RuleConcurrency, Step: -1, Field: "concurrency", Index: -1, Other: -1, Message: m})
+		}
+	}
+	seen := map[string]bool{}
+	for i, sc := range c.w.Schedules {
+		switch {
+		case !validName(sc.Name):
+			c.add(Problem{Rule: RuleSchedule, Step: -1, Field: "schedules", Index: i, Other: -1, Message: "schedule name " + nameProblem(sc.Name)})
+		case seen[sc.Name]:
+			c.add(Problem{Rule: RuleSchedule, Step: -1, Field: "schedules", Index: i, Other: -1,
+				Message: fmt.Sprintf("schedule name %q is used twice; schedule names must be unique", sc.Name)})
+		}
+		seen[sc.Name] = true
+		if strings.TrimSpace(sc.Cron) == "" {
+			c.add(Problem{Rule: RuleSchedule, Step: -1, Field: "schedules", Index: i, Other: -1,
+				Message: "a schedule needs a cron expression such as \"0 3 * * *\""})
 		}
 	}
 	if h := c.w.OnFailure; h != nil {
@@ -405,4 +435,15 @@ func topoOrder(parents [][]int) []int {
 		}
 	}
 	return order
+}
+
+func (l *Concurrency) problems() []string {
+	var out []string
+	if strings.TrimSpace(l.Key) == "" {
+		out = append(out, "a concurrency limit needs a key, a CEL expression over the input such as input.customerId")
+	}
+	if l.Max < 1 {
+		out = append(out, fmt.Sprintf("max %d is below 1: at least one task of a key must be able to run", l.Max))
+	}
+	return out
 }

@@ -25,10 +25,37 @@ type Workflow struct {
 	// InputSchema is the JSON Schema (as JSON text) every run input must
 	// satisfy.
 	InputSchema string `json:"inputSchema"`
+	// Priority is a CEL expression of type int over input, the run input,
+	// giving each run's priority: 1 (low) to 3 (high). Empty means 2,
+	// normal. A trigger's WithPriority overrides it.
+	Priority string `json:"priority,omitempty"`
+	// Concurrency, when set, limits the steps of the workflow's runs in
+	// progress at once by key; a step's own Concurrency replaces it.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
 	// Steps are the steps in the order the file lists them.
 	Steps []Step `json:"steps"`
 	// OnFailure, when set, names a handler run once when a run fails.
 	OnFailure *OnFailure `json:"onFailure,omitempty"`
+	// Schedules start runs of the workflow on cron schedules.
+	Schedules []Schedule `json:"schedules,omitempty"`
+}
+
+// Schedule starts a run of its workflow at every tick of a cron
+// expression.
+type Schedule struct {
+	// Name identifies the schedule within its workflow; it is part of the
+	// idempotency key of every run it starts.
+	Name string `json:"name"`
+	// Cron is a standard five-field cron expression ("0 3 * * *": 03:00
+	// every day), or a descriptor such as @hourly or @daily.
+	Cron string `json:"cron"`
+	// Timezone is the IANA time zone the expression is read in
+	// ("Europe/Amsterdam"); empty means UTC.
+	Timezone string `json:"timezone,omitempty"`
+	// Input is the run input as JSON text; empty means {}.
+	Input string `json:"input,omitempty"`
+	// Tenant is the runs' tenant; empty means the default tenant.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Step declares one step of a workflow.
@@ -49,6 +76,20 @@ type Step struct {
 	// OutputSchema is the JSON Schema (as JSON text) of the step's output,
 	// or empty when the step has no output.
 	OutputSchema string `json:"outputSchema,omitempty"`
+	// Concurrency, when set, limits how many of this step's tasks with
+	// the same key are in progress at once, across every run and worker.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+}
+
+// Concurrency is a concurrency limit by key: at most Max tasks whose runs
+// have the same key are in progress (queued, running or waiting to retry)
+// at once, across every worker; the others wait their turn, in order.
+type Concurrency struct {
+	// Key is a CEL expression over input, the run input, whose value (a
+	// string, an int or a bool) is the key, such as input.customerId.
+	Key string `json:"key"`
+	// Max is the number of tasks with one key in progress at once (>= 1).
+	Max int `json:"max"`
 }
 
 // IsSleep reports whether the step is a durable sleep.
@@ -89,11 +130,20 @@ func (w *Workflow) Clone() Workflow {
 	for i, st := range w.Steps {
 		st.Parents = append([]string(nil), st.Parents...)
 		st.SkipIf = append([]string(nil), st.SkipIf...)
+		if st.Concurrency != nil {
+			c := *st.Concurrency
+			st.Concurrency = &c
+		}
 		out.Steps[i] = st
+	}
+	if w.Concurrency != nil {
+		c := *w.Concurrency
+		out.Concurrency = &c
 	}
 	if w.OnFailure != nil {
 		f := *w.OnFailure
 		out.OnFailure = &f
 	}
+	out.Schedules = append([]Schedule(nil), w.Schedules...)
 	return out
 }

@@ -39,6 +39,72 @@ type Ops interface {
 	// ListWorkflows returns every stored workflow version (Spec
 	// included), by name, then newest first.
 	ListWorkflows(ctx context.Context) ([]WorkflowVersion, error)
+	// RunActivity counts runs over a window of time, a bucket at a time:
+	// the runs created in each bucket, and those that finished in it, by
+	// the status they finished in; and the runs running now. Its cost
+	// grows with the runs created and finished within the window (each is
+	// one index entry), not with the history before it.
+	RunActivity(ctx context.Context, q ActivityQuery) (Activity, error)
+	// EventCounts returns how many events the log of each run of ids
+	// holds; an unknown id has no entry. A log only grows (every change
+	// of a run or a task appends to it, in both stores) until the run is
+	// purged, so a count that moved means the run changed: a page that
+	// shows runs polls this one cheap read for all of them, and reads a
+	// run in full only when its count moved.
+	EventCounts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error)
+}
+
+// ActivityQuery is the window RunActivity counts over: Buckets buckets of
+// Bucket each, the first starting at From.
+type ActivityQuery struct {
+	From    time.Time
+	Bucket  time.Duration
+	Buckets int
+}
+
+// To is when the window ends (exclusive).
+func (q ActivityQuery) To() time.Time { return q.From.Add(time.Duration(q.Buckets) * q.Bucket) }
+
+// Activity is what RunActivity counted.
+type Activity struct {
+	// Buckets are the window's buckets, in time order, every one of them
+	// present (with zero counts when nothing happened in it).
+	Buckets []ActivityBucket
+	// Running is how many runs are RUNNING now, whenever they were
+	// created.
+	Running int
+}
+
+// ActivityBucket is one bucket of a RunActivity window.
+type ActivityBucket struct {
+	Start time.Time
+	// Created counts the runs created in the bucket.
+	Created int
+	// Completed, Failed and Cancelled count the runs that finished in the
+	// bucket (by FinishedAt) and are in that status now.
+	Completed, Failed, Cancelled int
+}
+
+// NewActivity returns an Activity of q's buckets, all counts zero, for a
+// store to fill in.
+func NewActivity(q ActivityQuery) Activity {
+	a := Activity{Buckets: make([]ActivityBucket, max(q.Buckets, 0))}
+	for i := range a.Buckets {
+		a.Buckets[i].Start = q.From.Add(time.Duration(i) * q.Bucket)
+	}
+	return a
+}
+
+// Finished adds n runs that finished in status to the bucket.
+func (b *ActivityBucket) Finished(status RunStatus, n int) {
+	switch status {
+	case RunCompleted:
+		b.Completed += n
+	case RunFailed:
+		b.Failed += n
+	case RunCancelled:
+		b.Cancelled += n
+	}
 }
 
 // DefaultRunLimit is how many runs ListRuns returns when the query sets no

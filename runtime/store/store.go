@@ -299,7 +299,11 @@ type NewRun struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey string
-	Input          []byte
+	// Priority is the run's priority, spec.PriorityLow to
+	// spec.PriorityHigh, or zero for spec.PriorityNormal: its tasks go to
+	// its lanes of the ready queue (see Lane).
+	Priority int
+	Input    []byte
 	// TraceContext is the trace context of the code that triggered the
 	// run, so that the run's steps continue its trace; empty for none. The
 	// engine writes it and reads it back (as W3C Trace Context headers);
@@ -316,6 +320,22 @@ type NewTask struct {
 	Pending     int   // parents to wait for; 0 queues it (except for the failure handler)
 	Plain       bool  // a code step that can never be skipped: a claim may record it STARTED at once
 	MaxAttempts int
+	// Limit, when its Key is set, bounds the tasks in progress that share
+	// its key (see Limit).
+	Limit Limit
+}
+
+// Limit is a concurrency limit on tasks: at most Max tasks with the same
+// Key are in progress at once, across every worker. A task takes a slot
+// of its key when it is first queued and gives it back when it ends
+// (COMPLETED, SKIPPED, FAILED or CANCELLED); it keeps it while it runs,
+// waits to retry, or is queued again after its worker died. A task that
+// finds its key's slots all taken waits, QUEUED but not claimable, in
+// its key's line, and is queued in the order it came as slots are given
+// back. A key's slots exist only while some task holds or awaits one.
+type Limit struct {
+	Key string
+	Max int
 }
 
 // CreateRunResult reports the run CreateRuns created or found.
@@ -331,6 +351,7 @@ type Run struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey string
+	Priority       int
 	Status         RunStatus
 	Input          []byte
 	// TraceContext is NewRun.TraceContext: empty for a run triggered

@@ -113,6 +113,10 @@ func (h *Harness) Advance(d time.Duration) int {
 		if err != nil {
 			h.t.Fatalf("trellistest: %v", err)
 		}
+		// Cron schedules tick too: each tick on the way starts its run.
+		if tick, due := h.Driver.NextScheduleTick(); due && (!ok || tick.Before(next)) {
+			next, ok = tick, true
+		}
 		if !ok || next.After(target) {
 			break
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
 )
@@ -160,6 +163,20 @@ func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr
 	return Workflows(ctx, o, stdout, stderr)
 }
 
+// schedulesText says a version's schedules in a cell: "nightly (0 3 * * *
+// Europe/Amsterdam), hourly (@hourly)".
+func schedulesText(ss []runtime.ScheduleSpec) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		when := s.Cron
+		if s.Timezone != "" {
+			when += " " + s.Timezone
+		}
+		parts[i] = s.Name + " (" + when + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Workflows runs trellis workflows with opts and returns its exit code.
 func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "workflows", o, nil, 0, stderr, func(a *ops.Admin) (int, error) {
@@ -174,9 +191,19 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 			_, err := fmt.Fprintln(stdout, "no workflows stored")
 			return -1, err
 		}
-		t := newTable(stdout, "WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED")
+		// The SCHEDULES column only when some version has schedules.
+		scheduled := slices.ContainsFunc(workflows, func(w ops.Workflow) bool { return len(w.Schedules) > 0 })
+		head := []string{"WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED"}
+		if scheduled {
+			head = append(head, "SCHEDULES")
+		}
+		t := newTable(stdout, head...)
 		for _, w := range workflows {
-			t.row(w.Name, w.Version, fmt.Sprint(w.Steps), w.OnFailure, timestamp(w.SavedAt))
+			row := []string{w.Name, w.Version, fmt.Sprint(w.Steps), w.OnFailure, timestamp(w.SavedAt)}
+			if scheduled {
+				row = append(row, schedulesText(w.Schedules))
+			}
+			t.row(row...)
 		}
 		return -1, t.flush()
 	})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/spec/graph"
 )
 
@@ -349,6 +351,14 @@ func RunsShow(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) 
 	})
 }
 
+// priorityName says a run priority with its meaning: "3 (high)".
+func priorityName(p int) string {
+	if !runtime.ValidPriority(p) {
+		return strconv.Itoa(p)
+	}
+	return fmt.Sprintf("%d (%s)", p, spec.PriorityName(p))
+}
+
 // writeRun prints a run: a header, the failure, the steps as a table, then
 // the input and outputs as indented JSON.
 func writeRun(w io.Writer, r *ops.RunDetail) error {
@@ -359,6 +369,7 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	if r.IdempotencyKey != "" {
 		h.row("Idempotency key:", r.IdempotencyKey)
 	}
+	h.row("Priority:", priorityName(r.Priority))
 	h.row("Status:", string(r.Status))
 	h.row("Created:", timestamp(&r.CreatedAt))
 	if d, ok := r.Duration(); ok {

@@ -263,7 +263,7 @@ func TestRunsListShowEvents(t *testing.T) {
 	got := page.Runs[len(page.Runs)-1-runOpsFailed]
 	at := func(d time.Duration) *time.Time { t := e.h.Start.Add(d); return &t }
 	wantRun := ops.Run{
-		ID: e.runs[runOpsFailed], Workflow: "ops", Version: got.Version, Tenant: "acme", IdempotencyKey: "order-7",
+		ID: e.runs[runOpsFailed], Workflow: "ops", Version: got.Version, Tenant: "acme", IdempotencyKey: "order-7", Priority: runtime.PriorityNormal,
 		Status: runtime.RunFailed, CreatedAt: *at(time.Minute), FinishedAt: at(3 * time.Minute),
 		Failure: &runtime.Failure{Step: "work", Error: "payment gateway said no (attempt 3)"},
 	}

@@ -1,7 +1,10 @@
 // Package graph draws the DAG of a workflow definition as Mermaid or
 // Graphviz DOT text: the steps and their parent edges, with sleeps,
 // skipIf conditions, retries, timeouts and the failure handler visible,
-// and optionally every step coloured by its status.
+// and optionally every step coloured by its status. Lay places the same
+// drawing's nodes and edges on a plane, for a caller that draws it
+// itself (the dashboard draws it as SVG, with no layout engine of its
+// own).
 //
 // It reads only a spec.Workflow, so whatever holds a definition can draw
 // it: trellis graph and trellis generate -graph from a workflow file, a
@@ -123,6 +126,7 @@ const (
 // node is a node of the drawing, in plain text; each format escapes it.
 type node struct {
 	id      string   // letters, digits and '_' only, unique in the graph
+	step    string   // the step's (or failure handler's) name, "" for the note
 	kind    kind     // what the node stands for, which sets its shape
 	lines   []string // the label, one entry a line
 	tooltip string   // the full description, lines separated by '\n'
@@ -183,7 +187,7 @@ func build(w *spec.Workflow, opts Options) *graph {
 }
 
 func stepNode(id string, s *spec.Step, status map[string]string) node {
-	n := node{id: id, kind: codeStep, lines: []string{text(s.Name)}, status: statusKey(status[s.Name])}
+	n := node{id: id, step: s.Name, kind: codeStep, lines: []string{text(s.Name)}, status: statusKey(status[s.Name])}
 	full := []string{text(s.Name)}
 	if s.IsSleep() {
 		n.kind = sleepStep
@@ -208,7 +212,7 @@ func stepNode(id string, s *spec.Step, status map[string]string) node {
 }
 
 func handlerNode(h *spec.OnFailure, status map[string]string) node {
-	n := node{id: handlerID, kind: handler, status: statusKey(status[h.Name])}
+	n := node{id: handlerID, step: h.Name, kind: handler, status: statusKey(status[h.Name])}
 	n.lines = []string{text(h.Name), "failure handler, runs once"}
 	if l := limits(h.Retry, h.Timeout); l != "" {
 		n.lines = append(n.lines, l)

@@ -25,6 +25,7 @@ type Store struct {
 	running   map[store.TaskKey]*task // RUNNING tasks, for recovery
 	workers   map[string]time.Time    // last heartbeat of each worker
 	queue     readyQueue
+	limits    map[string]*limitLine // by limit key (see limits.go)
 	timers    timerQueue
 	eventSeq  int64
 	subs      map[int]chan store.Notification
@@ -54,12 +55,17 @@ type task struct {
 	prior       int // attempts before the last run retry
 	claimedAt   time.Time
 	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
+	limit       store.Limit
+	holds       bool // holds a slot of its limit's key
+	waiting     bool // waits in its limit's line (see limits.go)
+	fresh       bool // ... as a root of a new run
 }
 
 // New returns an empty store.
 func New() *Store {
 	return &Store{
 		workflows: map[string]store.WorkflowVersion{},
+		limits:    map[string]*limitLine{},
 		runs:      map[uuid.UUID]*run{},
 		idem:      map[idemKey]uuid.UUID{},
 		running:   map[store.TaskKey]*task{},
@@ -145,6 +151,9 @@ func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.
 		t.run.unresolved++
 	}
 	t.rec.Status = status
+	if status.Terminal() && t.limit.Key != "" {
+		s.release(t)
+	}
 	at := stamp(t, now)
 	if status.Terminal() {
 		t.rec.FinishedAt = at
@@ -154,11 +163,20 @@ func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.
 	return at
 }
 
-// enqueue puts a task on the ready queue and returns the time it was
-// queued at. Callers hold s.mu.
+// enqueue puts a task of a run in progress on the ready queue, in the
+// run's in-progress lane, and returns the time it was queued at. Callers
+// hold s.mu.
 func (s *Store) enqueue(t *task, wake bool, now time.Time) time.Time {
 	at := s.setStatus(t, store.TaskQueued, now)
-	s.queue.push(t, wake)
+	s.queue.push(t, wake, store.Lane(t.run.rec.Priority, true))
+	return at
+}
+
+// enqueueNew puts a root task of a new run on the ready queue, in the
+// run's new lane. Callers hold s.mu.
+func (s *Store) enqueueNew(t *task, now time.Time) time.Time {
+	at := s.setStatus(t, store.TaskQueued, now)
+	s.queue.push(t, false, store.Lane(t.run.rec.Priority, false))
 	return at
 }
 

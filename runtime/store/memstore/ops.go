@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -166,4 +169,43 @@ func (s *Store) ListWorkflows(context.Context) ([]store.WorkflowVersion, error) 
 // by version.
 func compareVersions(a, b store.WorkflowVersion) int {
 	return cmp.Or(cmp.Compare(a.Name, b.Name), b.SavedAt.Compare(a.SavedAt), cmp.Compare(a.Version, b.Version))
+}
+
+// RunActivity implements store.Ops by reading every run: the memory store
+// holds few enough.
+func (s *Store) RunActivity(_ context.Context, q store.ActivityQuery) (store.Activity, error) {
+	a := store.NewActivity(q)
+	bucket := func(t time.Time) (int, bool) {
+		if t.IsZero() || t.Before(q.From) || !t.Before(q.To()) || q.Bucket <= 0 {
+			return 0, false
+		}
+		return int(t.Sub(q.From) / q.Bucket), true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.rec.Status == store.RunRunning {
+			a.Running++
+		}
+		if i, ok := bucket(r.rec.CreatedAt); ok {
+			a.Buckets[i].Created++
+		}
+		if i, ok := bucket(r.rec.FinishedAt); ok && r.rec.Status != store.RunRunning {
+			a.Buckets[i].Finished(r.rec.Status, 1)
+		}
+	}
+	return a, nil
+}
+
+// EventCounts implements store.Ops.
+func (s *Store) EventCounts(_ context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[uuid.UUID]int, len(ids))
+	for _, id := range ids {
+		if r, ok := s.runs[id]; ok {
+			out[id] = len(r.events)
+		}
+	}
+	return out, nil
 }

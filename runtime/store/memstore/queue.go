@@ -3,6 +3,8 @@ package memstore
 import (
 	"container/heap"
 	"time"
+
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // readyQueue is the fair ready queue (see fair.go), ordered by
@@ -12,17 +14,22 @@ type readyQueue struct {
 	entries  entryHeap
 	tenants  map[string]*tenantState
 	consumed int64 // block of the last claimed entry
+	seq      int64
 }
 
 type tenantState struct {
-	group   int64
-	block   int64 // block of the tenant's last queued task, -1 before the first
+	group int64
+	// blocks holds, per lane, the block of the tenant's last task queued
+	// in that lane, -1 before the first.
+	blocks  [store.Lanes]int64
 	running int
 	queued  int // tasks QUEUED
 }
 
 type entry struct {
 	id   int64
+	lane int
+	seq  int64 // order of queueing, among entries of one id
 	task *task
 	gen  int
 	wake bool
@@ -35,7 +42,10 @@ func newReadyQueue() readyQueue {
 func (q *readyQueue) tenant(name string) *tenantState {
 	ts, ok := q.tenants[name]
 	if !ok {
-		ts = &tenantState{group: int64(len(q.tenants)), block: -1}
+		ts = &tenantState{group: int64(len(q.tenants))}
+		for l := range ts.blocks {
+			ts.blocks[l] = -1
+		}
 		q.tenants[name] = ts
 	}
 	return ts
@@ -56,10 +66,19 @@ func (q *readyQueue) frontier() int64 {
 	return q.consumed
 }
 
-func (q *readyQueue) push(t *task, wake bool) {
+// push queues a task in the given lane (see store.Lane): in the block
+// after the tenant's last task of that lane or a higher one, or at the
+// frontier.
+func (q *readyQueue) push(t *task, wake bool, lane int) {
 	ts := q.tenant(t.run.rec.Tenant)
-	ts.block = nextBlock(ts.block, q.frontier())
-	heap.Push(&q.entries, &entry{id: queueID(ts.group, ts.block), task: t, gen: t.gen, wake: wake})
+	previous := int64(-1)
+	for _, b := range ts.blocks[lane:] {
+		previous = max(previous, b)
+	}
+	block := nextBlock(previous, q.frontier())
+	ts.blocks[lane] = block
+	q.seq++
+	heap.Push(&q.entries, &entry{id: queueID(ts.group, block), lane: lane, seq: q.seq, task: t, gen: t.gen, wake: wake})
 }
 
 // claim takes up to limit valid entries in id order that pass accept,
@@ -90,10 +109,18 @@ func (e *entry) valid() bool { return e.gen == e.task.gen }
 
 type entryHeap []*entry
 
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return h[i].id < h[j].id }
-func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if h[i].id != h[j].id {
+		return h[i].id < h[j].id
+	}
+	if h[i].lane != h[j].lane {
+		return h[i].lane > h[j].lane
+	}
+	return h[i].seq < h[j].seq
+}
+func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)   { *h = append(*h, x.(*entry)) }
 func (h *entryHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]

@@ -21,6 +21,9 @@ func (s *Store) CreateRuns(_ context.Context, p store.CreateRuns) ([]store.Creat
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, nr := range p.Runs {
+		if _, err := store.RunPriority(nr.Priority); err != nil {
+			return nil, fmt.Errorf("creating run: %w", err)
+		}
 		for i, nt := range nr.Tasks {
 			if nt.Step != i {
 				return nil, fmt.Errorf("creating run: task %d has step %d; tasks must be in step order", i, nt.Step)
@@ -56,10 +59,11 @@ func (s *Store) CreateRuns(_ context.Context, p store.CreateRuns) ([]store.Creat
 // createRun adds a run and queues its roots, reporting whether it queued
 // any. Callers hold s.mu.
 func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
+	priority, _ := store.RunPriority(nr.Priority) // checked by CreateRuns
 	r := &run{
 		rec: store.Run{
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
-			IdempotencyKey: nr.IdempotencyKey, Status: store.RunRunning, TraceContext: nr.TraceContext,
+			IdempotencyKey: nr.IdempotencyKey, Priority: priority, Status: store.RunRunning, TraceContext: nr.TraceContext,
 			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now,
 		},
 		tasks:     make([]*task, len(nr.Tasks)),
@@ -71,7 +75,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 			rec: store.Task{
 				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: store.TaskPending, UpdatedAt: now,
 			},
-			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts,
+			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts, limit: nt.Limit,
 		}
 		r.pending[i] = nt.Pending
 		if nt.Kind == store.KindOnFailure {
@@ -84,7 +88,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	queued := false
 	for i, t := range r.tasks {
 		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure {
-			s.event(r, i, store.EventQueued, 0, s.enqueue(t, false, now), "")
+			s.event(r, i, store.EventQueued, 0, s.admit(t, true, now), "")
 			queued = true
 		}
 	}
@@ -224,7 +228,7 @@ func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, er
 			t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
 			r.pending[reset.Step] = reset.Pending
 			if reset.Pending == 0 && t.rec.Kind != store.KindOnFailure {
-				s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, p.Now), "run retried")
+				s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.admit(t, false, p.Now), "run retried")
 				queued = true
 				continue
 			}

@@ -104,7 +104,7 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		for _, child := range dag.Resolve(run.pending, c.Children) {
 			if ct := run.tasks[child]; ct.rec.Status == store.TaskPending && run.rec.Status == store.RunRunning {
 				// Queued no earlier than the parent that resolved it.
-				s.event(run, child, store.EventQueued, ct.rec.Attempt, s.enqueue(ct, false, at), "")
+				s.event(run, child, store.EventQueued, ct.rec.Attempt, s.admit(ct, false, at), "")
 				queued = true
 			}
 		}

@@ -127,6 +127,14 @@ func (e *elector) Resign(ctx context.Context) error {
 	if e.conn == nil {
 		return nil
 	}
+	if e.conn.IsClosed() {
+		// Session advisory locks end with their connection: there is
+		// nothing left to resign. (pgx closes a connection whose query a
+		// cancelled context interrupted, as stopping an engine does to a
+		// TryLead in flight.)
+		e.conn, e.leads, e.named = nil, false, false
+		return nil
+	}
 	var err error
 	if e.named {
 		// First, so that no two workers are named leader at once.
@@ -239,8 +247,12 @@ const vacuumAfter = 5000
 // catches up on the large tables (runs, tasks, events) where autovacuum
 // has not: it may be off, or behind. A role that may not vacuum the
 // tables (not their owner) gets an error for the small ones; Postgres
-// skips the large ones with a warning.
+// skips the large ones with a warning. It also forgets the limit keys no
+// task holds or waits for.
 func (s *Store) Maintain(ctx context.Context) error {
+	if err := s.q.LimitsForget(ctx); err != nil {
+		return wrap(err, "forgetting idle limit keys")
+	}
 	tables, err := s.q.HotTablesToVacuum(ctx, vacuumAfter)
 	if err != nil {
 		return wrap(err, "reading table statistics")

@@ -89,6 +89,10 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	if _, err := multiproc.RegisterLimited(engine, &limitedSteps{pool: pool, worker: name}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
 		log.Error("start", "error", err)
 		return 1
@@ -187,6 +191,7 @@ type cluster struct {
 	fulfil  *multiproc.FulfilClient
 	ping    *multiproc.PingClient
 	chaos   *multiproc.ChaosClient
+	limited *multiproc.LimitedClient
 	workers map[string]*exec.Cmd
 	logs    []string // log files of every worker started
 }
@@ -205,7 +210,10 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	pool, schema := pgtest.PoolWithSchemaAt(t, url)
 	if _, err := pool.Exec(t.Context(), `CREATE TABLE exec_log (
 		run_id uuid NOT NULL, step text NOT NULL, attempt int NOT NULL,
-		worker text NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
+		worker text NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+		CREATE TABLE span_log (
+		run_id uuid NOT NULL, step text NOT NULL, customer text NOT NULL, worker text NOT NULL,
+		started_at timestamptz NOT NULL, ended_at timestamptz NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	// The test process only triggers and waits; it executes nothing.
@@ -225,8 +233,12 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	limited, err := multiproc.NewLimitedClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		workers: map[string]*exec.Cmd{}}
+		limited: limited, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.

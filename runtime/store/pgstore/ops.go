@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -108,7 +109,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		}
 		out = append(out, store.Run{
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
-			IdempotencyKey: r.IdempotencyKey.String, Status: store.RunStatus(r.Status),
+			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
 			Input: r.Input,
 		})
@@ -164,6 +165,65 @@ func (s *Store) ListWorkflows(ctx context.Context) ([]store.WorkflowVersion, err
 	out := make([]store.WorkflowVersion, len(rows))
 	for i, r := range rows {
 		out[i] = store.WorkflowVersion{Version: r.Version, Name: r.Name, Spec: r.Spec, SavedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// RunActivity implements store.Ops: three index range reads (runs created
+// in the window, runs finished in it, runs running) in one read-only
+// transaction, so that the counts are of one instant.
+func (s *Store) RunActivity(ctx context.Context, q store.ActivityQuery) (store.Activity, error) {
+	a := store.NewActivity(q)
+	if q.Buckets <= 0 || q.Bucket <= 0 {
+		return a, nil
+	}
+	window := q.To()
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		qs := s.q.WithTx(tx)
+		created, err := qs.OpsActivityCreated(ctx, dbsqlc.OpsActivityCreatedParams{
+			WindowFrom: q.From, WindowTo: window, BucketUs: q.Bucket.Microseconds(),
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range created {
+			if i := int(r.Bucket); i >= 0 && i < len(a.Buckets) {
+				a.Buckets[i].Created += int(r.Runs)
+			}
+		}
+		finished, err := qs.OpsActivityFinished(ctx, dbsqlc.OpsActivityFinishedParams{
+			WindowFrom: q.From, WindowTo: window, BucketUs: q.Bucket.Microseconds(),
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range finished {
+			if i := int(r.Bucket); i >= 0 && i < len(a.Buckets) {
+				a.Buckets[i].Finished(store.RunStatus(r.Status), int(r.Runs))
+			}
+		}
+		running, err := qs.OpsRunningRuns(ctx)
+		a.Running = int(running)
+		return err
+	})
+	if err != nil {
+		return store.Activity{}, wrap(err, "counting run activity")
+	}
+	return a, nil
+}
+
+// EventCounts implements store.Ops.
+func (s *Store) EventCounts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error) {
+	out := make(map[uuid.UUID]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q.OpsEventCounts(ctx, ids)
+	if err != nil {
+		return nil, wrap(err, "counting events")
+	}
+	for _, r := range rows {
+		out[r.RunID] = int(r.Events)
 	}
 	return out, nil
 }

@@ -93,9 +93,10 @@ WITH tenants AS (
            CASE WHEN s = 0 THEN 0 ELSE 1 END, true, 1, now()
     FROM runs r CROSS JOIN generate_series(0, $2::int - 1) AS s
 )
--- Each tenant's runs one block apart, as trellis_enqueue queues them.
-INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow)
-SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w'
+-- Each tenant's runs one block apart, as trellis_enqueue queues new runs
+-- of normal priority.
+INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, lane)
+SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w', trellis_lane(2::smallint, false)
 FROM runs r JOIN tenants t ON t.tenant = r.tenant`
 
 // historyRuns and burstRuns are the finished and running runs

@@ -39,6 +39,11 @@ const createChunk = 2000
 // not created. With p.Tx (see Tx) the runs are created in the caller's
 // transaction, inside a savepoint so that a failure leaves it usable.
 func (s *Store) CreateRuns(ctx context.Context, p store.CreateRuns) ([]store.CreateRunResult, error) {
+	for _, r := range p.Runs {
+		if _, err := store.RunPriority(r.Priority); err != nil {
+			return nil, fmt.Errorf("pgstore: creating runs: %w", err)
+		}
+	}
 	var out []store.CreateRunResult
 	create := func(q *dbsqlc.Queries) (err error) {
 		out, err = createRuns(ctx, q, p.Runs, p.Now)
@@ -103,6 +108,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			tasks.Runs = append(tasks.Runs, r.ID)
 			tasks.Tenants = append(tasks.Tenants, r.Tenant)
 			tasks.Workflows = append(tasks.Workflows, r.Workflow)
+			tasks.Priorities = append(tasks.Priorities, priority(r))
 			for _, t := range r.Tasks {
 				tasks.RunIds = append(tasks.RunIds, r.ID)
 				tasks.Steps = append(tasks.Steps, int16(t.Step))
@@ -111,6 +117,8 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 				tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
 				tasks.Plains = append(tasks.Plains, t.Plain)
 				tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
+				tasks.LimitKeys = append(tasks.LimitKeys, t.Limit.Key)
+				tasks.LimitMaxes = append(tasks.LimitMaxes, int32(t.Limit.Max))
 			}
 		}
 		if len(tasks.RunIds) == 0 {
@@ -153,11 +161,19 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.Versions = append(p.Versions, r.Version)
 		p.Tenants = append(p.Tenants, r.Tenant)
 		p.IdempotencyKeys = append(p.IdempotencyKeys, r.IdempotencyKey)
+		p.Priorities = append(p.Priorities, priority(r))
 		p.Inputs = append(p.Inputs, r.Input)
 		p.Unresolved = append(p.Unresolved, int32(unresolved))
 		p.TraceContexts = append(p.TraceContexts, r.TraceContext)
 	}
 	return p
+}
+
+// priority is the priority the run is created with (checked by
+// CreateRuns).
+func priority(r store.NewRun) int16 {
+	p, _ := store.RunPriority(r.Priority)
+	return int16(p)
 }
 
 // resolveOthers fills in the results of the runs (at indexes others)
@@ -226,7 +242,7 @@ func (s *Store) GetRun(ctx context.Context, id uuid.UUID) (store.Run, error) {
 func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
-		IdempotencyKey: row.IdempotencyKey.String, Status: store.RunStatus(row.Status), Input: row.Input,
+		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext,
 	}

@@ -54,6 +54,8 @@ func (f *fixture) tick(d time.Duration) time.Time {
 type runOpts struct {
 	tenant, workflow, key string
 	maxAttempts           int
+	priority              int         // 0: the store's default, PriorityNormal
+	limit                 store.Limit // of the root, step A
 	traceContext          string
 	input                 string // {"n":1} when empty
 }
@@ -94,9 +96,10 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	}
 	id := uuid.Must(uuid.NewV7())
 	tasks := diamondTasks(o.maxAttempts)
+	tasks[stepA].Limit = o.limit
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
-		IdempotencyKey: o.key, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,
+		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)

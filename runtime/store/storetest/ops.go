@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -128,7 +129,7 @@ func testListRuns(t *testing.T, f *fixture) {
 	// A listed run has its facts, but not its input.
 	got := f.listRuns(store.RunQuery{IdempotencyKey: "order-2"})
 	want := store.Run{
-		ID: failed, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", IdempotencyKey: "order-2",
+		ID: failed, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", IdempotencyKey: "order-2", Priority: spec.PriorityNormal,
 		Status: store.RunFailed, FailedStep: stepA, Error: "boom", CreatedAt: t0.Add(time.Minute), FinishedAt: t0.Add(time.Minute),
 	}
 	if diff := cmp.Diff([]store.Run{want}, got, cmpTimes); diff != "" {

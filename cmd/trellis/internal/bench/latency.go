@@ -16,6 +16,9 @@ const (
 	LatencyIdle = "idle"
 	// LatencySteady: under a steady throughput case's load.
 	LatencySteady = "steady"
+	// LatencyPaced: under a paced throughput case's load (pacedLoad of
+	// the burn-down rate).
+	LatencyPaced = "paced"
 )
 
 // Latency is the hand-off latency of one case: for every task with

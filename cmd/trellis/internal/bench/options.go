@@ -17,11 +17,13 @@ const (
 	ScenarioSleep      = "sleep"
 	ScenarioPurge      = "purge"
 	ScenarioMemory     = "memory"
+	// ScenarioFlow: burn-downs under concurrency limits and priorities.
+	ScenarioFlow = "flow"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory}
+	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory, ScenarioFlow}
 }
 
 // Options configure a bench run. Start from DefaultOptions (or

@@ -34,6 +34,7 @@ func Report(w io.Writer, r *Results) {
 	reportFairness(w, r)
 	reportSleep(w, r)
 	reportPurge(w, r)
+	reportFlow(w, r)
 	if len(r.Errors) > 0 {
 		fmt.Fprintln(w, "\nFAILED")
 		for _, e := range r.Errors {
@@ -52,6 +53,8 @@ func reportThroughput(w io.Writer, r *Results) {
 	fmt.Fprintln(w, "             from the first STARTED event to the last COMPLETED one.")
 	fmt.Fprintf(w, "  steady:    workers run while an inserter keeps at most %s runs unfinished for %s;\n", count(int64(s.MaxBacklog)), dur(s.SteadyDuration))
 	fmt.Fprintf(w, "             measured over the last %s (after a %s warm-up).\n", dur(s.SteadyDuration-s.SteadyWarmup), dur(s.SteadyWarmup))
+	fmt.Fprintf(w, "  paced:     as steady, but runs are inserted at %.0f%% of the rate the same workers burned down at,\n", 100*pacedLoad)
+	fmt.Fprintln(w, "             so the workers keep up and waits are not backlog.")
 	fmt.Fprintln(w, "  workers are worker processes; memory is one engine in this process on the memory store.")
 	t := &table{indent: "  ", right: []bool{false, false, false, true, true, true, true, true, true}}
 	t.add("store", "workflow", "mode", "workers", "tasks/s", "runs/s", "tasks", "runs", "window", "")
@@ -75,6 +78,8 @@ func reportThroughput(w io.Writer, r *Results) {
 			if c.MinBacklog == 0 {
 				note += " (workers ran dry)"
 			}
+		case c.Mode == ModePaced:
+			note = fmt.Sprintf("runs inserted at %s/s, %.0f%% of the burn-down's", rate(c.InsertedPerSec), 100*pacedLoad)
 		}
 		t.add(c.Store, c.Workflow, c.Mode, workers, rate(c.TasksPerSec), rate(c.RunsPerSec),
 			count(int64(c.Tasks)), count(int64(c.Runs)), dur(c.Elapsed), note)
@@ -82,6 +87,29 @@ func reportThroughput(w io.Writer, r *Results) {
 	t.write(w)
 	for _, c := range r.Throughput {
 		writeNotes(w, fmt.Sprintf("%s %s %s, %d workers", c.Store, c.Workflow, c.Mode, c.Workers), c.Notes)
+	}
+}
+
+func reportFlow(w io.Writer, r *Results) {
+	if len(r.Flow) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFLOW CONTROL  diamond-6 burn-downs, one worker process, as under THROUGHPUT")
+	fmt.Fprintf(w, "  10k keys:     a workflow-wide concurrency limit by input.k, %s distinct keys, max %d each\n", count(flowKeys), flowKeysMax)
+	fmt.Fprintf(w, "  1 hot key:    every run has the same key, max %d steps in progress at once (a fifth of the runs)\n", flowHotMax)
+	fmt.Fprintln(w, "  3 priorities: runs inserted low, normal, high in turns of 1,000; no limit")
+	t := &table{indent: "  ", right: []bool{false, true, true, true, true, false}}
+	t.add("case", "tasks/s", "runs/s", "tasks", "window", "")
+	for _, c := range r.Flow {
+		note := ""
+		if c.DBCPUPerTask > 0 {
+			note = fmt.Sprintf("%.0f µs of database CPU a task", float64(c.DBCPUPerTask.Nanoseconds())/1e3)
+		}
+		t.add(c.Workflow, rate(c.TasksPerSec), rate(c.RunsPerSec), count(int64(c.Tasks)), dur(c.Elapsed), note)
+	}
+	t.write(w)
+	for _, c := range r.Flow {
+		writeNotes(w, c.Workflow, c.Notes)
 	}
 }
 
@@ -94,6 +122,7 @@ func reportLatency(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "  idle:   one worker, %d chain-5 runs triggered one at a time, each waited for.\n", r.Sizes.LatencyRuns)
 	fmt.Fprintln(w, "  steady: tasks started in the measured window of the steady throughput case; a queued task waits")
 	fmt.Fprintln(w, "          behind the backlog, so expect about backlog tasks / throughput.")
+	fmt.Fprintln(w, "  paced:  tasks started in the measured window of the paced throughput case.")
 	t := &table{indent: "  ", right: []bool{false, false, true, true, true, true, true, true}}
 	t.add("case", "workflow", "workers", "hand-offs", "p50", "p95", "p99", "max")
 	for _, l := range r.Latency {

@@ -20,10 +20,12 @@ type Results struct {
 	// Sizes are the options that shaped the cases.
 	Sizes      Sizes        `json:"sizes"`
 	Throughput []Throughput `json:"throughput,omitempty"`
-	Latency    []Latency    `json:"latency,omitempty"`
-	Fairness   *Fairness    `json:"fairness,omitempty"`
-	Sleep      *Sleep       `json:"sleep,omitempty"`
-	Purge      *Purge       `json:"purge,omitempty"`
+	// Flow are the flow-control cases (ScenarioFlow).
+	Flow     []Throughput `json:"flow,omitempty"`
+	Latency  []Latency    `json:"latency,omitempty"`
+	Fairness *Fairness    `json:"fairness,omitempty"`
+	Sleep    *Sleep       `json:"sleep,omitempty"`
+	Purge    *Purge       `json:"purge,omitempty"`
 	// Errors are the scenarios (or cases) that failed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -125,6 +127,10 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		case ScenarioMemory:
 			t, err := RunMemory(ctx, o)
 			res.Throughput = append(res.Throughput, t...)
+			fail(s, err)
+		case ScenarioFlow:
+			t, err := RunFlow(ctx, o)
+			res.Flow = append(res.Flow, t...)
 			fail(s, err)
 		}
 	}

@@ -98,7 +98,9 @@ func TestSteady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Mode != ModeSteady || res.Tasks <= 0 || res.Runs <= 0 || res.Elapsed != o.SteadyDuration-o.SteadyWarmup {
+	// No run need finish in so short a window on a loaded machine (50
+	// runs of 5 steps are in flight), but tasks must.
+	if res.Mode != ModeSteady || res.Tasks <= 0 || res.Runs < 0 || res.Elapsed != o.SteadyDuration-o.SteadyWarmup {
 		t.Errorf("steady = %+v", res)
 	}
 	if res.MinBacklog > o.MaxBacklog {
@@ -108,6 +110,22 @@ func TestSteady(t *testing.T) {
 		t.Errorf("steady latency = %+v, want hand-offs", lat)
 	}
 	checkPercentiles(t, "steady hand-offs", lat.Handoffs, lat.Handoffs.Count)
+}
+
+func TestPaced(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	res, lat, err := steady(t.Context(), o, chainShape(), 1, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != ModePaced || res.Tasks <= 0 || res.InsertedPerSec != 40 || res.Elapsed != o.SteadyDuration-o.SteadyWarmup {
+		t.Errorf("paced = %+v", res)
+	}
+	if lat.Case != LatencyPaced || lat.Handoffs.Count == 0 {
+		t.Errorf("paced latency = %+v, want hand-offs", lat)
+	}
+	checkPercentiles(t, "paced hand-offs", lat.Handoffs, lat.Handoffs.Count)
 }
 
 func TestLatencyIdle(t *testing.T) {

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime"
 )
 
 // Modes of a throughput case.
@@ -15,7 +19,15 @@ const (
 	// ModeSteady: the workers run while an inserter keeps the backlog
 	// bounded; measured over a window after a warm-up.
 	ModeSteady = "steady"
+	// ModePaced: the workers run while an inserter adds runs at
+	// pacedLoad of the rate the same workers burned down at: a busy
+	// system that keeps up, where waits are not backlog.
+	ModePaced = "paced"
 )
+
+// pacedLoad is the paced cases' load: the fraction of the burn-down rate
+// the inserter adds runs at.
+const pacedLoad = 0.7
 
 // Stores of a throughput case.
 const (
@@ -66,12 +78,29 @@ func RunThroughput(ctx context.Context, o Options) ([]Throughput, []Latency, err
 	var lat []Latency
 	var errs []error
 	for _, sh := range []shape{chainShape(), diamondShape()} {
+		burned := map[int]float64{} // runs/s by workers
 		for _, w := range o.Workers {
 			t, err := BurnDown(ctx, o, sh.label, w)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s burn-down with %d workers: %w", sh.label, w, err))
 			} else {
 				out = append(out, t)
+				burned[w] = t.RunsPerSec
+			}
+			if ctx.Err() != nil {
+				return out, lat, errors.Join(errs...)
+			}
+		}
+		for _, w := range o.Workers {
+			if burned[w] <= 0 {
+				continue
+			}
+			t, l, err := steady(ctx, o, sh, w, pacedLoad*burned[w])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s paced with %d workers: %w", sh.label, w, err))
+			} else {
+				out = append(out, t)
+				lat = append(lat, l)
 			}
 			if ctx.Err() != nil {
 				return out, lat, errors.Join(errs...)
@@ -111,7 +140,16 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	if err != nil {
 		return res, err
 	}
-	log := o.logger().With("scenario", "throughput", "workflow", sh.label, "mode", ModeBurnDown, "workers", workers)
+	insert := func(ctx context.Context, wf *runtime.Workflow) error { return insertRuns(ctx, wf, o.Runs) }
+	return burnDown(ctx, o, ScenarioThroughput, sh, workers, insert, nil)
+}
+
+// burnDown is BurnDown of a shape whose o.Runs runs insert creates; then
+// report, when not nil, may add to the result from the case's database.
+func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers int,
+	insert func(context.Context, *runtime.Workflow) error, report func(context.Context, *pgxpool.Pool, window, *Throughput) error,
+) (res Throughput, err error) {
+	log := o.logger().With("scenario", scenario, "workflow", sh.label, "mode", ModeBurnDown, "workers", workers)
 	c, err := newPGCase(ctx, o, log)
 	if err != nil {
 		return res, err
@@ -119,7 +157,7 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	defer func() { err = errors.Join(err, c.close(ctx)) }()
 	log.Info("inserting runs", "runs", o.Runs)
 	t0 := time.Now()
-	if err := insertRuns(ctx, c.workflow(sh), o.Runs); err != nil {
+	if err := insert(ctx, c.workflow(sh)); err != nil {
 		return res, err
 	}
 	inserted := time.Since(t0)
@@ -163,6 +201,11 @@ func BurnDown(ctx context.Context, o Options, workflow string, workers int) (res
 	if cpuOK && cpuToOK && cpuTo > cpuFrom {
 		res.DBCPUPerTask = (cpuTo - cpuFrom) / time.Duration(total)
 	}
+	if report != nil {
+		if err := report(ctx, c.db.pool, w, &res); err != nil {
+			return res, err
+		}
+	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec), "elapsed", res.Elapsed.Round(time.Millisecond))
 	return res, nil
 }
@@ -178,7 +221,18 @@ func Steady(ctx context.Context, o Options, workflow string, workers int) (res T
 	if err != nil {
 		return res, lat, err
 	}
-	log := o.logger().With("scenario", "throughput", "workflow", sh.label, "mode", ModeSteady, "workers", workers)
+	return steady(ctx, o, sh, workers, 0)
+}
+
+// steady is Steady when rate is zero. Otherwise it is a paced case: it
+// inserts runs at rate runs/s, whatever the backlog, and measures the
+// same.
+func steady(ctx context.Context, o Options, sh shape, workers int, rate float64) (res Throughput, lat Latency, err error) {
+	mode, latCase := ModeSteady, LatencySteady
+	if rate > 0 {
+		mode, latCase = ModePaced, LatencyPaced
+	}
+	log := o.logger().With("scenario", "throughput", "workflow", sh.label, "mode", mode, "workers", workers)
 	c, err := newPGCase(ctx, o, log)
 	if err != nil {
 		return res, lat, err
@@ -187,11 +241,11 @@ func Steady(ctx context.Context, o Options, workflow string, workers int) (res T
 	if err := c.startWorkers(ctx, workers); err != nil {
 		return res, lat, err
 	}
-	log.Info("working", "duration", o.SteadyDuration, "max backlog", o.MaxBacklog)
+	log.Info("working", "duration", o.SteadyDuration, "max backlog", o.MaxBacklog, "runs/s", int(rate))
 	begin := time.Now()
 	from, to := begin.Add(o.SteadyWarmup), begin.Add(o.SteadyDuration)
 	wf := c.workflow(sh)
-	minBacklog := -1
+	minBacklog, inserted := -1, 0
 	for now := time.Now(); now.Before(to); now = time.Now() {
 		backlog, err := unfinishedRuns(ctx, c.db.pool)
 		if err != nil {
@@ -200,10 +254,16 @@ func Steady(ctx context.Context, o Options, workflow string, workers int) (res T
 		if !now.Before(from) && (minBacklog < 0 || backlog < minBacklog) {
 			minBacklog = backlog
 		}
-		if room := o.MaxBacklog - backlog; room > 0 {
+		room := o.MaxBacklog - backlog
+		if rate > 0 {
+			// Paced: as many as the rate says by now, whatever the backlog.
+			room = int(rate*now.Sub(begin).Seconds()) - inserted
+		}
+		if room > 0 {
 			if err := insertRuns(ctx, wf, room); err != nil {
 				return res, lat, err
 			}
+			inserted += room
 		}
 		if err := sleepCtx(ctx, steadyPoll); err != nil {
 			return res, lat, err
@@ -226,13 +286,13 @@ func Steady(ctx context.Context, o Options, workflow string, workers int) (res T
 	}
 	window := to.Sub(from)
 	res = Throughput{
-		Store: StorePostgres, Workflow: sh.label, Mode: ModeSteady, Workers: workers,
+		Store: StorePostgres, Workflow: sh.label, Mode: mode, Workers: workers,
 		Runs: runs, Tasks: tasks, Elapsed: window,
 		TasksPerSec: perSecond(tasks, window), RunsPerSec: perSecond(runs, window),
-		MinBacklog: max(minBacklog, 0), Notes: c.notes,
+		MinBacklog: max(minBacklog, 0), Notes: c.notes, InsertedPerSec: rate,
 	}
 	lat = Latency{
-		Case: LatencySteady, Workflow: sh.label, Workers: workers,
+		Case: latCase, Workflow: sh.label, Workers: workers,
 		Handoffs: percentiles(handoffs(events, sh.parents, from, to)),
 	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec), "p50", lat.Handoffs.P50)

@@ -65,7 +65,9 @@ func sleepShape(d time.Duration) shape {
 }
 
 // workerShapes are the workflows worker processes execute.
-func workerShapes() []shape { return []shape{chainShape(), diamondShape(), singleShape()} }
+func workerShapes() []shape {
+	return []shape{chainShape(), diamondShape(), singleShape(), keyedShape(), hotKeyShape()}
+}
 
 type step struct {
 	name    string

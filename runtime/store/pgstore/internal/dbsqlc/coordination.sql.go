@@ -51,7 +51,7 @@ const hotTablesToVacuum = `-- name: HotTablesToVacuum :many
 SELECT c.relname::text AS name
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers')
+  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting')
   AND pg_stat_get_dead_tuples(c.oid) > $1::bigint
 ORDER BY c.relname
 `
@@ -77,6 +77,22 @@ func (q *Queries) HotTablesToVacuum(ctx context.Context, deadRows int64) ([]stri
 		return nil, err
 	}
 	return items, nil
+}
+
+const limitsForget = `-- name: LimitsForget :exec
+DELETE FROM trellis_limits l
+WHERE l.key IN (
+    SELECT i.key FROM trellis_limits i
+    WHERE i.held = 0 AND NOT EXISTS (SELECT 1 FROM trellis_waiting w WHERE w.key = i.key)
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+// Deletes the rows of limit keys with no slot held and nobody waiting,
+// skipping those another transaction holds (it may be taking a slot).
+func (q *Queries) LimitsForget(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, limitsForget)
+	return err
 }
 
 const notifyChannel = `-- name: NotifyChannel :one

@@ -31,6 +31,12 @@ type TrellisLease struct {
 	ClaimedAt time.Time
 }
 
+type TrellisLimit struct {
+	Key  string
+	Held int32
+	Head int64
+}
+
 type TrellisMigration struct {
 	Version   int32
 	Name      string
@@ -44,6 +50,7 @@ type TrellisReady struct {
 	Tenant   string
 	Workflow string
 	Wake     bool
+	Lane     int16
 }
 
 type TrellisRun struct {
@@ -60,6 +67,7 @@ type TrellisRun struct {
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	TraceContext   pgtype.Text
+	Priority       int16
 }
 
 type TrellisTask struct {
@@ -80,6 +88,8 @@ type TrellisTask struct {
 	Error         pgtype.Text
 	UpdatedAt     time.Time
 	FinishedAt    *time.Time
+	LimitKey      pgtype.Text
+	LimitMax      pgtype.Int4
 }
 
 type TrellisTenant struct {
@@ -91,6 +101,17 @@ type TrellisTimer struct {
 	RunID  uuid.UUID
 	Step   int16
 	WakeAt time.Time
+}
+
+type TrellisWaiting struct {
+	RunID    uuid.UUID
+	Step     int16
+	Key      string
+	Seq      pgtype.Int8
+	Max      int32
+	Tenant   string
+	Workflow string
+	Lane     int16
 }
 
 type TrellisWorker struct {

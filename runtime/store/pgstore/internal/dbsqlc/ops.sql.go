@@ -13,6 +13,93 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const opsActivityCreated = `-- name: OpsActivityCreated :many
+SELECT ((extract(epoch FROM created_at - $1::timestamptz) * 1000000)::bigint / $2::bigint)::int AS bucket,
+       count(*)::int AS runs
+FROM trellis_runs
+WHERE created_at >= $1::timestamptz AND created_at < $3::timestamptz
+GROUP BY 1
+`
+
+type OpsActivityCreatedParams struct {
+	WindowFrom time.Time
+	BucketUs   int64
+	WindowTo   time.Time
+}
+
+type OpsActivityCreatedRow struct {
+	Bucket int32
+	Runs   int32
+}
+
+// Runs created in a window, per bucket (the bucket's index from the
+// window's start, buckets of bucket_us microseconds). Reads the window's
+// range of trellis_runs_created (schema/0005) and nothing else.
+func (q *Queries) OpsActivityCreated(ctx context.Context, arg OpsActivityCreatedParams) ([]OpsActivityCreatedRow, error) {
+	rows, err := q.db.Query(ctx, opsActivityCreated, arg.WindowFrom, arg.BucketUs, arg.WindowTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsActivityCreatedRow{}
+	for rows.Next() {
+		var i OpsActivityCreatedRow
+		if err := rows.Scan(&i.Bucket, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsActivityFinished = `-- name: OpsActivityFinished :many
+SELECT status,
+       ((extract(epoch FROM finished_at - $1::timestamptz) * 1000000)::bigint / $2::bigint)::int AS bucket,
+       count(*)::int AS runs
+FROM trellis_runs
+WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED')
+  AND finished_at >= $1::timestamptz AND finished_at < $3::timestamptz
+GROUP BY 1, 2
+`
+
+type OpsActivityFinishedParams struct {
+	WindowFrom time.Time
+	BucketUs   int64
+	WindowTo   time.Time
+}
+
+type OpsActivityFinishedRow struct {
+	Status string
+	Bucket int32
+	Runs   int32
+}
+
+// Runs that finished in a window, per status and bucket (as
+// OpsActivityCreated). Reads the window's range of each finished status
+// in trellis_runs_finished (schema/0007) and nothing else.
+func (q *Queries) OpsActivityFinished(ctx context.Context, arg OpsActivityFinishedParams) ([]OpsActivityFinishedRow, error) {
+	rows, err := q.db.Query(ctx, opsActivityFinished, arg.WindowFrom, arg.BucketUs, arg.WindowTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsActivityFinishedRow{}
+	for rows.Next() {
+		var i OpsActivityFinishedRow
+		if err := rows.Scan(&i.Status, &i.Bucket, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsCustomPlans = `-- name: OpsCustomPlans :exec
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode
 `
@@ -27,10 +114,50 @@ func (q *Queries) OpsCustomPlans(ctx context.Context) error {
 	return err
 }
 
+const opsEventCounts = `-- name: OpsEventCounts :many
+SELECT run_id, count(*)::int AS events
+FROM trellis_events
+WHERE run_id = ANY ($1::uuid[])
+GROUP BY run_id
+`
+
+type OpsEventCountsRow struct {
+	RunID  uuid.UUID
+	Events int32
+}
+
+// How many events each run's log holds, for runs by id: the runs' ranges
+// of the event log's primary key.
+func (q *Queries) OpsEventCounts(ctx context.Context, ids []uuid.UUID) ([]OpsEventCountsRow, error) {
+	rows, err := q.db.Query(ctx, opsEventCounts, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsEventCountsRow{}
+	for rows.Next() {
+		var i OpsEventCountsRow
+		if err := rows.Scan(&i.RunID, &i.Events); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsQueue = `-- name: OpsQueue :many
 WITH groups AS (
+    -- Tasks waiting for a slot of their concurrency limit are queued too
+    -- (with no queue id: the head is on the ready queue).
     SELECT q.tenant, q.workflow, count(*) AS n, min(q.qid) AS head
-    FROM trellis_ready q
+    FROM (
+        SELECT tenant, workflow, qid FROM trellis_ready
+        UNION ALL
+        SELECT tenant, workflow, NULL FROM trellis_waiting
+    ) q
     GROUP BY q.tenant, q.workflow
 ), queued AS (
     SELECT g.tenant, g.workflow, g.n, (
@@ -92,9 +219,22 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 	return items, nil
 }
 
+const opsRunningRuns = `-- name: OpsRunningRuns :one
+SELECT count(*)::int AS runs FROM trellis_runs WHERE status = 'RUNNING'
+`
+
+// How many runs are running: the RUNNING range of the partial status
+// index (schema/0005).
+func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
+	row := q.db.QueryRow(ctx, opsRunningRuns)
+	var runs int32
+	err := row.Scan(&runs)
+	return runs, err
+}
+
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
-    SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at, input
+    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -107,10 +247,10 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT $10
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, (cardinality($11::jsonb[]) = 0 OR s.input::jsonb @> ANY ($11::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, (cardinality($11::jsonb[]) = 0 OR s.input::jsonb @> ANY ($11::jsonb[])) AS matched
     FROM scanned s
 )
-SELECT id, workflow, version, tenant, idempotency_key, status, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched
 FROM checked
 ORDER BY created_at DESC, id DESC
@@ -136,6 +276,7 @@ type OpsRunsScanRow struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey pgtype.Text
+	Priority       int16
 	Status         string
 	FailedStep     int32
 	Error          pgtype.Text
@@ -181,6 +322,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.Version,
 			&i.Tenant,
 			&i.IdempotencyKey,
+			&i.Priority,
 			&i.Status,
 			&i.FailedStep,
 			&i.Error,

@@ -27,7 +27,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
-    ORDER BY q.qid
+    ORDER BY q.qid, q.lane DESC
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), taken AS (
@@ -158,12 +158,12 @@ const readyClaimLimited = `-- name: ReadyClaimLimited :many
 WITH running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
 ), eligible AS (
-    SELECT q.run_id, q.step, q.qid,
-           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid) + coalesce(r.n, 0) AS nth
+    SELECT q.run_id, q.step, q.qid, q.lane,
+           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
         WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
-        ORDER BY qid
+        ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q
     LEFT JOIN running r ON r.tenant = q.tenant
@@ -172,7 +172,7 @@ WITH running AS (
     FROM trellis_ready q
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
     WHERE w.nth <= $3::bigint
-    ORDER BY w.qid
+    ORDER BY w.qid, w.lane DESC
     LIMIT $4
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
@@ -304,7 +304,10 @@ func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedPa
 
 const readyDepth = `-- name: ReadyDepth :many
 WITH queued AS (
-    SELECT tenant, count(*) AS n FROM trellis_ready GROUP BY tenant
+    -- Tasks waiting for a slot of their concurrency limit are queued too.
+    SELECT tenant, count(*) AS n
+    FROM (SELECT tenant FROM trellis_ready UNION ALL SELECT tenant FROM trellis_waiting) q
+    GROUP BY tenant
 ), running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
 ), depth AS (

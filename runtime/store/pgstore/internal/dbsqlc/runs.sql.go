@@ -25,7 +25,7 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = $1
@@ -37,6 +37,7 @@ type RunGetRow struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey pgtype.Text
+	Priority       int16
 	Status         string
 	Input          []byte
 	FailedStep     int32
@@ -55,6 +56,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.Version,
 		&i.Tenant,
 		&i.IdempotencyKey,
+		&i.Priority,
 		&i.Status,
 		&i.Input,
 		&i.FailedStep,
@@ -250,7 +252,7 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 }
 
 const runsGet = `-- name: RunsGet :many
-SELECT id, workflow, version, tenant, idempotency_key, status, input, failed_step, error, created_at, finished_at,
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
@@ -263,6 +265,7 @@ type RunsGetRow struct {
 	Version        string
 	Tenant         string
 	IdempotencyKey pgtype.Text
+	Priority       int16
 	Status         string
 	Input          []byte
 	FailedStep     int32
@@ -288,6 +291,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.Version,
 			&i.Tenant,
 			&i.IdempotencyKey,
+			&i.Priority,
 			&i.Status,
 			&i.Input,
 			&i.FailedStep,
@@ -307,16 +311,16 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 }
 
 const runsInsert = `-- name: RunsInsert :many
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved, trace_context, created_at)
-SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), 'RUNNING', i.input, i.unresolved,
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at)
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
        nullif(i.trace_context, ''), $1
 FROM (
-    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.input, u.unresolved, u.trace_context, row_number() OVER () AS ord
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved, u.trace_context, row_number() OVER () AS ord
     FROM (
         SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
                unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
-               unnest($7::json[]) AS input, unnest($8::int[]) AS unresolved,
-               unnest($9::text[]) AS trace_context
+               unnest($7::smallint[]) AS priority, unnest($8::json[]) AS input, unnest($9::int[]) AS unresolved,
+               unnest($10::text[]) AS trace_context
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -331,6 +335,7 @@ type RunsInsertParams struct {
 	Versions        []string
 	Tenants         []string
 	IdempotencyKeys []string
+	Priorities      []int16
 	Inputs          [][]byte
 	Unresolved      []int32
 	TraceContexts   []string
@@ -350,6 +355,7 @@ func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.
 		arg.Versions,
 		arg.Tenants,
 		arg.IdempotencyKeys,
+		arg.Priorities,
 		arg.Inputs,
 		arg.Unresolved,
 		arg.TraceContexts,

@@ -160,9 +160,9 @@ WITH locked AS (
         updated_at = greatest(e.at, t.updated_at)
     FROM edges e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at, t.limit_key, t.limit_max
 ), ready AS (
-    SELECT s.run_id, s.step, r.tenant, r.workflow
+    SELECT s.run_id, s.step, r.tenant, r.workflow, trellis_lane(r.priority, true) AS lane, s.limit_key, s.limit_max
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
     WHERE s.ready
 ), runs AS (
@@ -185,7 +185,8 @@ WITH locked AS (
     UNION ALL
     SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow)) AS n
+    SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
+                         array_agg(limit_key), array_agg(limit_max)) AS n
     FROM ready
 )
 SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
@@ -269,6 +270,9 @@ WITH keys AS (
 ), unqueued AS (
     DELETE FROM trellis_ready q USING keys k
     WHERE q.run_id = k.run_id AND q.step = k.step
+), unwaited AS (
+    DELETE FROM trellis_waiting w USING keys k
+    WHERE w.run_id = k.run_id AND w.step = k.step
 )
 DELETE FROM trellis_timers m USING keys k
 WHERE m.run_id = k.run_id AND m.step = k.step
@@ -377,29 +381,32 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
-           t.parents::smallint[], t.pending, t.plain, t.max_attempts, $1
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0), $1
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
                unnest($4::smallint[]) AS kind, unnest($5::text[]) AS parents,
                unnest($6::smallint[]) AS pending,
-               unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts
+               unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts,
+               unnest($9::text[]) AS limit_key, unnest($10::int[]) AS limit_max
     ) AS t
-    RETURNING run_id, step, status
+    RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', 0, $1 FROM inserted WHERE status = 'QUEUED'
-    RETURNING run_id, step
 ), roots AS (
-    SELECT e.run_id, e.step, r.tenant, r.workflow
-    FROM events e
-    JOIN (SELECT unnest($9::uuid[]) AS id, unnest($10::text[]) AS tenant, unnest($11::text[]) AS workflow) AS r
-        ON r.id = e.run_id
+    SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
+    FROM inserted i
+    JOIN (SELECT unnest($11::uuid[]) AS id, unnest($12::text[]) AS tenant, unnest($13::text[]) AS workflow,
+                 unnest($14::smallint[]) AS priority) AS r
+        ON r.id = i.run_id
+    WHERE i.status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(run_id), array_agg(step), array_agg(false), array_agg(tenant), array_agg(workflow))::bigint
+SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
+                     array_agg(limit_key), array_agg(limit_max))::bigint
 FROM roots
 `
 
@@ -412,13 +419,17 @@ type TasksInsertParams struct {
 	Pendings    []int16
 	Plains      []bool
 	MaxAttempts []int32
+	LimitKeys   []string
+	LimitMaxes  []int32
 	Runs        []uuid.UUID
 	Tenants     []string
 	Workflows   []string
+	Priorities  []int16
 }
 
 // Creates the tasks of new runs and queues those waiting for no parent
-// (the failure handler excepted). Returns how many were queued.
+// (the failure handler excepted), each in its run's new lane, under its
+// limit (trellis_admit). Returns how many were put on the ready queue.
 func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64, error) {
 	row := q.db.QueryRow(ctx, tasksInsert,
 		arg.Now,
@@ -429,9 +440,12 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.Pendings,
 		arg.Plains,
 		arg.MaxAttempts,
+		arg.LimitKeys,
+		arg.LimitMaxes,
 		arg.Runs,
 		arg.Tenants,
 		arg.Workflows,
+		arg.Priorities,
 	)
 	var column_1 int64
 	err := row.Scan(&column_1)
@@ -502,7 +516,7 @@ WITH handlers AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'QUEUED', attempt, at FROM handlers
 )
-SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+SELECT trellis_enqueue(array_agg(h.run_id), array_agg(h.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)))::bigint
 FROM handlers h JOIN trellis_runs r ON r.id = h.run_id
 `
 
@@ -529,12 +543,13 @@ WITH input AS (
         worker = NULL, wake_at = NULL, updated_at = greatest($4::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status <> 'RUNNING'
-    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at, t.limit_key, t.limit_max
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'QUEUED', attempt, at, 'run retried' FROM reset WHERE status = 'QUEUED'
 )
-SELECT trellis_enqueue(array_agg(s.run_id), array_agg(s.step), array_agg(false), array_agg(r.tenant), array_agg(r.workflow))::bigint
+SELECT trellis_admit(array_agg(s.run_id), array_agg(s.step), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)),
+                     array_agg(s.limit_key), array_agg(s.limit_max))::bigint
 FROM reset s JOIN trellis_runs r ON r.id = s.run_id
 WHERE s.status = 'QUEUED'
 `

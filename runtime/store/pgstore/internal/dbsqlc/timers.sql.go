@@ -51,7 +51,7 @@ WITH due AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken
 ), queued AS (
-    SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow)) AS n
+    SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
 )
 SELECT run_id, step, wake, due FROM woken WHERE (SELECT n FROM queued) >= 0

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+)
+
+// DashboardCommand is trellis dashboard: the web UI over a database.
+type DashboardCommand struct {
+	// Clock tells the time for ages and waits; nil is the system clock.
+	Clock clock.Clock
+	// Listening, when set, is told the dashboard's URL once it listens
+	// (tests serve on port 0).
+	Listening func(url string)
+}
+
+// Name implements Command.
+func (DashboardCommand) Name() string { return "dashboard" }
+
+// Summary implements Command.
+func (DashboardCommand) Summary() string {
+	return "serve the web dashboard: runs, their DAGs and steps, the queue, workers"
+}
+
+// DashboardOptions are the options of trellis dashboard.
+type DashboardOptions struct {
+	// DatabaseURL is the Postgres connection string; its search_path (if
+	// any) picks the schema.
+	DatabaseURL string
+	// Addr is the address to listen on, host and port.
+	Addr string
+	// AllowRemote allows an Addr that is not a loopback address.
+	AllowRemote bool
+	// ReadOnly hides the actions and refuses them.
+	ReadOnly bool
+	// Prefix is the path the dashboard is served under ("/trellis").
+	Prefix string
+	// PollInterval is how often live pages are read again.
+	PollInterval time.Duration
+	// StaleAfter and StuckAfter are the engines' (a worker silent that
+	// long counts as dead; a run without progress that long is stuck).
+	StaleAfter, StuckAfter time.Duration
+}
+
+// Validate reports options the dashboard cannot run with.
+func (o DashboardOptions) Validate() error {
+	var errs []error
+	if o.DatabaseURL == "" {
+		errs = append(errs, errors.New("no database: pass -database-url or set TRELLIS_DATABASE_URL"))
+	}
+	if err := checkAddr(o.Addr, o.AllowRemote); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Prefix != "" && (!strings.HasPrefix(o.Prefix, "/") || strings.ContainsAny(o.Prefix, "?#") || strings.Contains(o.Prefix, "//")) {
+		errs = append(errs, fmt.Errorf("-prefix %q: give a path such as /trellis", o.Prefix))
+	}
+	if o.PollInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("-poll %v: use at least 100ms", o.PollInterval))
+	}
+	if o.StaleAfter < 2*time.Second {
+		errs = append(errs, fmt.Errorf("-stale-after %v: use at least 2s (the engines' StaleAfter, 30s unless configured)", o.StaleAfter))
+	}
+	if o.StuckAfter <= 0 {
+		errs = append(errs, fmt.Errorf("-stuck-after %v: give a positive duration (the engines' StuckAfter, 10m unless configured)", o.StuckAfter))
+	}
+	return errors.Join(errs...)
+}
+
+// checkAddr refuses an address other hosts can reach, unless allowed: the
+// dashboard has no authentication of its own.
+func checkAddr(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: give a host and port such as 127.0.0.1:8080", addr)
+	}
+	if allowRemote {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	what := "a non-loopback address"
+	if host == "" {
+		what = "every interface"
+	}
+	return fmt.Errorf("-addr %q listens on %s, where other machines can reach a dashboard that has no authentication of its own: "+
+		"pass -allow-remote if that is what you want (and put it behind your own authentication; see the README), or listen on 127.0.0.1", addr, what)
+}
+
+// Run implements Command.
+func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o DashboardOptions
+	fs := newFlagSet(c.Name(), "[flags]",
+		"Dashboard serves the web UI over a Trellis database: an overview of the last hour,\nthe queue and the workers; each workflow's DAG and failure rate; the runs, filtered\nas trellis runs list filters them; and each run's DAG coloured by step status, its\ntimeline, input, outputs, errors and events, with cancel and retry. Pages update\nlive. It listens on 127.0.0.1 unless -allow-remote is given.")
+	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "`host:port` to listen on")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow an -addr other machines can reach (the dashboard has no authentication)")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no cancel or retry buttons, and refuse those actions (403)")
+	fs.StringVar(&o.Prefix, "prefix", "", "serve under this `path` (/trellis), as behind a proxy that forwards it")
+	fs.DurationVar(&o.PollInterval, "poll", 2*time.Second, "how often open pages are read again for live updates (once for all browsers)")
+	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may be silent before it counts as dead (the engines' StaleAfter)")
+	fs.DurationVar(&o.StuckAfter, "stuck-after", 10*time.Minute, "how long a run may make no progress before it shows as stuck (the engines' StuckAfter)")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trellis dashboard: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	return c.Serve(ctx, o, stdout, stderr)
+}
+
+// Serve runs trellis dashboard with opts until ctx ends or the process is
+// interrupted or terminated, and returns its exit code.
+func (c DashboardCommand) Serve(ctx context.Context, o DashboardOptions, stdout, stderr io.Writer) int {
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "trellis dashboard: %v\n", err)
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := c.serve(ctx, o, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "trellis dashboard: %v\n", err)
+		return ExitProblems
+	}
+	return ExitOK
+}
+
+func (c DashboardCommand) serve(ctx context.Context, o DashboardOptions, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	pool, err := pgstore.Connect(ctx, o.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	engine, err := runtime.New(runtime.Config{
+		Store: pgstore.New(pool), Clock: c.Clock, Logger: log, StaleAfter: o.StaleAfter, StuckAfter: o.StuckAfter,
+		HeartbeatInterval: min(5*time.Second, o.StaleAfter/2),
+	})
+	if err != nil {
+		return err
+	}
+	dash := dashboard.New(ops.New(engine), dashboard.Options{
+		Prefix: o.Prefix, ReadOnly: o.ReadOnly, PollInterval: o.PollInterval, Logger: log, Clock: c.Clock,
+	})
+	defer dash.Close()
+	var handler http.Handler = dash
+	if o.Prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(o.Prefix+"/", dash)
+		mux.Handle(o.Prefix, http.RedirectHandler(o.Prefix+"/", http.StatusMovedPermanently))
+		mux.Handle("/{$}", http.RedirectHandler(o.Prefix+"/", http.StatusFound))
+		handler = mux
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	url := fmt.Sprintf("http://%s%s/", ln.Addr(), o.Prefix)
+	mode := ""
+	if o.ReadOnly {
+		mode = " (read-only)"
+	}
+	fmt.Fprintf(stdout, "trellis dashboard: serving %s%s; Ctrl-C stops it\n", url, mode)
+	if c.Listening != nil {
+		c.Listening(url)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv.RegisterOnShutdown(dash.Close) // live streams end, so that Shutdown need not wait for them
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	fmt.Fprintln(stdout, "trellis dashboard: stopped")
+	return nil
+}

@@ -1,0 +1,113 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/ops"
+)
+
+// An action is what a run's page can do to it.
+type action struct {
+	Name string // the path's last element: cancel or retry
+	// Verb and Question are what the confirmation says.
+	Verb, Question string
+	do             func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult
+}
+
+func actionNamed(name string) (action, bool) {
+	switch name {
+	case "cancel":
+		return action{Name: name, Verb: "Cancel run", Question: "Cancel this run? Its unfinished steps are cancelled and the workers running them stop.",
+			do: func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult {
+				return a.Cancel(r.Context(), id)[0]
+			}}, true
+	case "retry":
+		return action{Name: name, Verb: "Retry run", Question: "Retry this run? It runs again from the steps that did not complete; completed steps keep their outputs.",
+			do: func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult { return a.Retry(r.Context(), id)[0] }}, true
+	}
+	return action{}, false
+}
+
+// confirmData is what the confirmation page shows.
+type confirmData struct {
+	Action action
+	ID     uuid.UUID
+}
+
+// notices are what a run's page says after an action, by the outcome the
+// redirect names (nothing else is shown).
+func notices() map[string]string {
+	return map[string]string{
+		string(ops.Cancelled):    "Cancelled: the run's unfinished steps are cancelled.",
+		string(ops.AlreadyEnded): "Nothing to cancel: the run had already ended.",
+		string(ops.Retried):      "Retried: the run is running again from the steps that did not complete.",
+		string(ops.NotRetryable): "Nothing to retry: only failed and cancelled runs can be retried.",
+	}
+}
+
+// allowed returns the action the request's path names, or answers 404
+// (there is no such what at the path) or, on a read-only dashboard, 403.
+func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, what string) (action, bool) {
+	a, ok := actionNamed(r.PathValue("action"))
+	if !ok {
+		d.errorPage(w, r, http.StatusNotFound, "There is no "+what+" at "+r.URL.Path+".")
+		return a, false
+	}
+	if d.opts.ReadOnly {
+		d.errorPage(w, r, http.StatusForbidden, "This dashboard is read-only: it does not cancel or retry runs.")
+		return a, false
+	}
+	return a, true
+}
+
+// confirm shows the confirmation of an action: what a browser without
+// the page script, or a link, comes to.
+func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.allowed(w, r, "page")
+	if !ok {
+		return
+	}
+	id, ok := d.runID(w, r)
+	if !ok {
+		return
+	}
+	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, confirmData{Action: a, ID: id}))
+}
+
+// act cancels or retries a run, once the request proves it comes from a
+// page of this dashboard and was confirmed, then shows the run.
+func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
+	a, ok := d.allowed(w, r, "action")
+	if !ok {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.csrf.check(r); err != nil {
+		d.log.Warn("dashboard: refused an action", "action", a.Name, "path", r.URL.Path, "why", err)
+		d.errorPage(w, r, http.StatusForbidden, "Refused: "+err.Error())
+		return
+	}
+	id, ok := d.runID(w, r)
+	if !ok {
+		return
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, confirmData{Action: a, ID: id}))
+		return
+	}
+	res := a.do(d.admin, r, id)
+	switch res.Outcome {
+	case ops.NotFound:
+		d.errorPage(w, r, http.StatusNotFound, "There is no run "+id.String()+".")
+		return
+	case ops.Failed:
+		d.log.Error("dashboard: "+a.Name+" failed", "run", id, "err", res.Error)
+		d.errorPage(w, r, http.StatusInternalServerError, a.Verb+" failed: "+res.Error)
+		return
+	}
+	d.log.Info("dashboard: "+a.Name, "run", id, "outcome", res.Outcome)
+	http.Redirect(w, r, d.url("/runs/"+id.String())+"?"+url.Values{"done": {string(res.Outcome)}}.Encode(), http.StatusSeeOther)
+}

@@ -1,0 +1,203 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+// chromium returns the path of Debian's headless-capable chromium, or
+// skips the test without it, unless TRELLIS_REQUIRE_CHROMIUM=1 (CI sets
+// it), which fails the test instead. TRELLIS_CHROMIUM names another
+// binary.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("TRELLIS_CHROMIUM"), "chromium", "/usr/bin/chromium"} {
+		if name == "" {
+			continue
+		}
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("TRELLIS_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("chromium is required (TRELLIS_REQUIRE_CHROMIUM=1) but not installed: apt-get install chromium, or set TRELLIS_CHROMIUM")
+	}
+	t.Skip("no chromium: apt-get install chromium to run the browser tests (TRELLIS_REQUIRE_CHROMIUM=1 fails instead)")
+	return ""
+}
+
+// browser starts a headless chromium for the test and returns a context
+// of its first tab, which ends (and stops the browser) with the test.
+func browser(t *testing.T, width, height int64) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // CI runs as root, where chromium's sandbox cannot start
+		chromedp.DisableGPU,
+		chromedp.WindowSize(int(width), int(height)),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelTime()
+		cancelTab()
+		cancelAlloc()
+	})
+	// Accept every confirmation the page asks for, as a user pressing OK.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	if err := chromedp.Run(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// liveEngine is a started engine on a fresh Postgres schema, running the
+// probe workflow on real time, and a dashboard over the same schema
+// through an engine of its own that is never started, as trellis
+// dashboard does.
+func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	engine, err := runtime.New(runtime.Config{
+		Store: pgstore.New(pool), PollInterval: 50 * time.Millisecond, TimerInterval: 100 * time.Millisecond,
+		HeartbeatInterval: 200 * time.Millisecond, StaleAfter: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &probe{}
+	w := p.register(t, engine)
+	if err := engine.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = engine.Stop(context.Background()) })
+
+	viewer, err := runtime.New(runtime.Config{Store: pgstore.New(pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash := dashboard.New(ops.New(viewer), dashboard.Options{Prefix: "/trellis", PollInterval: 200 * time.Millisecond})
+	srv := httptest.NewServer(dash)
+	t.Cleanup(func() {
+		dash.Close()
+		srv.Close()
+	})
+	return p, w, srv.URL + "/trellis"
+}
+
+// A user opens a failed run from the overview, sees the failed step
+// highlighted, opens its details from the DAG, presses retry (and
+// confirms), and watches the run complete without reloading the page.
+func TestBrowserRetryFailedRun(t *testing.T) {
+	ctx := browser(t, 1280, 1000)
+	p, w, base := liveEngine(t)
+	p.failing.Store(true)
+	ref, err := w.Trigger(t.Context(), []byte(`{"note":"card expired","amount":1200}`), runtime.WithTenant("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Wait(t.Context(), ref.ID); res == nil || res.Status != runtime.RunFailed {
+		t.Fatalf("the run ended %v, %v; want FAILED", res, err)
+	}
+	p.failing.Store(false) // retried, charge succeeds
+
+	runLink := fmt.Sprintf(`a[href="/trellis/runs/%s"]`, ref.ID)
+	failedNode := `g.node.s-failed[data-step="charge"]`
+	var fill, failure string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(runLink),
+		chromedp.Click(runLink),
+		chromedp.WaitVisible(failedNode),
+		chromedp.AttributeValue(failedNode+" rect", "fill", &fill, nil),
+		chromedp.Text("#failure", &failure),
+		chromedp.Click(failedNode+" a"),
+	)
+	if err != nil {
+		t.Fatalf("opening the failed run: %v", err)
+	}
+	// The page reacts to the click on hashchange, which the browser fires
+	// after the click returns: wait for it rather than look at once.
+	var stepOpen bool
+	err = chromedp.Run(ctx, chromedp.Poll(
+		`document.getElementById("step-1").open && document.querySelector('g.node[data-step="charge"]').classList.contains("selected")`,
+		&stepOpen, chromedp.WithPollingTimeout(10*time.Second)))
+	if fill != "#ffc9c9" {
+		t.Errorf("the failed step is filled %q, want the failed colour", fill)
+	}
+	if want := "card declined: card expired"; !strings.Contains(failure, want) || !strings.Contains(failure, "charge") {
+		t.Errorf("the failure box says %q, want step charge and %q", failure, want)
+	}
+	if err != nil || !stepOpen {
+		t.Errorf("clicking the failed step in the DAG did not open and mark its details within 10s: %v", err)
+	}
+
+	var status string
+	var sameDocument bool
+	var updates string
+	err = chromedp.Run(ctx,
+		chromedp.Click("#retry"), // confirmed by the dialog listener
+		chromedp.WaitVisible("#notice"),
+		chromedp.Evaluate(`window.trellisTestMarker = "before"`, nil),
+		chromedp.WaitVisible(`#run-status .badge.s-completed`),
+		chromedp.WaitVisible(`g.node.s-completed[data-step="ship"]`),
+		chromedp.Text("#run-status", &status),
+		chromedp.Evaluate(`window.trellisTestMarker === "before"`, &sameDocument),
+		chromedp.AttributeValue("#live", "data-updates", &updates, nil),
+	)
+	if err != nil {
+		t.Fatalf("retrying and watching the run: %v", err)
+	}
+	if status != "COMPLETED" || !sameDocument || updates == "" {
+		t.Errorf("after retry: status %q, same document %v, live updates %q; want COMPLETED, shown live without a reload", status, sameDocument, updates)
+	}
+	if res, err := w.Result(t.Context(), ref.ID); err != nil || res.Status != runtime.RunCompleted {
+		t.Errorf("the run is %v, %v after retrying it from the page", res, err)
+	}
+}
+
+// A bad where condition shows its type error on the runs page, in the
+// browser as in the HTML.
+func TestBrowserWhereError(t *testing.T) {
+	ctx := browser(t, 1280, 900)
+	_, w, base := liveEngine(t)
+	if _, err := w.Trigger(t.Context(), []byte(`{"note":"x","amount":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	var problem string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(base+"/runs"),
+		chromedp.WaitVisible(`select[name="workflow"]`),
+		chromedp.SetValue(`select[name="workflow"]`, "probe"),
+		chromedp.SendKeys(`input[name="where"]`, `input.amont > 1`),
+		chromedp.Submit(`#filters`),
+		chromedp.WaitVisible("#problem"),
+		chromedp.Text("#problem", &problem),
+	)
+	if err != nil {
+		t.Fatalf("filtering with a misspelt field: %v", err)
+	}
+	if !strings.Contains(problem, "where") || !strings.Contains(problem, "undefined field 'amont'") {
+		t.Errorf("the page says %q, want the where filter's type error", problem)
+	}
+}

@@ -1,0 +1,54 @@
+// Package dashboard is Trellis's web UI: an http.Handler that shows what
+// the operations API (package runtime/ops) reads, for people who want to
+// look rather than query. It shows which runs fail and where in their DAG,
+// what each step returned, and how deep each tenant's queue is, and
+// it cancels and retries runs.
+//
+// It is built on ops alone, so it shows exactly what the trellis CLI
+// does, on either store, and costs the database what the CLI's commands
+// cost. Serve it with trellis dashboard, or mount it in your own server
+// behind your own authentication:
+//
+//	admin := ops.New(engine) // an engine that is not started will do
+//	dash := dashboard.New(admin, dashboard.Options{Prefix: "/trellis"})
+//	defer dash.Close()
+//	mux.Handle("/trellis/", requireOperator(dash))
+//	srv.RegisterOnShutdown(dash.Close) // end live streams on Shutdown
+//
+// # Pages
+//
+// Overview (runs created and finished over the last hour, the queue by
+// tenant, stuck runs, workers and the leader), Workflows (each workflow's
+// versions and DAG, its recent runs and failure rate), Runs (a filtered
+// listing, a page at a time, with the CLI's filters including its CEL
+// where), and Run (the DAG coloured by step status, a timeline of
+// attempts, input, outputs, errors, the event log, cancel and retry).
+//
+// # Why server-rendered
+//
+// Pages are html/template, and the DAG, the timeline and the charts are SVG
+// drawn on the server (the DAG laid out by graph.Lay), with one small
+// hand-written script for live updates and confirmations. Nothing is
+// built with npm and nothing is fetched from the internet: every asset is
+// embedded, and html/template escapes every value that comes from users'
+// data (inputs, outputs, errors, tenants, step names) in its context.
+//
+// # Live updates
+//
+// Pages update as runs progress over server-sent events. One poller per
+// Dashboard reads what the open pages show, once per PollInterval however
+// many browsers watch, and renders each changed part once for all of
+// them; it runs only while a page is open. For the runs pages it first
+// reads one event count per watched run (ops.Admin.EventCounts), and
+// reads a run in full only when its count moved.
+//
+// # Safety
+//
+// Actions (cancel, retry) are POST only, and need a token bound to a
+// cookie (HMAC-signed, so that a cookie planted by a sibling domain does
+// not do) and, when the browser sends them, an Origin of this host and a
+// Sec-Fetch-Site of same-origin. With ReadOnly the pages show no actions
+// and the action URLs answer 403. Every response carries a
+// Content-Security-Policy that allows the dashboard's own script and
+// style only.
+package dashboard

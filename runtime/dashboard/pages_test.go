@@ -1,0 +1,200 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dashboard"
+)
+
+// What a newcomer looks for: which runs failed, at which step, with what
+// error, on every page that lists them.
+func TestPagesShowFailures(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ok := b.trigger(`{"note":"fine","amount":5}`, runtime.WithTenant("acme"))
+	b.h.Advance(time.Second) // its cool-off ends: it completes
+	bad := b.failed(`{"note":"expired card","amount":7}`, runtime.WithTenant("globex"), runtime.WithIdempotencyKey("order-9"))
+
+	overview := b.page("/", http.StatusOK)
+	for _, want := range []string{bad.String(), "charge", "card declined: expired card", `id="failed-tile"><span class="n">1</span>`} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("the overview does not show %q", want)
+		}
+	}
+
+	list := b.page("/runs?status=FAILED&since=1h", http.StatusOK)
+	if !strings.Contains(list, bad.String()) || strings.Contains(list, ok.String()) {
+		t.Errorf("failed runs of the last hour: want run %s only", bad)
+	}
+	if !strings.Contains(list, "card declined: expired card") {
+		t.Error("the runs list does not show the failure's error")
+	}
+	for path, want := range map[string]string{
+		"/runs?tenant=acme":                             ok.String(),
+		"/runs?key=order-9":                             bad.String(),
+		"/runs?workflow=probe":                          ok.String(),
+		`/runs?workflow=probe&where=input.amount+%3E+6`: bad.String(),
+	} {
+		if body := b.page(path, http.StatusOK); !strings.Contains(body, want) {
+			t.Errorf("%s does not list run %s", path, want)
+		}
+	}
+	if body := b.page(`/runs?workflow=probe&where=input.amount+%3E+6`, http.StatusOK); strings.Contains(body, ok.String()) {
+		t.Errorf("where input.amount > 6 lists run %s, whose amount is 5", ok)
+	}
+
+	run := b.page("/runs/"+bad.String(), http.StatusOK)
+	for _, want := range []string{
+		`class="node k-step s-failed" data-step="charge"`, // the failed step, highlighted in the DAG
+		`class="node k-step s-completed" data-step="fetch"`,
+		`class="node k-sleep s-cancelled" data-step="cool-off"`,
+		`class="node k-handler s-completed" data-step="alert"`,
+		`<a href="#step-1">`, // the node links to its step's details
+		`<details class="step s-failed" id="step-1" open>`, // which are open
+		"card declined: expired card",
+		`id="retry"`, // and the run can be retried
+		"&#34;amount&#34;: 7",
+		"span k-running o-failed", // a failed attempt on the timeline
+	} {
+		if !strings.Contains(run, want) {
+			t.Errorf("the failed run's page does not contain %q", want)
+		}
+	}
+	if strings.Contains(run, `id="cancel"`) {
+		t.Error("a failed run's page offers to cancel it")
+	}
+
+	workflow := b.page("/workflows/probe", http.StatusOK)
+	for _, want := range []string{"50.0%", `<td class="step-name">charge</td><td class="num">1</td>`, "skip if input.amount &lt; 0", "sleep 1s"} {
+		if !strings.Contains(workflow, want) {
+			t.Errorf("the workflow page does not show %q", want)
+		}
+	}
+	if body := b.page("/workflows", http.StatusOK); !strings.Contains(body, "50.0%") || !strings.Contains(body, "Echoes its input") {
+		t.Error("the workflows list does not show probe's failure rate and description")
+	}
+}
+
+func TestRunningRunAndQueue(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ref, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"queued"}`), runtime.WithTenant("initech"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.h.Clock.Advance(3 * time.Minute) // queued, and nothing claims it
+	overview := b.page("/", http.StatusOK)
+	for _, want := range []string{">initech</a>", "3m00s", `id="running-now">1<`} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("the overview does not show %q of the queued run", want)
+		}
+	}
+	run := b.page("/runs/"+ref.ID.String(), http.StatusOK)
+	if !strings.Contains(run, `id="cancel"`) || strings.Contains(run, `id="retry"`) {
+		t.Error("a running run's page should offer cancel, not retry")
+	}
+	if !strings.Contains(run, `class="node k-step s-queued" data-step="fetch"`) {
+		t.Error("the running run's DAG does not show fetch queued")
+	}
+}
+
+// Parameters the pages cannot use answer 400, saying which one and why.
+func TestBadParameters(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	b.trigger(`{"note":"x"}`)
+	tests := []struct {
+		path string
+		code int
+		want []string
+	}{
+		{"/runs?status=DONE", 400, []string{"<strong>status</strong>", "unknown run status &#34;DONE&#34;"}},
+		{"/runs?since=yesterday", 400, []string{"<strong>since</strong>", "is not a time"}},
+		{"/runs?since=2030-01-02&until=2030-01-01", 400, []string{"<strong>until</strong>", "time range is empty"}},
+		{"/runs?limit=5000", 400, []string{"<strong>limit</strong>", "from 1 to 1000"}},
+		{"/runs?after=nope", 400, []string{"<strong>after</strong>", "not a page cursor"}},
+		{"/runs?where=input.amount+%3E+1", 400, []string{"<strong>where</strong>", "choose a workflow"}},
+		{"/runs?workflow=nope&where=input.amount+%3E+1", 400, []string{"<strong>workflow</strong>", "no run of workflow"}},
+		{"/runs?workflow=probe&where=input.amont+%3E+1", 400, []string{"<strong>where</strong>", "does not type-check", "undefined field", "amont"}},
+		{"/runs?workflow=probe&where=input.amount+%3E", 400, []string{"<strong>where</strong>", "does not type-check"}},
+		{"/runs/not-a-run", 400, []string{"run id", "is not a run id"}},
+		{"/runs/01950000-0000-7000-8000-000000000000", 404, []string{"There is no run"}},
+		{"/workflows/probe?version=probe@nope", 400, []string{"version", "is not a version of probe"}},
+		{"/workflows/nope", 404, []string{"no version of a workflow"}},
+		{"/nope", 404, []string{"There is no page"}},
+		{"/assets/nope.js", 404, []string{"There is no asset"}},
+	}
+	for _, tt := range tests {
+		code, body := b.get(tt.path)
+		if code != tt.code {
+			t.Errorf("GET %s = %d, want %d", tt.path, code, tt.code)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s does not say %q; body:\n%s", tt.path, want, body)
+			}
+		}
+	}
+	// The form keeps what was typed, and marks the wrong field.
+	if body := b.page("/runs?workflow=probe&where=input.amont+%3E+1", 400); !strings.Contains(body, `value="input.amont &gt; 1"`) || !strings.Contains(body, `aria-invalid="true"`) {
+		t.Error("the runs form does not show the rejected condition marked invalid")
+	}
+}
+
+func TestPaging(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	var ids []runtime.RunID
+	for range 5 {
+		ids = append(ids, b.trigger(`{}`))
+		b.h.Clock.Advance(time.Second)
+	}
+	first := b.page("/runs?limit=2", http.StatusOK)
+	if !strings.Contains(first, ids[4].String()) || !strings.Contains(first, ids[3].String()) || strings.Contains(first, ids[2].String()) {
+		t.Fatal("the first page of two does not hold the two newest runs")
+	}
+	next := between(first, `<a href="`, `" id="next-page"`)
+	if next == "" {
+		t.Fatal("the first page has no link to the next")
+	}
+	second := b.page(strings.TrimPrefix(strings.ReplaceAll(next, "&amp;", "&"), ""), http.StatusOK)
+	if !strings.Contains(second, ids[2].String()) || !strings.Contains(second, ids[1].String()) || strings.Contains(second, ids[4].String()) {
+		t.Error("the second page does not hold the next two runs")
+	}
+	if !strings.Contains(second, "First page") {
+		t.Error("the second page has no link back to the first")
+	}
+}
+
+// between returns the text of s between the first before and the after
+// that follows it.
+func between(s, before, after string) string {
+	j := strings.Index(s, after)
+	if j < 0 {
+		return ""
+	}
+	i := strings.LastIndex(s[:j], before)
+	if i < 0 {
+		return ""
+	}
+	return s[i+len(before) : j]
+}
+
+func TestDownloadsWholeDocuments(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	id := b.trigger(`{"note":"whole"}`)
+	resp, err := b.client.Get(b.base + "/runs/" + id.String() + "/input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+		t.Errorf("input.json served as %q, %q; want an application/json attachment", ct, resp.Header.Get("Content-Disposition"))
+	}
+	if code, body := b.get("/runs/" + id.String() + "/steps/fetch/output.json"); code != 200 || body != `{"note":"whole"}` {
+		t.Errorf("fetch's output.json = %d %q", code, body)
+	}
+	if code, _ := b.get("/runs/" + id.String() + "/steps/nope/output.json"); code != 404 {
+		t.Errorf("an unknown step's output.json = %d, want 404", code)
+	}
+}

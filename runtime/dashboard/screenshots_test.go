@@ -1,0 +1,165 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/effectivelabs/trellis/examples/orders/workflow"
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
+)
+
+// orders is the example's order workflow: orders over $5,000 are
+// rejected, and the card of every order whose id ends in 7 is declined.
+type orders struct{}
+
+func (orders) Validate(_ context.Context, in workflow.OrderProcessingInput) (workflow.OrderProcessingValidateOutput, error) {
+	if in.AmountCents > 500_000 {
+		reason := "amount over the $5,000 limit"
+		return workflow.OrderProcessingValidateOutput{IsValid: false, Reason: &reason}, nil
+	}
+	return workflow.OrderProcessingValidateOutput{IsValid: true}, nil
+}
+
+func (orders) Charge(_ context.Context, in workflow.OrderProcessingInput, _ workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	if strings.HasSuffix(in.OrderID, "7") {
+		return workflow.OrderProcessingChargeOutput{}, runtime.NonRetryable(errors.New("card declined by the issuer (code 51: insufficient funds)"))
+	}
+	id := "ch_" + in.OrderID
+	return workflow.OrderProcessingChargeOutput{ChargeID: &id}, nil
+}
+
+func (orders) Reject(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingRejectParents) error {
+	return nil
+}
+
+func (orders) PrepareShipment(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingPrepareShipmentParents) error {
+	return nil
+}
+
+func (orders) Ship(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingShipParents) error {
+	return nil
+}
+
+func (orders) Finalize(context.Context, workflow.OrderProcessingInput, workflow.OrderProcessingFinalizeParents) error {
+	return nil
+}
+
+func (orders) NotifyAdmin(context.Context, workflow.OrderProcessingInput, runtime.Failure) error {
+	return nil
+}
+
+// TestScreenshots writes PNGs of the main pages into the directory
+// TRELLIS_SCREENSHOTS names (make screenshots; the README shows them), over
+// a day of order runs on Postgres, on a virtual clock. Without the
+// variable it does nothing.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv("TRELLIS_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("set TRELLIS_SCREENSHOTS to a directory to write screenshots (make screenshots)")
+	}
+	ctx := browser(t, 1280, 900)
+	pool := pgtest.Pool(t)
+	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
+	client, err := workflow.RegisterOrderProcessing(h.Engine, orders{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two hours a day apart: the orders of the first finish their
+	// fraud window during the second.
+	n := 0
+	hour := func() {
+		for range 60 {
+			for range 3 {
+				n++
+				in := workflow.OrderProcessingInput{OrderID: fmt.Sprintf("ord-%05d", n), AmountCents: int64(1_000 + n*37%9_000)}
+				if n%23 == 0 {
+					in.AmountCents = 750_000
+				}
+				if _, err := client.RunNoWait(t.Context(), in, runtime.WithTenant([]string{"acme", "globex", "initech"}[n%3])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.Advance(time.Minute)
+		}
+	}
+	hour()
+	h.Advance(23 * time.Hour)
+	hour()
+
+	// Work no worker claims (the probe workflow has none here), a worker
+	// that leads, and one that fell silent.
+	other, err := runtime.New(runtime.Config{Store: h.Store, Clock: h.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := (&probe{}).register(t, other)
+	for i, tenant := range []string{"globex", "globex", "globex", "umbrella"} {
+		if _, err := probe.Trigger(t.Context(), []byte(fmt.Sprintf(`{"note":"backlog %d"}`, i)), runtime.WithTenant(tenant)); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Advance(4 * time.Minute)
+	}
+	if _, err := h.Store.Heartbeat(t.Context(), "worker-eu-2", h.Now().Add(-5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.Heartbeat(t.Context(), "worker-eu-1", h.Now()); err != nil {
+		t.Fatal(err)
+	}
+	leader := h.Store.Leadership("worker-eu-1")
+	if ok, err := leader.TryLead(t.Context()); err != nil || !ok {
+		t.Fatalf("TryLead = %v, %v", ok, err)
+	}
+	t.Cleanup(func() { _ = leader.Resign(context.Background()) })
+
+	admin := ops.New(h.Engine)
+	failed, err := admin.ListRuns(t.Context(), ops.RunFilter{Workflow: "order-processing", Statuses: []runtime.RunStatus{runtime.RunFailed}, Limit: 1})
+	if err != nil || len(failed.Runs) == 0 {
+		t.Fatalf("no failed run to show: %v", err)
+	}
+	completed, err := admin.ListRuns(t.Context(), ops.RunFilter{
+		Workflow: "order-processing", Statuses: []runtime.RunStatus{runtime.RunCompleted}, Where: "input.amountCents <= 500000", Limit: 1,
+	})
+	if err != nil || len(completed.Runs) == 0 {
+		t.Fatalf("no completed run to show: %v", err)
+	}
+	dash := dashboard.New(admin, dashboard.Options{Clock: h.Clock})
+	srv := httptest.NewServer(dash)
+	t.Cleanup(func() {
+		dash.Close()
+		srv.Close()
+	})
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shots := []struct{ name, path, ready string }{
+		{"overview", "/", ".chart"},
+		{"workflow", "/workflows/order-processing", "svg.dag"},
+		{"runs", "/runs?status=FAILED&since=1h", "table.runs"},
+		{"run", "/runs/" + failed.Runs[0].ID.String(), "svg.timeline"},
+		{"run-completed", "/runs/" + completed.Runs[0].ID.String(), "svg.timeline"},
+		{"where", "/runs?workflow=order-processing&where=input.amountCent+%3E+100000", "#problem"},
+	}
+	for _, s := range shots {
+		var png []byte
+		if err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+s.path), chromedp.WaitVisible(s.ready), chromedp.FullScreenshot(&png, 100)); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
