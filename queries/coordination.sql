@@ -27,7 +27,8 @@ SELECT trellis_channel()::text AS channel;
 SELECT c.relname::text AS name
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting')
+  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting',
+                    'trellis_rates', 'trellis_paced')
   AND pg_stat_get_dead_tuples(c.oid) > @dead_rows::bigint
 ORDER BY c.relname;
 
@@ -43,6 +44,17 @@ FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
   AND c.relname IN ('trellis_runs', 'trellis_tasks', 'trellis_events')
 ORDER BY c.relname;
+
+-- name: RatesForget :exec
+-- Deletes the rows of rate keys at rest (due and with nobody in line
+-- since before the given time), which behave as keys without a row,
+-- skipping those another transaction holds (it may be pacing a task).
+DELETE FROM trellis_rates r
+WHERE r.key IN (
+    SELECT i.key FROM trellis_rates i
+    WHERE i.tat < @before AND i.line < @before
+    FOR UPDATE SKIP LOCKED
+);
 
 -- name: LimitsForget :exec
 -- Deletes the rows of limit keys with no slot held and nobody waiting,

@@ -138,9 +138,11 @@ SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.trellis.clai
 -- totals over every tenant. It counts the ready queue and the leases,
 -- which hold live work only, and locks nothing.
 WITH queued AS (
-    -- Tasks waiting for a slot of their concurrency limit are queued too.
+    -- Tasks waiting for a slot of their concurrency limit, or for their
+    -- turn of their rate limit, are queued too.
     SELECT tenant, count(*) AS n
-    FROM (SELECT tenant FROM trellis_ready UNION ALL SELECT tenant FROM trellis_waiting) q
+    FROM (SELECT tenant FROM trellis_ready UNION ALL SELECT tenant FROM trellis_waiting
+          UNION ALL SELECT tenant FROM trellis_paced) q
     GROUP BY tenant
 ), running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant

@@ -2,18 +2,23 @@
 -- Creates the tasks of new runs and queues those waiting for no parent
 -- (the failure handler excepted), each in its run's new lane, under its
 -- limit (trellis_admit). Returns how many were put on the ready queue.
+-- Rate limits apply when tasks are claimed (trellis_pace).
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
+                               rate_key, rate_interval, rate_burst, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
-           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0), @now
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), @now
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
                unnest(@kinds::smallint[]) AS kind, unnest(@parents::text[]) AS parents,
                unnest(@pendings::smallint[]) AS pending,
                unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts,
-               unnest(@limit_keys::text[]) AS limit_key, unnest(@limit_maxes::int[]) AS limit_max
+               unnest(@limit_keys::text[]) AS limit_key, unnest(@limit_maxes::int[]) AS limit_max,
+               unnest(@rate_keys::text[]) AS rate_key, unnest(@rate_intervals::bigint[]) AS rate_interval,
+               unnest(@rate_bursts::int[]) AS rate_burst
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (

@@ -100,7 +100,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	go func() { defer lc.loops.Done(); defer close(lc.flushed); e.flushLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx, lc) }()
 	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
-	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
+	go func() { defer lc.loops.Done(); e.listenLoop(notes, lc.p.timerSet) }()
 	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
 	go func() { defer lc.loops.Done(); e.retentionLoop(loopCtx) }()
 	go func() { defer lc.loops.Done(); e.scheduleLoop(loopCtx) }()
@@ -418,19 +418,26 @@ func (e *Engine) maintainLoop(ctx context.Context) {
 			continue
 		}
 		nextMaintain = now.Add(maintainInterval)
-		if err := e.store.Maintain(ctx); err != nil && ctx.Err() == nil && !warned {
+		if err := e.store.Maintain(ctx, now); err != nil && ctx.Err() == nil && !warned {
 			e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
 			warned = true
 		}
 	}
 }
 
-// listenLoop turns store notifications into local wake-ups.
-func (e *Engine) listenLoop(notes <-chan store.Notification) {
+// listenLoop turns store notifications into local wake-ups: of the claim
+// loop, of the steps of a run that ended, and of the leader's timer loop
+// (timerSet).
+func (e *Engine) listenLoop(notes <-chan store.Notification, timerSet chan<- struct{}) {
 	for n := range notes {
 		switch n.Kind {
 		case store.TasksReady:
 			e.wake()
+		case store.TimerSet:
+			select {
+			case timerSet <- struct{}{}:
+			default:
+			}
 		case store.RunFinished:
 			e.claims.stopRun(n.Run, errRunEnded)
 			e.runFinished(n.Run)

@@ -244,8 +244,8 @@ type Coordination interface {
 	// effort: a slow reader may miss some, so engines also poll.
 	Listen(ctx context.Context) (<-chan Notification, error)
 	// Maintain does the store's periodic housekeeping; the leader calls it
-	// every few seconds.
-	Maintain(ctx context.Context) error
+	// every few seconds, with its clock's time.
+	Maintain(ctx context.Context, now time.Time) error
 }
 
 // Elector holds or seeks leadership.
@@ -267,6 +267,9 @@ const (
 	// RunFinished: a run reached a terminal status (or was cancelled); its
 	// running tasks should stop.
 	RunFinished
+	// TimerSet: a claim set a durable timer (it put a task off by its rate
+	// limit); the leader should look at its next timer again.
+	TimerSet
 )
 
 // Notification is a wake-up sent by a store.
@@ -323,6 +326,27 @@ type NewTask struct {
 	// Limit, when its Key is set, bounds the tasks in progress that share
 	// its key (see Limit).
 	Limit Limit
+	// Rate, when its Key is set, paces the starts of the tasks that share
+	// its key (see Rate).
+	Rate Rate
+}
+
+// Rate is a rate limit on task starts (a claim that runs the task's code:
+// first attempts, retries, and attempts after a worker died), by the
+// generic cell rate algorithm: tasks with the same Key start at most once
+// per Interval, except that up to Burst may start at once after a quiet
+// spell. A claim that finds a task's key ahead of its pace does not
+// return the task: it leaves it QUEUED, off the ready queue, puts it in
+// its key's line, and sets a timer for its turn, when FireTimers queues
+// it again. While a key has a line, tasks new to it join the line's end;
+// a task whose turn came starts if the pace allows (it may be put off
+// again, to the end of the line, if it does not). Claims compute with
+// their Now, or the task's last change when that is later; Interval is a
+// whole number of microseconds.
+type Rate struct {
+	Key      string
+	Interval time.Duration
+	Burst    int
 }
 
 // Limit is a concurrency limit on tasks: at most Max tasks with the same

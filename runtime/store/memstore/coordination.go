@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -52,5 +53,11 @@ func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
 	return ch, nil
 }
 
-// Maintain implements store.Coordination: the memory store needs none.
-func (s *Store) Maintain(context.Context) error { return nil }
+// Maintain implements store.Coordination: it forgets the rate keys at
+// rest.
+func (s *Store) Maintain(_ context.Context, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetRates(now)
+	return nil
+}

@@ -26,6 +26,7 @@ type Store struct {
 	workers   map[string]time.Time    // last heartbeat of each worker
 	queue     readyQueue
 	limits    map[string]*limitLine // by limit key (see limits.go)
+	rates     map[string]*pace      // by rate key (see rates.go)
 	timers    timerQueue
 	eventSeq  int64
 	subs      map[int]chan store.Notification
@@ -56,6 +57,8 @@ type task struct {
 	claimedAt   time.Time
 	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
 	limit       store.Limit
+	rate        store.Rate
+	paced       bool // put off by its rate limit: its timer is its turn (see rates.go)
 	holds       bool // holds a slot of its limit's key
 	waiting     bool // waits in its limit's line (see limits.go)
 	fresh       bool // ... as a root of a new run
@@ -66,6 +69,7 @@ func New() *Store {
 	return &Store{
 		workflows: map[string]store.WorkflowVersion{},
 		limits:    map[string]*limitLine{},
+		rates:     map[string]*pace{},
 		runs:      map[uuid.UUID]*run{},
 		idem:      map[idemKey]uuid.UUID{},
 		running:   map[store.TaskKey]*task{},

@@ -75,7 +75,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 			rec: store.Task{
 				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: store.TaskPending, UpdatedAt: now,
 			},
-			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts, limit: nt.Limit,
+			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts, limit: nt.Limit, rate: nt.Rate,
 		}
 		r.pending[i] = nt.Pending
 		if nt.Kind == store.KindOnFailure {

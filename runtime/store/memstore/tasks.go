@@ -34,6 +34,9 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	out := make([]store.ClaimedTask, 0, len(entries))
 	for _, e := range entries {
 		t, r := e.task, e.task.run
+		if !e.wake && !s.pace(t, p.Now) {
+			continue
+		}
 		queuedAt := t.rec.UpdatedAt
 		at := s.setStatus(t, store.TaskRunning, p.Now)
 		t.rec.Worker = p.Worker

@@ -25,6 +25,11 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
 		case store.TaskRetrying:
 			s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
+		case store.TaskQueued:
+			if !t.paced {
+				continue
+			}
+			s.enqueue(t, false, now) // put off by its rate limit: its turn came
 		default:
 			continue
 		}

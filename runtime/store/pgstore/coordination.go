@@ -197,6 +197,10 @@ func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
 			if n.Channel != channel {
 				continue
 			}
+			if n.Payload == "timer" {
+				deliver(out, store.Notification{Kind: store.TimerSet})
+				continue
+			}
 			if id, ok := strings.CutPrefix(n.Payload, "finished "); ok {
 				if run, err := uuid.Parse(id); err == nil {
 					deliver(out, store.Notification{Kind: store.RunFinished, Run: run})
@@ -248,10 +252,15 @@ const vacuumAfter = 5000
 // has not: it may be off, or behind. A role that may not vacuum the
 // tables (not their owner) gets an error for the small ones; Postgres
 // skips the large ones with a warning. It also forgets the limit keys no
-// task holds or waits for.
-func (s *Store) Maintain(ctx context.Context) error {
+// task holds or waits for, and the rate keys at rest.
+func (s *Store) Maintain(ctx context.Context, now time.Time) error {
 	if err := s.q.LimitsForget(ctx); err != nil {
 		return wrap(err, "forgetting idle limit keys")
+	}
+	// A minute's margin: the times in a key's row are those of the claims
+	// that paced it, whose clocks may differ from the leader's a little.
+	if err := s.q.RatesForget(ctx, now.Add(-time.Minute)); err != nil {
+		return wrap(err, "forgetting rate keys at rest")
 	}
 	tables, err := s.q.HotTablesToVacuum(ctx, vacuumAfter)
 	if err != nil {

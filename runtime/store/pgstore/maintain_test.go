@@ -48,7 +48,7 @@ func TestMaintainVacuumsTheQueueOnceItHasManyDeadRows(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := s.Maintain(ctx); err != nil {
+	if err := s.Maintain(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, count := vacuums(); count == 0; _, count = vacuums() {
@@ -97,7 +97,7 @@ func TestMaintainAnalyzesWhatAutovacuumDoesNot(t *testing.T) {
 	if _, count := analyzed(); count != 0 {
 		t.Fatalf("trellis_runs analyzed %d times before Maintain", count)
 	}
-	if err := s.Maintain(ctx); err != nil {
+	if err := s.Maintain(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, count := analyzed(); count == 0; _, count = analyzed() {

@@ -119,6 +119,9 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 				tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
 				tasks.LimitKeys = append(tasks.LimitKeys, t.Limit.Key)
 				tasks.LimitMaxes = append(tasks.LimitMaxes, int32(t.Limit.Max))
+				tasks.RateKeys = append(tasks.RateKeys, t.Rate.Key)
+				tasks.RateIntervals = append(tasks.RateIntervals, t.Rate.Interval.Microseconds())
+				tasks.RateBursts = append(tasks.RateBursts, int32(t.Rate.Burst))
 			}
 		}
 		if len(tasks.RunIds) == 0 {

@@ -56,6 +56,7 @@ type runOpts struct {
 	maxAttempts           int
 	priority              int         // 0: the store's default, PriorityNormal
 	limit                 store.Limit // of the root, step A
+	rate                  store.Rate  // of the root, step A
 	traceContext          string
 	input                 string // {"n":1} when empty
 }
@@ -97,6 +98,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	id := uuid.Must(uuid.NewV7())
 	tasks := diamondTasks(o.maxAttempts)
 	tasks[stepA].Limit = o.limit
+	tasks[stepA].Rate = o.rate
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
 		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,

@@ -43,6 +43,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"LimitSlotKeptWhileRetryingOrRecovered", testLimitKept},
 		{"LimitLineLosesCancelledRuns", testLimitLineCancelled},
 		{"LimitAppliesToRetriedRuns", testLimitRetriedRun},
+		{"RatePacesStartsOfAKey", testRatePaces},
+		{"RateBurstAfterQuietSpell", testRateBurst},
+		{"RateLineKeepsOrder", testRateLine},
+		{"RateCountsRetries", testRateCountsRetries},
+		{"RateLineLosesCancelledRuns", testRateCancelled},
 		{"CompletionResolvesChildrenAndRun", testCompletionResolves},
 		{"FanInExactUnderConcurrency", testFanInConcurrent},
 		{"SkippedParentsResolve", testSkippedParentsResolve},
@@ -866,7 +871,7 @@ func parentSteps(c store.ClaimedTask) []int {
 func testMaintain(t *testing.T, f *fixture) {
 	id := f.createDiamond(runOpts{})
 	f.complete(f.claimOne(id, stepA), `{}`)
-	if err := f.s.Maintain(f.ctx); err != nil {
+	if err := f.s.Maintain(f.ctx, f.now); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
 	// Maintenance changes nothing a caller can see.

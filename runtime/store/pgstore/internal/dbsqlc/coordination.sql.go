@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const advisoryLock = `-- name: AdvisoryLock :exec
@@ -51,7 +52,8 @@ const hotTablesToVacuum = `-- name: HotTablesToVacuum :many
 SELECT c.relname::text AS name
 FROM pg_catalog.pg_class c
 WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting')
+  AND c.relname IN ('trellis_ready', 'trellis_leases', 'trellis_timers', 'trellis_workers', 'trellis_limits', 'trellis_waiting',
+                    'trellis_rates', 'trellis_paced')
   AND pg_stat_get_dead_tuples(c.oid) > $1::bigint
 ORDER BY c.relname
 `
@@ -105,6 +107,23 @@ func (q *Queries) NotifyChannel(ctx context.Context) (string, error) {
 	var channel string
 	err := row.Scan(&channel)
 	return channel, err
+}
+
+const ratesForget = `-- name: RatesForget :exec
+DELETE FROM trellis_rates r
+WHERE r.key IN (
+    SELECT i.key FROM trellis_rates i
+    WHERE i.tat < $1 AND i.line < $1
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+// Deletes the rows of rate keys at rest (due and with nobody in line
+// since before the given time), which behave as keys without a row,
+// skipping those another transaction holds (it may be pacing a task).
+func (q *Queries) RatesForget(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, ratesForget, before)
+	return err
 }
 
 const tablesBehind = `-- name: TablesBehind :many

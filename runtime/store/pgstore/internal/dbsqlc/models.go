@@ -43,6 +43,18 @@ type TrellisMigration struct {
 	AppliedAt time.Time
 }
 
+type TrellisPaced struct {
+	RunID  uuid.UUID
+	Step   int16
+	Tenant string
+}
+
+type TrellisRate struct {
+	Key  string
+	Tat  time.Time
+	Line time.Time
+}
+
 type TrellisReady struct {
 	RunID    uuid.UUID
 	Step     int16
@@ -90,6 +102,9 @@ type TrellisTask struct {
 	FinishedAt    *time.Time
 	LimitKey      pgtype.Text
 	LimitMax      pgtype.Int4
+	RateKey       pgtype.Text
+	RateInterval  pgtype.Int8
+	RateBurst     pgtype.Int4
 }
 
 type TrellisTenant struct {

@@ -381,17 +381,21 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
+                               rate_key, rate_interval, rate_burst, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
-           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0), $1
+           t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), $1
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
                unnest($4::smallint[]) AS kind, unnest($5::text[]) AS parents,
                unnest($6::smallint[]) AS pending,
                unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts,
-               unnest($9::text[]) AS limit_key, unnest($10::int[]) AS limit_max
+               unnest($9::text[]) AS limit_key, unnest($10::int[]) AS limit_max,
+               unnest($11::text[]) AS rate_key, unnest($12::bigint[]) AS rate_interval,
+               unnest($13::int[]) AS rate_burst
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
@@ -400,8 +404,8 @@ WITH inserted AS (
 ), roots AS (
     SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
     FROM inserted i
-    JOIN (SELECT unnest($11::uuid[]) AS id, unnest($12::text[]) AS tenant, unnest($13::text[]) AS workflow,
-                 unnest($14::smallint[]) AS priority) AS r
+    JOIN (SELECT unnest($14::uuid[]) AS id, unnest($15::text[]) AS tenant, unnest($16::text[]) AS workflow,
+                 unnest($17::smallint[]) AS priority) AS r
         ON r.id = i.run_id
     WHERE i.status = 'QUEUED'
 )
@@ -411,25 +415,29 @@ FROM roots
 `
 
 type TasksInsertParams struct {
-	Now         time.Time
-	RunIds      []uuid.UUID
-	Steps       []int16
-	Kinds       []int16
-	Parents     []string
-	Pendings    []int16
-	Plains      []bool
-	MaxAttempts []int32
-	LimitKeys   []string
-	LimitMaxes  []int32
-	Runs        []uuid.UUID
-	Tenants     []string
-	Workflows   []string
-	Priorities  []int16
+	Now           time.Time
+	RunIds        []uuid.UUID
+	Steps         []int16
+	Kinds         []int16
+	Parents       []string
+	Pendings      []int16
+	Plains        []bool
+	MaxAttempts   []int32
+	LimitKeys     []string
+	LimitMaxes    []int32
+	RateKeys      []string
+	RateIntervals []int64
+	RateBursts    []int32
+	Runs          []uuid.UUID
+	Tenants       []string
+	Workflows     []string
+	Priorities    []int16
 }
 
 // Creates the tasks of new runs and queues those waiting for no parent
 // (the failure handler excepted), each in its run's new lane, under its
 // limit (trellis_admit). Returns how many were put on the ready queue.
+// Rate limits apply when tasks are claimed (trellis_pace).
 func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64, error) {
 	row := q.db.QueryRow(ctx, tasksInsert,
 		arg.Now,
@@ -442,6 +450,9 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.MaxAttempts,
 		arg.LimitKeys,
 		arg.LimitMaxes,
+		arg.RateKeys,
+		arg.RateIntervals,
+		arg.RateBursts,
 		arg.Runs,
 		arg.Tenants,
 		arg.Workflows,

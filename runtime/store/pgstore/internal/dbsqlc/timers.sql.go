@@ -40,16 +40,18 @@ WITH due AS (
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
-    -- is queued for its next attempt.
+    -- is queued for its next attempt, a QUEUED one (put off) for its turn.
     UPDATE trellis_tasks t
     SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at)
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
-    WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING')
-    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, t.updated_at AS at, f.wake_at AS due
+    WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED')
+    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, before.status = 'QUEUED' AS turn,
+              t.updated_at AS at, f.wake_at AS due
 ), events AS (
+    -- A turn is not an event: the task was queued already.
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken
+    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken WHERE NOT turn
 ), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
@@ -70,8 +72,9 @@ type TimersFireRow struct {
 }
 
 // Fires up to lim timers due at now: sleeping tasks wake (queued to be
-// completed), retrying tasks are queued for their next attempt. Returns
-// the timers that fired, with when each was due.
+// completed), retrying tasks are queued for their next attempt, tasks
+// put off by their rate limit (QUEUED, see trellis_pace) are queued for
+// their turn. Returns the timers that fired, with when each was due.
 // queued is read through a scalar subquery, which runs once: joined, it
 // could run once per woken task.
 func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]TimersFireRow, error) {
