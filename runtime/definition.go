@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
@@ -31,6 +32,9 @@ type Definition struct {
 	// limits holds each step's concurrency limit (its own, or the
 	// workflow's); nil for steps without one.
 	limits []*limit
+	// rates holds each step's rate limit (its own, or the workflow's);
+	// nil for steps without one.
+	rates []*rate
 	// schedules are the compiled cron schedules (see schedules.go).
 	schedules []schedule
 }
@@ -43,6 +47,16 @@ type limit struct {
 	scope string
 	key   *condition.KeyExpr
 	max   int
+}
+
+// rate is a compiled rate limit: tasks whose runs' key values are equal
+// (all tasks, when key is nil) start at most once per interval, burst
+// at once after a quiet spell. scope is as for limit.
+type rate struct {
+	scope    string
+	key      *condition.KeyExpr
+	interval time.Duration
+	burst    int
 }
 
 // Compile checks a spec (spec.Workflow.Check: the rules lint applies to
@@ -106,6 +120,9 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 			return nil, err
 		}
 		if d.limits, err = compileLimits(spec, len(g.Steps), env); err != nil {
+			return nil, err
+		}
+		if d.rates, err = compileRates(spec, len(g.Steps), env); err != nil {
 			return nil, err
 		}
 	}
@@ -211,70 +228,137 @@ func compilePriority(spec *WorkflowSpec, env *condition.InputEnv) (*condition.In
 	return x, nil
 }
 
-// hasLimits reports whether a spec declares a concurrency limit.
+// hasLimits reports whether a spec declares a concurrency or a rate
+// limit.
 func hasLimits(spec *WorkflowSpec) bool {
-	return spec.Concurrency != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool { return s.Concurrency != nil })
+	return spec.Concurrency != nil || spec.RateLimit != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool {
+		return s.Concurrency != nil || s.RateLimit != nil
+	})
 }
 
-// compileLimits compiles the concurrency limits of a spec's steps: a
-// step's own, or else the workflow's (code steps only); nil when it has
-// none.
-func compileLimits(spec *WorkflowSpec, steps int, env *condition.InputEnv) ([]*limit, error) {
-	if !hasLimits(spec) {
-		return nil, nil
-	}
-	compile := func(c *ConcurrencySpec, scope, what string) (*limit, error) {
-		x, issues := env.CompileKey(c.Key)
-		if len(issues) > 0 {
-			return nil, fmt.Errorf("compiling workflow %s: %s: key %q: %s", spec.Name, what, c.Key, issues[0].Message)
-		}
-		return &limit{scope: scope, key: x, max: c.Max}, nil
-	}
-	var shared *limit
-	var err error
-	if spec.Concurrency != nil {
-		if shared, err = compile(spec.Concurrency, spec.Name, "concurrency"); err != nil {
+// perStep compiles a setting that a workflow declares for its code steps
+// and a step may replace with its own (a concurrency or a rate limit):
+// it returns each step's compiled setting, the step's own or else the
+// workflow's (shared, not copied), nil for steps with neither and for
+// sleep steps; nil when no step has one. compile gets the scope that
+// names what shares the setting's keys: the workflow, or one step.
+func perStep[S any, C any](spec *WorkflowSpec, steps int, shared *S, own func(*StepSpec) *S, compile func(s *S, scope, what string) (*C, error)) ([]*C, error) {
+	var wide *C
+	if shared != nil {
+		var err error
+		if wide, err = compile(shared, spec.Name, ""); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]*limit, steps)
-	for i, s := range spec.Steps {
-		switch {
-		case s.IsSleep():
-		case s.Concurrency != nil:
-			if out[i], err = compile(s.Concurrency, spec.Name+"/"+s.Name, "step "+s.Name+": concurrency"); err != nil {
+	var out []*C
+	for i := range spec.Steps {
+		s := &spec.Steps[i]
+		c := wide
+		if s.IsSleep() {
+			continue
+		}
+		if o := own(s); o != nil {
+			var err error
+			if c, err = compile(o, spec.Name+"/"+s.Name, "step "+s.Name+": "); err != nil {
 				return nil, err
 			}
-		default:
-			out[i] = shared
 		}
+		if c == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]*C, steps)
+		}
+		out[i] = c
 	}
 	return out, nil
 }
 
-// taskLimits returns the concurrency limit of each step for a run with
-// the given (valid) input, or nil when no step has one.
-func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage) ([]store.Limit, error) {
-	if d.limits == nil {
-		return nil, nil
+// compileLimits compiles the concurrency limits of a spec's steps (see
+// perStep).
+func compileLimits(spec *WorkflowSpec, steps int, env *condition.InputEnv) ([]*limit, error) {
+	return perStep(spec, steps, spec.Concurrency, func(s *StepSpec) *ConcurrencySpec { return s.Concurrency },
+		func(c *ConcurrencySpec, scope, what string) (*limit, error) {
+			x, issues := env.CompileKey(c.Key)
+			if len(issues) > 0 {
+				return nil, fmt.Errorf("compiling workflow %s: %sconcurrency: key %q: %s", spec.Name, what, c.Key, issues[0].Message)
+			}
+			return &limit{scope: scope, key: x, max: c.Max}, nil
+		})
+}
+
+// compileRates compiles the rate limits of a spec's steps (see perStep).
+func compileRates(spec *WorkflowSpec, steps int, env *condition.InputEnv) ([]*rate, error) {
+	return perStep(spec, steps, spec.RateLimit, func(s *StepSpec) *RateLimitSpec { return s.RateLimit },
+		func(c *RateLimitSpec, scope, what string) (*rate, error) {
+			r := &rate{scope: scope, interval: c.Interval(), burst: c.Bursts()}
+			if c.Key == "" {
+				return r, nil
+			}
+			x, issues := env.CompileKey(c.Key)
+			if len(issues) > 0 {
+				return nil, fmt.Errorf("compiling workflow %s: %srateLimit: key %q: %s", spec.Name, what, c.Key, issues[0].Message)
+			}
+			r.key = x
+			return r, nil
+		})
+}
+
+// keyValues evaluates key expressions on one run input, each once
+// however many steps share it.
+type keyValues struct {
+	ctx    context.Context
+	input  json.RawMessage
+	values map[*condition.KeyExpr]string
+}
+
+func (k *keyValues) of(x *condition.KeyExpr) (string, error) {
+	if x == nil {
+		return "", nil
 	}
-	out := make([]store.Limit, len(d.limits))
-	values := map[*limit]string{}
+	if v, ok := k.values[x]; ok {
+		return v, nil
+	}
+	v, err := x.Eval(k.ctx, k.input)
+	if err != nil {
+		return "", err
+	}
+	if k.values == nil {
+		k.values = map[*condition.KeyExpr]string{}
+	}
+	k.values[x] = v
+	return v, nil
+}
+
+// hasLimits reports whether some step of d has a concurrency or a rate
+// limit.
+func (d *Definition) hasLimits() bool { return d.limits != nil || d.rates != nil }
+
+// taskLimits sets the concurrency and rate limits of a run's tasks for
+// its (valid) input; tasks must be the run's own copy.
+func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage, tasks []store.NewTask) error {
+	keys := keyValues{ctx: ctx, input: input}
 	for i, l := range d.limits {
 		if l == nil {
 			continue
 		}
-		v, ok := values[l]
-		if !ok {
-			var err error
-			if v, err = l.key.Eval(ctx, input); err != nil {
-				return nil, fmt.Errorf("workflow %s: concurrency key: %w", d.spec.Name, err)
-			}
-			values[l] = v
+		v, err := keys.of(l.key)
+		if err != nil {
+			return fmt.Errorf("workflow %s: concurrency key: %w", d.spec.Name, err)
 		}
-		out[i] = store.Limit{Key: l.scope + ":" + v, Max: l.max}
+		tasks[i].Limit = store.Limit{Key: l.scope + ":" + v, Max: l.max}
 	}
-	return out, nil
+	for i, r := range d.rates {
+		if r == nil {
+			continue
+		}
+		v, err := keys.of(r.key)
+		if err != nil {
+			return fmt.Errorf("workflow %s: rate limit key: %w", d.spec.Name, err)
+		}
+		tasks[i].Rate = store.Rate{Key: r.scope + ":" + v, Interval: r.interval, Burst: r.burst}
+	}
+	return nil
 }
 
 // runPriority is the priority of a run of d with the given (valid)

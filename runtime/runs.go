@@ -50,7 +50,8 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	}
 	inputs = slices.Clone(inputs)
 	priorities := make([]int, len(inputs))
-	limits := make([][]store.Limit, len(inputs))
+	tasks := newTasks(def)
+	perRun := make([][]store.NewTask, len(inputs))
 	for i, in := range inputs {
 		if len(in) == 0 {
 			inputs[i] = json.RawMessage(`{}`)
@@ -62,8 +63,9 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 				priorities[i], err = def.runPriority(ctx, inputs[i])
 			}
 		}
-		if err == nil {
-			limits[i], err = def.taskLimits(ctx, inputs[i])
+		if err == nil && def.hasLimits() {
+			perRun[i] = slices.Clone(tasks)
+			err = def.taskLimits(ctx, inputs[i], perRun[i])
 		}
 		if err != nil {
 			if len(inputs) > 1 {
@@ -75,7 +77,6 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	if err := e.saveDefinition(ctx, def); err != nil {
 		return nil, err
 	}
-	tasks := newTasks(def)
 	runs := make([]store.NewRun, len(inputs))
 	for i, in := range inputs {
 		id, err := uuid.NewV7()
@@ -86,11 +87,8 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Priority: priorities[i],
 			Input: in, Tasks: tasks, TraceContext: traceContext,
 		}
-		if limits[i] != nil {
-			runs[i].Tasks = slices.Clone(tasks)
-			for step, l := range limits[i] {
-				runs[i].Tasks[step].Limit = l
-			}
+		if perRun[i] != nil {
+			runs[i].Tasks = perRun[i]
 		}
 		if keys != nil {
 			runs[i].IdempotencyKey = keys[i]

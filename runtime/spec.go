@@ -21,6 +21,9 @@ type ScheduleSpec = spec.Schedule
 // ConcurrencySpec is a concurrency limit by key (see spec.Concurrency).
 type ConcurrencySpec = spec.Concurrency
 
+// RateLimitSpec is a rate limit by key (see spec.RateLimit).
+type RateLimitSpec = spec.RateLimit
+
 // RetryPolicy says how often and how soon a failed attempt is retried (see
 // spec.RetryPolicy).
 type RetryPolicy = spec.RetryPolicy

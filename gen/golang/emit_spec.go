@@ -32,6 +32,9 @@ func (e *emitter) spec() {
 	if w.Concurrency != nil {
 		fields = append(fields, kv("Concurrency", concurrencyCode(w.Concurrency)))
 	}
+	if w.RateLimit != nil {
+		fields = append(fields, kv("RateLimit", rateLimitCode(w.RateLimit)))
+	}
 	steps := make([]jen.Code, 0, len(w.Steps))
 	for _, s := range w.Steps {
 		steps = append(steps, stepSpec(s))
@@ -98,11 +101,26 @@ func stepSpec(s spec.Step) jen.Code {
 	if s.Concurrency != nil {
 		fields = append(fields, kv("Concurrency", concurrencyCode(s.Concurrency)))
 	}
+	if s.RateLimit != nil {
+		fields = append(fields, kv("RateLimit", rateLimitCode(s.RateLimit)))
+	}
 	return multi(fields...)
 }
 
 func concurrencyCode(c *spec.Concurrency) jen.Code {
 	return jen.Op("&").Qual(runtimePkg, "ConcurrencySpec").Values(kv("Key", jen.Lit(c.Key)), kv("Max", jen.Lit(c.Max)))
+}
+
+func rateLimitCode(r *spec.RateLimit) jen.Code {
+	var fields []jen.Code
+	if r.Key != "" {
+		fields = append(fields, kv("Key", jen.Lit(r.Key)))
+	}
+	fields = append(fields, kv("Limit", jen.Lit(r.Limit)), kv("Per", durationCode(r.Per)))
+	if r.Burst > 0 {
+		fields = append(fields, kv("Burst", jen.Lit(r.Burst)))
+	}
+	return jen.Op("&").Qual(runtimePkg, "RateLimitSpec").Values(fields...)
 }
 
 func retryCode(r spec.RetryPolicy) jen.Code {

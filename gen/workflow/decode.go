@@ -24,7 +24,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "defaults", "steps", "onFailure", "schedules")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -39,6 +39,9 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := root.Get("concurrency"); f != nil {
 		w.Concurrency = d.concurrency(f.Value, "concurrency")
+	}
+	if f := root.Get("rateLimit"); f != nil {
+		w.RateLimit = d.rateLimit(f.Value, "rateLimit")
 	}
 	if f := root.Get("defaults"); f != nil {
 		d.decodeDefaults(f.Value)
@@ -136,7 +139,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency")
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -145,7 +148,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range []string{"retry", "timeout", "output", "concurrency"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -167,6 +170,9 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("concurrency"); f != nil {
 		s.Concurrency = d.concurrency(f.Value, "concurrency of "+what)
+	}
+	if f := v.Get("rateLimit"); f != nil {
+		s.RateLimit = d.rateLimit(f.Value, "rateLimit of "+what)
 	}
 	return s
 }
@@ -260,32 +266,84 @@ func (d *decoder) concurrency(v *Value, what string) *Concurrency {
 	ok := true
 	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f == nil {
 		ok = false
-	} else {
-		switch {
-		case f.Value.Kind != KindString:
-			d.probs.Add(f.Value.Pos, "type", "the key of %s must be a string holding a CEL expression over the input, such as \"input.customerId\", not %s", what, f.Value.Kind)
-			ok = false
-		case strings.TrimSpace(f.Value.Str) == "":
-			d.probs.Add(f.Value.Pos, "minLength", "empty key in %s: write a CEL expression over the input, such as \"input.customerId\"", what)
-			ok = false
-		default:
-			c.Key = Expr{Source: strings.TrimRight(f.Value.Str, "\n"), Pos: f.Value.Pos, style: f.Value.Style}
-		}
+	} else if c.Key, ok = d.keyExpr(f, what); !ok {
+		ok = false
 	}
 	if f := d.required(v, "max", what+" has no max: add max: <how many tasks of one key may be in progress at once>"); f == nil {
 		ok = false
-	} else if n, valid := d.count(f.Value, "max of "+what); !valid {
+	} else if c.Max = d.atLeastOne(f.Value, "max of "+what, "at least one task of a key must be able to run"); c.Max == 0 {
 		ok = false
-	} else if n < 1 {
-		d.probs.Add(f.Value.Pos, "minimum", "max of %s must be at least 1: at least one task of a key must be able to run", what)
-		ok = false
-	} else {
-		c.Max = n
 	}
 	if !ok {
 		return nil
 	}
 	return c
+}
+
+// keyExpr reads the key of a limit: a string holding a CEL expression
+// over the input, type-checked later by checkInputExprs.
+func (d *decoder) keyExpr(f *Field, what string) (Expr, bool) {
+	switch {
+	case f.Value.Kind != KindString:
+		d.probs.Add(f.Value.Pos, "type", "the key of %s must be a string holding a CEL expression over the input, such as \"input.customerId\", not %s", what, f.Value.Kind)
+	case strings.TrimSpace(f.Value.Str) == "":
+		d.probs.Add(f.Value.Pos, "minLength", "empty key in %s: write a CEL expression over the input, such as \"input.customerId\"", what)
+	default:
+		return Expr{Source: strings.TrimRight(f.Value.Str, "\n"), Pos: f.Value.Pos, style: f.Value.Style}, true
+	}
+	return Expr{}, false
+}
+
+// atLeastOne reads a whole number of at least 1, or reports why it is
+// not one (why it must be: because) and returns 0.
+func (d *decoder) atLeastOne(v *Value, what, because string) int {
+	if v.Kind == KindNumber && strings.HasPrefix(v.Str, "-") {
+		d.probs.Add(v.Pos, "minimum", "%s must be at least 1: %s", what, because)
+		return 0
+	}
+	n, ok := d.count(v, what)
+	if ok && n < 1 {
+		d.probs.Add(v.Pos, "minimum", "%s must be at least 1: %s", what, because)
+	}
+	if !ok || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// rateLimit reads a rate limit: {key: <CEL over the input>, limit: <whole
+// number >= 1>, per: <duration>, burst: <whole number >= 1>}; key and
+// burst are optional. The key is type-checked by checkInputExprs.
+func (d *decoder) rateLimit(v *Value, what string) *RateLimit {
+	if !d.isMap(v, what, `a mapping such as {key: "input.customerId", limit: 10, per: 1m}`) {
+		return nil
+	}
+	d.keys(v, what, "key", "limit", "per", "burst")
+	r := &RateLimit{Pos: v.Pos, Burst: 1}
+	ok := true
+	if f := v.Get("key"); f != nil {
+		key, valid := d.keyExpr(f, what)
+		r.Key, ok = &key, valid
+	}
+	if f := d.required(v, "limit", what+" has no limit: add limit: <how many tasks of one key may start per interval>"); f == nil {
+		ok = false
+	} else if r.Limit = d.atLeastOne(f.Value, "limit of "+what, "at least one task of a key must be able to start per interval"); r.Limit == 0 {
+		ok = false
+	}
+	if f := d.required(v, "per", what+" has no per: add per: <the interval the limit counts starts over, such as 1s or 1m>"); f == nil {
+		ok = false
+	} else if r.Per = d.duration(f.Value, "per of "+what); r.Per == 0 {
+		ok = false
+	}
+	if f := v.Get("burst"); f != nil {
+		if r.Burst = d.atLeastOne(f.Value, "burst of "+what, "it is how many tasks of a key may start at once after a quiet spell"); r.Burst == 0 {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return r
 }
 
 func (d *decoder) onFailure(v *Value) *OnFailure {

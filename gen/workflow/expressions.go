@@ -16,7 +16,7 @@ type inputExpr struct {
 }
 
 // checkInputExprs type-checks the expressions over the run input alone
-// (the priority and the concurrency limits' keys) against the input
+// (the priority and the concurrency and rate limits' keys) against the input
 // schema, with the runtime's own condition package and one environment
 // for all of them. When the input schema has problems (reported already)
 // it checks only their syntax.
@@ -28,9 +28,15 @@ func checkInputExprs(w *Workflow, lines [][]byte, probs *Problems) {
 	if w.Concurrency != nil {
 		exprs = append(exprs, inputExpr{&w.Concurrency.Key, "concurrency key"})
 	}
+	if w.RateLimit != nil && w.RateLimit.Key != nil {
+		exprs = append(exprs, inputExpr{w.RateLimit.Key, "rate limit key"})
+	}
 	for _, s := range w.Steps {
 		if s.Concurrency != nil {
 			exprs = append(exprs, inputExpr{&s.Concurrency.Key, "concurrency key"})
+		}
+		if s.RateLimit != nil && s.RateLimit.Key != nil {
+			exprs = append(exprs, inputExpr{s.RateLimit.Key, "rate limit key"})
 		}
 	}
 	if len(exprs) == 0 {

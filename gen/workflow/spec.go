@@ -20,6 +20,7 @@ func (w *Workflow) Spec() *spec.Workflow {
 		out.Priority = w.Priority.Source
 	}
 	out.Concurrency = w.Concurrency.spec()
+	out.RateLimit = w.RateLimit.spec()
 	for _, s := range w.Steps {
 		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {
@@ -34,6 +35,7 @@ func (w *Workflow) Spec() *spec.Workflow {
 				step.OutputSchema = s.Output.JSON
 			}
 			step.Concurrency = s.Concurrency.spec()
+			step.RateLimit = s.RateLimit.spec()
 		}
 		out.Steps = append(out.Steps, step)
 	}
@@ -66,4 +68,18 @@ func (c *Concurrency) spec() *spec.Concurrency {
 		return nil
 	}
 	return &spec.Concurrency{Key: c.Key.Source, Max: c.Max}
+}
+
+func (r *RateLimit) spec() *spec.RateLimit {
+	if r == nil {
+		return nil
+	}
+	out := &spec.RateLimit{Limit: r.Limit, Per: r.Per}
+	if r.Key != nil {
+		out.Key = r.Key.Source
+	}
+	if r.Burst > 1 {
+		out.Burst = r.Burst
+	}
+	return out
 }

@@ -36,6 +36,8 @@ type Workflow struct {
 	Priority *Expr
 	// Concurrency is the workflow's concurrency limit, or nil.
 	Concurrency *Concurrency
+	// RateLimit is the workflow's rate limit, or nil.
+	RateLimit *RateLimit
 	// Steps are the steps in file order.
 	Steps []*Step
 	// OnFailure is the failure handler, or nil.
@@ -76,6 +78,8 @@ type Step struct {
 	Output *Schema
 	// Concurrency is the step's own concurrency limit, or nil.
 	Concurrency *Concurrency
+	// RateLimit is the step's own rate limit, or nil.
+	RateLimit *RateLimit
 	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
 	// has parents and every one of them may be skipped. A child sees a
 	// parent that may be skipped as optional.
@@ -110,6 +114,17 @@ type Expr struct {
 type Concurrency struct {
 	Key Expr
 	Max int
+	// Pos is where the limit is written.
+	Pos Pos
+}
+
+// RateLimit is a rate limit: its key expression (nil for one key for
+// all runs), how many starts per interval, and the burst (1 unless set).
+type RateLimit struct {
+	Key   *Expr
+	Limit int
+	Per   time.Duration
+	Burst int
 	// Pos is where the limit is written.
 	Pos Pos
 }

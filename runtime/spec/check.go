@@ -24,6 +24,7 @@ const (
 	RuleRetry         Rule = "retry"          // a retry policy that is not consistent
 	RuleDuration      Rule = "duration"       // a negative sleep or timeout
 	RuleConcurrency   Rule = "concurrency"    // a concurrency limit without a key, or below 1, or on a sleep step
+	RuleRateLimit     Rule = "rateLimit"      // a rate limit below 1 or over no time, or on a sleep step
 	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
 )
 
@@ -246,11 +247,19 @@ func (c *checker) settings() {
 			if s.Concurrency != nil {
 				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "a sleep step runs no code and takes no concurrency limit; remove concurrency")
 			}
+			if s.RateLimit != nil {
+				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "a sleep step runs no code and takes no rate limit; remove rateLimit")
+			}
 			continue // a sleep step runs no code, so it has no retries
 		}
 		if l := s.Concurrency; l != nil {
 			for _, m := range l.problems() {
 				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "%s", m)
+			}
+		}
+		if l := s.RateLimit; l != nil {
+			for _, m := range l.problems() {
+				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "%s", m)
 			}
 		}
 		for _, p := range s.Retry.Check() {
@@ -261,6 +270,11 @@ func (c *checker) settings() {
 	if l := c.w.Concurrency; l != nil {
 		for _, m := range l.problems() {
 			c.add(Problem{Rule: RuleConcurrency, Step: -1, Field: "concurrency", Index: -1, Other: -1, Message: m})
+		}
+	}
+	if l := c.w.RateLimit; l != nil {
+		for _, m := range l.problems() {
+			c.add(Problem{Rule: RuleRateLimit, Step: -1, Field: "rateLimit", Index: -1, Other: -1, Message: m})
 		}
 	}
 	seen := map[string]bool{}
@@ -444,6 +458,20 @@ func (l *Concurrency) problems() []string {
 	}
 	if l.Max < 1 {
 		out = append(out, fmt.Sprintf("max %d is below 1: at least one task of a key must be able to run", l.Max))
+	}
+	return out
+}
+
+func (l *RateLimit) problems() []string {
+	var out []string
+	if l.Limit < 1 {
+		out = append(out, fmt.Sprintf("limit %d is below 1: at least one task of a key must be able to start per interval", l.Limit))
+	}
+	if l.Per <= 0 {
+		out = append(out, fmt.Sprintf("per %s is not positive: a rate limit counts starts over some time, such as 1s or 1m", l.Per))
+	}
+	if l.Burst < 0 {
+		out = append(out, fmt.Sprintf("burst %d is negative: leave it out for 1, or allow more tasks to start at once", l.Burst))
 	}
 	return out
 }

@@ -32,6 +32,9 @@ type Workflow struct {
 	// Concurrency, when set, limits the steps of the workflow's runs in
 	// progress at once by key; a step's own Concurrency replaces it.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// RateLimit, when set, limits how often the workflow's code steps
+	// start, by key; a step's own RateLimit replaces it.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 	// Steps are the steps in the order the file lists them.
 	Steps []Step `json:"steps"`
 	// OnFailure, when set, names a handler run once when a run fails.
@@ -79,6 +82,9 @@ type Step struct {
 	// Concurrency, when set, limits how many of this step's tasks with
 	// the same key are in progress at once, across every run and worker.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// RateLimit, when set, limits how often this step's tasks with the
+	// same key start, across every run and worker.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // Concurrency is a concurrency limit by key: at most Max tasks whose runs
@@ -91,6 +97,40 @@ type Concurrency struct {
 	// Max is the number of tasks with one key in progress at once (>= 1).
 	Max int `json:"max"`
 }
+
+// RateLimit is a rate limit by key: tasks whose runs have the same key
+// start (first attempts and retries alike) at most Limit times per Per,
+// spaced Per/Limit apart, except that up to Burst may start at once after
+// a quiet spell. So at most Limit+Burst-1 start in any window of length
+// Per; at most Limit with the default Burst of 1. A task beyond the limit
+// waits, queued, for its turn, oldest first.
+type RateLimit struct {
+	// Key is a CEL expression over input, the run input, whose value (a
+	// string, an int or a bool) is the key; empty means one key for all
+	// runs.
+	Key string `json:"key,omitempty"`
+	// Limit is how many tasks of one key start per Per (>= 1).
+	Limit int `json:"limit"`
+	// Per is the interval Limit is counted over (> 0).
+	Per time.Duration `json:"per"`
+	// Burst is how many tasks of one key may start at once after a quiet
+	// spell (>= 1); 0 means 1.
+	Burst int `json:"burst,omitempty"`
+}
+
+// Interval is the time between two starts of one key at the limit's
+// rate, Per/Limit, rounded up to the microsecond (the stores' precision):
+// rounding up keeps the rate at or under the limit.
+func (l *RateLimit) Interval() time.Duration {
+	d := l.Per / time.Duration(max(l.Limit, 1))
+	if d%time.Microsecond != 0 || d == 0 {
+		d = d.Truncate(time.Microsecond) + time.Microsecond
+	}
+	return d
+}
+
+// Bursts is Burst, or 1 when it is unset.
+func (l *RateLimit) Bursts() int { return max(l.Burst, 1) }
 
 // IsSleep reports whether the step is a durable sleep.
 func (s *Step) IsSleep() bool { return s.Sleep > 0 }
@@ -134,11 +174,19 @@ func (w *Workflow) Clone() Workflow {
 			c := *st.Concurrency
 			st.Concurrency = &c
 		}
+		if st.RateLimit != nil {
+			r := *st.RateLimit
+			st.RateLimit = &r
+		}
 		out.Steps[i] = st
 	}
 	if w.Concurrency != nil {
 		c := *w.Concurrency
 		out.Concurrency = &c
+	}
+	if w.RateLimit != nil {
+		r := *w.RateLimit
+		out.RateLimit = &r
 	}
 	if w.OnFailure != nil {
 		f := *w.OnFailure

@@ -93,6 +93,10 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	if _, err := multiproc.RegisterPaced(engine, pacedSteps{}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
 		log.Error("start", "error", err)
 		return 1
@@ -192,6 +196,7 @@ type cluster struct {
 	ping    *multiproc.PingClient
 	chaos   *multiproc.ChaosClient
 	limited *multiproc.LimitedClient
+	paced   *multiproc.PacedClient
 	workers map[string]*exec.Cmd
 	logs    []string // log files of every worker started
 }
@@ -237,8 +242,12 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	paced, err := multiproc.NewPacedClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		limited: limited, workers: map[string]*exec.Cmd{}}
+		limited: limited, paced: paced, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.

@@ -194,6 +194,7 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 		Source:      "shipping.yaml",
 		InputSchema: `{"$defs":{"address":{"description":"A postal address.","properties":{"city":{"type":"string"},"countryCode":{"pattern":"^[A-Z]{2}$","type":"string"},"postalCode":{"type":"string"},"street":{"type":"string"}},"required":["street","city","countryCode"],"type":"object"},"category":{"description":"A node of the shop's category tree.","properties":{"children":{"items":{"$ref":"#/$defs/category"},"type":"array"},"id":{"type":"string"},"name":{"type":"string"},"parent":{"$ref":"#/$defs/category"}},"required":["id","name"],"type":"object"}},"description":"An order ready to ship.","properties":{"attributes":{"additionalProperties":{"type":"string"},"description":"Free-form labels for the warehouse.","type":"object"},"category":{"$ref":"#/$defs/category"},"customer":{"properties":{"address":{"$ref":"#/$defs/address"},"billingAddress":{"$ref":"#/$defs/address"},"email":{"format":"email","type":"string"},"name":{"type":"string"}},"required":["name","address"],"type":"object"},"deliverBy":{"format":"date-time","type":"string"},"dimensionsById":{"additionalProperties":{"properties":{"lengthCm":{"type":"number"},"weightGrams":{"type":"integer"}},"required":["weightGrams"],"type":"object"},"type":"object"},"httpCallbackURL":{"format":"uri","type":"string"},"isGift":{"type":"boolean"},"items":{"items":{"properties":{"options":{"items":{"enum":["gift-wrap","fragile","signature"],"type":"string"},"type":"array"},"quantity":{"minimum":1,"type":"integer"},"sku":{"type":"string"},"tags":{"items":{"type":"string"},"type":"array"},"unitPrice":{"type":"number"}},"required":["sku","quantity"],"type":"object"},"minItems":1,"type":"array"},"orderId":{"description":"The shop's order number.","type":"string"},"placedAt":{"format":"date-time","type":"string"},"priority":{"enum":["standard","express","same-day"],"type":"string"}},"required":["orderId","placedAt","customer","items","priority"],"type":"object"}`,
 		Priority:    "input.priority == 'same-day' ? 3 : (input.priority == 'express' ? 2 : 1)",
+		RateLimit:   &runtime.RateLimitSpec{Key: "input.customer.name", Limit: 30, Per: time.Minute},
 		Steps: []runtime.StepSpec{
 			{
 				Name:         "plan",
@@ -208,6 +209,7 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 				Retry:        runtime.RetryPolicy{MaxRetries: 6, InitialDelay: 500 * time.Millisecond, BackoffFactor: 1.5, MaxDelay: 2 * time.Minute},
 				Timeout:      45 * time.Second,
 				OutputSchema: `{"properties":{"carrier":{"enum":["dhl","ups","post-nl"],"type":"string"},"costs":{"additionalProperties":{"type":"number"},"type":"object"},"labelUrl":{"type":"string"},"pickupAt":{"format":"date-time","type":"string"},"trackingIds":{"items":{"type":"string"},"type":"array"}},"required":["carrier","trackingIds","pickupAt"],"type":"object"}`,
+				RateLimit:    &runtime.RateLimitSpec{Limit: 20, Per: time.Second, Burst: 5},
 			},
 			{
 				Name:    "wait-for-pickup",

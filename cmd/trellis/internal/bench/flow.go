@@ -29,6 +29,11 @@ const (
 	FlowHotLabel = "diamond-6, 1 hot key"
 	// FlowPriorityLabel mixes runs of the three priorities.
 	FlowPriorityLabel = "diamond-6, 3 priorities"
+	// FlowRateKeysLabel paces each of flowKeys keys at flowRateKeys starts
+	// a second.
+	FlowRateKeysLabel = "diamond-6, 10k rate keys"
+	// FlowRateHotLabel paces every run's steps at flowRateHot a second.
+	FlowRateHotLabel = "diamond-6, 1 rate key"
 )
 
 const (
@@ -41,6 +46,14 @@ const (
 	flowKeysMax = 4
 	// flowHotMax steps of the one hot key in progress at once.
 	flowHotMax = 64
+	// flowRateKeys starts a second per key, with bursts of as many: with
+	// 10,000 keys the pace rarely binds, and what shows is its
+	// bookkeeping.
+	flowRateKeys = 100
+	// flowRateHot starts a second of the one key: below what a worker
+	// claims, so the pace binds and tasks/s shows how close to it the
+	// engine keeps.
+	flowRateHot = 2_000
 )
 
 // keyedShape is diamond-6 under a workflow-wide limit by input.k.
@@ -51,6 +64,16 @@ func keyedShape() shape {
 // hotKeyShape is diamond-6 under a limit whose key every run shares.
 func hotKeyShape() shape {
 	return limitedShape(FlowHotLabel, hotKeyName, flowHotMax)
+}
+
+// rateShape is diamond-6 under a workflow-wide rate limit by input.k.
+func rateShape(label string, perSecond, burst int) shape {
+	sh := diamondShape()
+	spec := sh.spec.Clone()
+	spec.Name, spec.Description = "bench-diamond-rate-"+fmt.Sprint(perSecond), "Trellis bench workflow: "+label+", steps that do nothing."
+	spec.InputSchema = `{"type":"object","properties":{"k":{"type":"string"}}}`
+	spec.RateLimit = &runtime.RateLimitSpec{Key: "input.k", Limit: perSecond, Per: time.Second, Burst: burst}
+	return shape{label: label, spec: &spec, parents: sh.parents}
 }
 
 func limitedShape(label, name string, limit int) shape {
@@ -92,6 +115,10 @@ func RunFlow(ctx context.Context, o Options) ([]Throughput, error) {
 	add(withLabel(t, FlowHotLabel), err)
 	t, err = burnDown(ctx, o, ScenarioFlow, diamondShape(), 1, insertPriorities(o.Runs), reportPriorities)
 	add(withLabel(t, FlowPriorityLabel), err)
+	t, err = burnDown(ctx, o, ScenarioFlow, rateShape(FlowRateKeysLabel, flowRateKeys, flowRateKeys), 1, keyed, nil)
+	add(withLabel(t, FlowRateKeysLabel), err)
+	t, err = burnDown(ctx, hotOpts, ScenarioFlow, rateShape(FlowRateHotLabel, flowRateHot, 1), 1, hot, nil)
+	add(withLabel(t, FlowRateHotLabel), err)
 	return out, errors.Join(errs...)
 }
 
