@@ -46,13 +46,13 @@ WHERE c.relnamespace = current_schema()::regnamespace
 ORDER BY c.relname;
 
 -- name: RatesForget :exec
--- Deletes the rows of rate keys at rest (due and with nobody in line
--- since before the given time), which behave as keys without a row,
--- skipping those another transaction holds (it may be pacing a task).
+-- Deletes the rows of rate keys at rest (due since before the given
+-- time), which behave as keys without a row, skipping those another
+-- transaction holds (it may be pacing a task).
 DELETE FROM trellis_rates r
 WHERE r.key IN (
     SELECT i.key FROM trellis_rates i
-    WHERE i.tat < @before AND i.line < @before
+    WHERE i.tat < @before
     FOR UPDATE SKIP LOCKED
 );
 

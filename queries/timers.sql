@@ -21,12 +21,17 @@ WITH due AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
     -- is queued for its next attempt, a QUEUED one (put off) for its turn.
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at)
+    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at), rate_turn = before.status = 'QUEUED'
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED')
     RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, before.status = 'QUEUED' AS turn,
               t.updated_at AS at, f.wake_at AS due
+), turns AS (
+    -- Tasks queued for their turn are in the ready queue's count now.
+    DELETE FROM trellis_paced p
+    WHERE p.run_id = ANY (ARRAY(SELECT run_id FROM woken WHERE turn))
+      AND (p.run_id, p.step) IN (SELECT run_id, step FROM woken WHERE turn)
 ), events AS (
     -- A turn is not an event: the task was queued already.
     INSERT INTO trellis_events (run_id, step, type, attempt, at)

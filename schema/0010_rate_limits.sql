@@ -1,33 +1,32 @@
 -- Rate limits by key (store.Rate says the rule; the memory store
--- implements the same): tasks sharing a key start at most once per
--- interval, up to burst at once after a quiet spell, by the generic cell
--- rate algorithm. A claim decides, in trellis_pace, a trigger on the
--- task's change to RUNNING: a task ahead of its key's pace is not claimed
--- but put off, QUEUED, off the ready queue, with a timer for its turn. So
--- the claim queries are unchanged: tasks without a rate limit pay only
--- the trigger's WHEN check.
+-- implements the same): each start of a task sharing a key takes a turn,
+-- turns at least an interval apart, up to burst at once after a quiet
+-- spell, by the generic cell rate algorithm. A claim decides, in
+-- trellis_pace, a trigger on the task's change to RUNNING: a task whose
+-- turn is later is not claimed but put off, QUEUED, off the ready queue,
+-- with a timer for its turn. So the claim queries are unchanged: tasks
+-- without a rate limit pay only the trigger's WHEN check.
 
 -- A task's rate limit, set when its run is created; NULL for none. The
--- interval is in microseconds.
-ALTER TABLE trellis_tasks ADD COLUMN rate_key text, ADD COLUMN rate_interval bigint, ADD COLUMN rate_burst integer;
+-- interval is in microseconds. rate_turn is set when a task put off is
+-- queued again for its turn (TimersFire): its next claim starts it.
+ALTER TABLE trellis_tasks ADD COLUMN rate_key text, ADD COLUMN rate_interval bigint, ADD COLUMN rate_burst integer,
+    ADD COLUMN rate_turn boolean NOT NULL DEFAULT false;
 
--- The pace of each key. tat (the algorithm's theoretical arrival time)
--- is when the key's next start is due; a start may come (burst-1)
--- intervals before it. line is the turn after the last task put off:
--- while it is ahead, tasks new to the key join the line. A key at rest
--- (both past) behaves as a key without a row: the leader's Maintain
--- deletes such rows.
+-- The pace of each key: tat (the algorithm's theoretical arrival time)
+-- is when the key's next turn is due; a turn may come (burst-1)
+-- intervals before it. A key at rest (tat past) behaves as a key
+-- without a row: the leader's Maintain deletes such rows.
 CREATE TABLE trellis_rates (
-    key  text PRIMARY KEY,
-    tat  timestamptz NOT NULL,
-    line timestamptz NOT NULL
+    key text PRIMARY KEY,
+    tat timestamptz NOT NULL
 );
 
 ALTER TABLE trellis_rates SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
     autovacuum_vacuum_cost_delay = 0);
 
--- The tasks put off, until they start or end: when one is claimed again
--- its turn has come, and it does not join the line again.
+-- The tasks put off, until their turn comes (TimersFire) or they end, for
+-- queue depth.
 CREATE TABLE trellis_paced (
     run_id uuid NOT NULL,
     step   smallint NOT NULL,
@@ -38,39 +37,40 @@ CREATE TABLE trellis_paced (
 ALTER TABLE trellis_paced SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
     autovacuum_vacuum_cost_delay = 0);
 
--- trellis_pace lets a claimed task with a rate limit start when its turn
--- has come (it was put off before, or its key has nobody in line) and
--- the key's pace allows, and puts it off otherwise: it then keeps the
--- task QUEUED (returning NULL skips the claim's update of its row, so the
--- claim does not return it), adds it to the line, and sets a timer for
--- its turn. now is the claim's time as the claim stamps the task.
+-- trellis_pace gives a claimed task with a rate limit its turn: a task
+-- queued for its turn starts; any other takes the key's next turn, by one
+-- statement that also locks the key's row. When the turn is now, the
+-- task starts; when it is later, the task is put off: it stays QUEUED
+-- (returning NULL skips the claim's update of its row, so the claim does
+-- not return it) with a timer for its turn. now is the claim's time as
+-- the claim stamps the task.
 CREATE FUNCTION trellis_pace() RETURNS trigger
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     now timestamptz := NEW.updated_at;
     every interval := NEW.rate_interval * interval '1 microsecond';
     tolerance interval := (NEW.rate_burst - 1) * NEW.rate_interval * interval '1 microsecond';
-    r trellis_rates%ROWTYPE;
-    turn boolean;
-    slot timestamptz;
+    due timestamptz;
+    turn timestamptz;
 BEGIN
-    SELECT * INTO r FROM trellis_rates WHERE key = NEW.rate_key FOR UPDATE;
-    IF NOT FOUND THEN
-        INSERT INTO trellis_rates (key, tat, line) VALUES (NEW.rate_key, '-infinity', '-infinity')
-        ON CONFLICT (key) DO NOTHING;
-        SELECT * INTO r FROM trellis_rates WHERE key = NEW.rate_key FOR UPDATE;
-    END IF;
-    DELETE FROM trellis_paced WHERE run_id = NEW.run_id AND step = NEW.step;
-    turn := FOUND OR r.line <= now;
-    IF turn AND r.tat - tolerance <= now THEN
-        UPDATE trellis_rates SET tat = greatest(r.tat, now) + every WHERE key = NEW.rate_key;
+    IF NEW.rate_turn THEN
+        NEW.rate_turn := false;
         RETURN NEW;
     END IF;
-    slot := greatest(r.line, now, r.tat - tolerance);
-    UPDATE trellis_rates SET line = slot + every WHERE key = NEW.rate_key;
+    -- The key's due time moves on by one interval from the later of its
+    -- old value and now; the turn taken is the old value less the
+    -- tolerance, or now.
+    INSERT INTO trellis_rates AS r (key, tat) VALUES (NEW.rate_key, now + every)
+    ON CONFLICT (key) DO UPDATE SET tat = greatest(r.tat, now) + every
+    RETURNING r.tat INTO due;
+    turn := greatest(now, due - every - tolerance);
+    IF turn <= now THEN
+        RETURN NEW;
+    END IF;
     INSERT INTO trellis_paced (run_id, step, tenant)
-    SELECT NEW.run_id, NEW.step, tenant FROM trellis_runs WHERE id = NEW.run_id;
-    INSERT INTO trellis_timers (run_id, step, wake_at) VALUES (NEW.run_id, NEW.step, slot)
+    SELECT NEW.run_id, NEW.step, tenant FROM trellis_runs WHERE id = NEW.run_id
+    ON CONFLICT DO NOTHING;
+    INSERT INTO trellis_timers (run_id, step, wake_at) VALUES (NEW.run_id, NEW.step, turn)
     ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at;
     -- The leader may be asleep until a later timer: wake it (one
     -- notification per transaction, however many tasks it puts off).
@@ -86,8 +86,8 @@ FOR EACH ROW
 WHEN (NEW.rate_key IS NOT NULL AND NEW.status = 'RUNNING' AND OLD.status = 'QUEUED')
 EXECUTE FUNCTION trellis_pace();
 
--- trellis_unpace takes a task that ended while put off (its run was
--- cancelled) out of the line.
+-- trellis_unpace forgets a task that ended while put off (its run was
+-- cancelled).
 CREATE FUNCTION trellis_unpace() RETURNS trigger
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN

@@ -333,16 +333,16 @@ type NewTask struct {
 
 // Rate is a rate limit on task starts (a claim that runs the task's code:
 // first attempts, retries, and attempts after a worker died), by the
-// generic cell rate algorithm: tasks with the same Key start at most once
-// per Interval, except that up to Burst may start at once after a quiet
-// spell. A claim that finds a task's key ahead of its pace does not
-// return the task: it leaves it QUEUED, off the ready queue, puts it in
-// its key's line, and sets a timer for its turn, when FireTimers queues
-// it again. While a key has a line, tasks new to it join the line's end;
-// a task whose turn came starts if the pace allows (it may be put off
-// again, to the end of the line, if it does not). Claims compute with
-// their Now, or the task's last change when that is later; Interval is a
-// whole number of microseconds.
+// generic cell rate algorithm. Each start takes a turn of its Key: turns
+// are at least Interval apart, except that up to Burst may fall at once
+// after a quiet spell, and they are given in the order tasks are claimed.
+// A claim that gives a task a turn later than its Now does not return the
+// task: it leaves it QUEUED, off the ready queue, with a timer for its
+// turn (a TimerSet notification tells the leader), when FireTimers
+// queues it again, and its next claim starts it. So no task starts
+// before its turn; one that reaches its turn late starts when it can.
+// Claims compute with their Now, or the task's last change when that is
+// later; Interval is a whole number of microseconds.
 type Rate struct {
 	Key      string
 	Interval time.Duration

@@ -26,7 +26,7 @@ type Store struct {
 	workers   map[string]time.Time    // last heartbeat of each worker
 	queue     readyQueue
 	limits    map[string]*limitLine // by limit key (see limits.go)
-	rates     map[string]*pace      // by rate key (see rates.go)
+	rates     map[string]time.Time  // due time by rate key (see rates.go)
 	timers    timerQueue
 	eventSeq  int64
 	subs      map[int]chan store.Notification
@@ -59,6 +59,7 @@ type task struct {
 	limit       store.Limit
 	rate        store.Rate
 	paced       bool // put off by its rate limit: its timer is its turn (see rates.go)
+	turn        bool // queued for its turn: its next claim starts it
 	holds       bool // holds a slot of its limit's key
 	waiting     bool // waits in its limit's line (see limits.go)
 	fresh       bool // ... as a root of a new run
@@ -69,7 +70,7 @@ func New() *Store {
 	return &Store{
 		workflows: map[string]store.WorkflowVersion{},
 		limits:    map[string]*limitLine{},
-		rates:     map[string]*pace{},
+		rates:     map[string]time.Time{},
 		runs:      map[uuid.UUID]*run{},
 		idem:      map[idemKey]uuid.UUID{},
 		running:   map[store.TaskKey]*task{},

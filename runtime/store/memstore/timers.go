@@ -29,6 +29,7 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 			if !t.paced {
 				continue
 			}
+			t.paced, t.turn = false, true
 			s.enqueue(t, false, now) // put off by its rate limit: its turn came
 		default:
 			continue

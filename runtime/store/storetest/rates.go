@@ -74,13 +74,14 @@ func testRateLine(t *testing.T, f *fixture) {
 	first := f.createDiamond(runOpts{rate: perSecond})
 	second := f.createDiamond(runOpts{rate: perSecond})
 	f.wantRoots("first", first)
-	// A task new to the key while others are in line joins the line's
-	// end, even when the pace would let it start: turns go in order.
+	// Turns go in order: a task new to the key takes the turn after those
+	// given already, even when the second's turn is past and it has not
+	// started yet.
 	f.tick(1500 * time.Millisecond)
 	late := f.createDiamond(runOpts{rate: perSecond})
 	f.turn()
 	f.wantRoots("the second, whose turn is past", second)
-	f.wantRoots("not the late one, behind the second")
+	f.wantRoots("not the late one, whose turn is next")
 	f.tick(time.Second)
 	f.turn()
 	f.wantRoots("the late one at its turn", late)

@@ -45,9 +45,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"LimitAppliesToRetriedRuns", testLimitRetriedRun},
 		{"RatePacesStartsOfAKey", testRatePaces},
 		{"RateBurstAfterQuietSpell", testRateBurst},
-		{"RateLineKeepsOrder", testRateLine},
+		{"RateTurnsInOrder", testRateLine},
 		{"RateCountsRetries", testRateCountsRetries},
-		{"RateLineLosesCancelledRuns", testRateCancelled},
+		{"RateCancelledWhilePutOff", testRateCancelled},
 		{"CompletionResolvesChildrenAndRun", testCompletionResolves},
 		{"FanInExactUnderConcurrency", testFanInConcurrent},
 		{"SkippedParentsResolve", testSkippedParentsResolve},
@@ -830,6 +830,15 @@ func testListen(t *testing.T, f *fixture) {
 	if n := wait(store.RunFinished); n.Run != id {
 		t.Errorf("RunFinished for %s, want %s", n.Run, id)
 	}
+	// A claim that puts a task off by its rate limit sets a timer, which
+	// the leader, asleep until a later one perhaps, must hear of.
+	perMinute := store.Rate{Key: "k", Interval: time.Minute, Burst: 1}
+	f.createDiamond(runOpts{rate: perMinute})
+	f.createDiamond(runOpts{rate: perMinute})
+	if got := len(f.claim(10)); got != 1 {
+		t.Fatalf("claimed %d tasks, want 1 (the other put off)", got)
+	}
+	wait(store.TimerSet)
 }
 
 func testCreateBatch(t *testing.T, f *fixture) {

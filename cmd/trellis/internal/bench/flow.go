@@ -66,6 +66,12 @@ func hotKeyShape() shape {
 	return limitedShape(FlowHotLabel, hotKeyName, flowHotMax)
 }
 
+// rateKeysShape paces each key at flowRateKeys starts a second.
+func rateKeysShape() shape { return rateShape(FlowRateKeysLabel, flowRateKeys, flowRateKeys) }
+
+// rateHotShape paces the one key at flowRateHot starts a second.
+func rateHotShape() shape { return rateShape(FlowRateHotLabel, flowRateHot, 1) }
+
 // rateShape is diamond-6 under a workflow-wide rate limit by input.k.
 func rateShape(label string, perSecond, burst int) shape {
 	sh := diamondShape()
@@ -115,9 +121,9 @@ func RunFlow(ctx context.Context, o Options) ([]Throughput, error) {
 	add(withLabel(t, FlowHotLabel), err)
 	t, err = burnDown(ctx, o, ScenarioFlow, diamondShape(), 1, insertPriorities(o.Runs), reportPriorities)
 	add(withLabel(t, FlowPriorityLabel), err)
-	t, err = burnDown(ctx, o, ScenarioFlow, rateShape(FlowRateKeysLabel, flowRateKeys, flowRateKeys), 1, keyed, nil)
+	t, err = burnDown(ctx, o, ScenarioFlow, rateKeysShape(), 1, keyed, nil)
 	add(withLabel(t, FlowRateKeysLabel), err)
-	t, err = burnDown(ctx, hotOpts, ScenarioFlow, rateShape(FlowRateHotLabel, flowRateHot, 1), 1, hot, nil)
+	t, err = burnDown(ctx, hotOpts, ScenarioFlow, rateHotShape(), 1, hot, nil)
 	add(withLabel(t, FlowRateHotLabel), err)
 	return out, errors.Join(errs...)
 }

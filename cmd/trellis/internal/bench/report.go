@@ -98,6 +98,8 @@ func reportFlow(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "  10k keys:     a workflow-wide concurrency limit by input.k, %s distinct keys, max %d each\n", count(flowKeys), flowKeysMax)
 	fmt.Fprintf(w, "  1 hot key:    every run has the same key, max %d steps in progress at once (a fifth of the runs)\n", flowHotMax)
 	fmt.Fprintln(w, "  3 priorities: runs inserted low, normal, high in turns of 1,000; no limit")
+	fmt.Fprintf(w, "  10k rate keys: a workflow-wide rate limit by input.k, %s keys, %d starts a second each, bursts of %d\n", count(flowKeys), flowRateKeys, flowRateKeys)
+	fmt.Fprintf(w, "  1 rate key:   every run has the same key, %s starts a second, no burst (a fifth of the runs)\n", count(flowRateHot))
 	t := &table{indent: "  ", right: []bool{false, true, true, true, true, false}}
 	t.add("case", "tasks/s", "runs/s", "tasks", "window", "")
 	for _, c := range r.Flow {

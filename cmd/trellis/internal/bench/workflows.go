@@ -66,7 +66,7 @@ func sleepShape(d time.Duration) shape {
 
 // workerShapes are the workflows worker processes execute.
 func workerShapes() []shape {
-	return []shape{chainShape(), diamondShape(), singleShape(), keyedShape(), hotKeyShape()}
+	return []shape{chainShape(), diamondShape(), singleShape(), keyedShape(), hotKeyShape(), rateKeysShape(), rateHotShape()}
 }
 
 type step struct {

@@ -113,14 +113,14 @@ const ratesForget = `-- name: RatesForget :exec
 DELETE FROM trellis_rates r
 WHERE r.key IN (
     SELECT i.key FROM trellis_rates i
-    WHERE i.tat < $1 AND i.line < $1
+    WHERE i.tat < $1
     FOR UPDATE SKIP LOCKED
 )
 `
 
-// Deletes the rows of rate keys at rest (due and with nobody in line
-// since before the given time), which behave as keys without a row,
-// skipping those another transaction holds (it may be pacing a task).
+// Deletes the rows of rate keys at rest (due since before the given
+// time), which behave as keys without a row, skipping those another
+// transaction holds (it may be pacing a task).
 func (q *Queries) RatesForget(ctx context.Context, before time.Time) error {
 	_, err := q.db.Exec(ctx, ratesForget, before)
 	return err

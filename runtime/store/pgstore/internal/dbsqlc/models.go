@@ -50,9 +50,8 @@ type TrellisPaced struct {
 }
 
 type TrellisRate struct {
-	Key  string
-	Tat  time.Time
-	Line time.Time
+	Key string
+	Tat time.Time
 }
 
 type TrellisReady struct {
@@ -105,6 +104,7 @@ type TrellisTask struct {
 	RateKey       pgtype.Text
 	RateInterval  pgtype.Int8
 	RateBurst     pgtype.Int4
+	RateTurn      bool
 }
 
 type TrellisTenant struct {
