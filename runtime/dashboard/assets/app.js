@@ -67,6 +67,7 @@
   }
   var state = document.getElementById('live-state');
   var last = null;
+  var scratch = document.createElement('template');
   var updates = 0;
   var source = new EventSource(url);
   source.addEventListener('open', function () {
@@ -86,6 +87,12 @@
       return;
     }
     last = e.data;
+    // The first update repeats what the page shows: leave the page (and
+    // what the reader is pointing at) alone unless something changed.
+    scratch.innerHTML = e.data;
+    if (scratch.innerHTML === region.innerHTML) {
+      return;
+    }
     var open = {};
     region.querySelectorAll('details').forEach(function (d) {
       if (d.id) {
