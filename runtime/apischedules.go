@@ -125,6 +125,11 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 		return Schedule{}, &ScheduleError{Workflow: w.Name(), Name: name, Problems: problems}
 	}
 	e := w.engine
+	// The version is stored too, so that operators' tools (trellis
+	// workflows) know the workflow before it has any run.
+	if err := e.saveDefinition(ctx, w.def); err != nil {
+		return Schedule{}, err
+	}
 	res, err := e.store.PutSchedule(ctx, store.PutSchedule{
 		Schedule: store.Schedule{Workflow: w.Name(), Name: name, Cron: cronExpr, Timezone: o.timezone, Input: input, Tenant: o.tenant},
 		Now:      e.clock.Now(),
