@@ -176,12 +176,14 @@ func testSchedulePutConcurrently(t *testing.T, f *fixture) {
 	results := make([]store.PutScheduleResult, callers)
 	errs := make([]error, callers)
 	for i := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			results[i], errs[i] = f.s.PutSchedule(f.ctx, store.PutSchedule{
 				Schedule: store.Schedule{Workflow: "reports", Name: "hourly", Cron: "@hourly", Input: []byte(`{}`), Tenant: "default"},
 				Now:      f.now,
 			})
-		})
+		}()
 	}
 	wg.Wait()
 	created := 0
