@@ -98,6 +98,12 @@ type Config struct {
 	// and one starts later, it starts the latest tick missed by less, and
 	// skips the others (see WorkflowSpec.Schedules).
 	ScheduleLate time.Duration
+	// ScheduleRefresh is how often an engine reads the schedules created
+	// at run time (Workflow.CreateSchedule) of the workflows it registered
+	// (default 10s): a schedule another process creates, changes, pauses
+	// or deletes takes effect on this engine within it. Changes made
+	// through this engine take effect at once.
+	ScheduleRefresh time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -136,6 +142,9 @@ func (c *Config) setDefaults() error {
 	if c.ScheduleLate <= 0 {
 		c.ScheduleLate = time.Hour
 	}
+	if c.ScheduleRefresh <= 0 {
+		c.ScheduleRefresh = 10 * time.Second
+	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
 	}
@@ -158,6 +167,7 @@ type Engine struct {
 	names       []string                 // registered workflow names, sorted
 	saved       map[string]bool          // versions known to be in the store
 	ticks       map[string]time.Time     // latest schedule tick known started, by workflow/schedule
+	api         apiSchedules             // the stored schedules of the registered workflows
 	watches     map[RunID][]*watch       // callers of Wait and WaitMany, by run
 	claims      claims
 	faults      *faultLog
@@ -192,6 +202,7 @@ func New(cfg Config) (*Engine, error) {
 		faults:      newFaultLog(log),
 		localWakeup: make(chan struct{}, 1),
 	}
+	e.api.changed = make(chan struct{}, 1)
 	if cfg.MeterProvider != nil {
 		m, err := newMetrics(e, cfg.MeterProvider)
 		if err != nil {

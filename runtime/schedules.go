@@ -11,22 +11,32 @@ import (
 	"github.com/effectivelabs/trellis/runtime/clock"
 )
 
-// Cron schedules (WorkflowSpec.Schedules). Every started engine that
-// registered a workflow fires its schedules: at each tick it triggers a
-// run whose idempotency key names the schedule and the tick, so however
-// many engines see a tick, it starts one run. A tick is fired when an
-// engine sees it within Config.ScheduleLate of its time; ticks missed by
-// longer (no engine with the workflow ran) are skipped, so a process
+// Cron schedules: the workflow file's (WorkflowSpec.Schedules) and those
+// created at run time (Workflow.CreateSchedule, kept in the store; see
+// apischedules.go). Every started engine that registered a workflow fires
+// both kinds alike: at each tick it triggers a run whose idempotency key
+// names the schedule and the tick, so however many engines see a tick, it
+// starts one run. A tick is fired when an engine sees it within
+// Config.ScheduleLate of its time. An engine that has been firing a
+// schedule fires every tick it missed within that window (a busy engine
+// that woke late catches up, at most maxCatchUp ticks at once); one that
+// has not (it just started) fires only the latest, so that a process
 // that comes back after a day starts at most the latest tick of each
 // schedule, not a day of them.
 
-// schedule is a compiled WorkflowSpec schedule.
+// maxCatchUp is the most ticks of one schedule an engine fires at once.
+const maxCatchUp = 100
+
+// schedule is a compiled schedule, of the workflow file or of the store.
 type schedule struct {
 	name   string
 	cron   cron.Schedule
 	loc    *time.Location
 	input  json.RawMessage
 	tenant string
+	// since is when a stored schedule was last changed (created, updated
+	// or resumed): no tick before it fires. Zero for the file's.
+	since time.Time
 }
 
 // compileSchedules parses the schedules of a spec and checks their inputs
@@ -54,9 +64,9 @@ func (d *Definition) compileSchedules() error {
 }
 
 // parseCron parses a standard five-field cron expression (or a descriptor
-// such as @daily) read in the IANA time zone tz ("" for UTC). Lint
-// (gen/workflow, which does not import the engine) reads expressions with
-// the same parser and time zone database.
+// such as @daily or @every 15m) read in the IANA time zone tz ("" for
+// UTC). Lint (gen/workflow, which does not import the engine) reads
+// expressions with the same parser and time zone database.
 func parseCron(expr, tz string) (cron.Schedule, *time.Location, error) {
 	loc := time.UTC
 	if tz != "" {
@@ -69,19 +79,47 @@ func parseCron(expr, tz string) (cron.Schedule, *time.Location, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cron expression %q: %w", expr, err)
 	}
+	if every, ok := c.(cron.ConstantDelaySchedule); ok {
+		c = everySchedule{every.Delay}
+	}
 	return c, loc, nil
 }
 
-// latestTick returns the latest tick of s at or before now and no earlier
-// than from.
-func (s *schedule) latestTick(from, now time.Time) (time.Time, bool) {
-	var last time.Time
-	found := false
-	// Next(t) is the first tick after t; ticks are seconds apart at least.
+// everySchedule is @every d with its ticks at whole multiples of d since
+// the zero time (for a d that divides a day, such as 15m: :00, :15, :30,
+// :45 UTC). robfig/cron counts @every from the time it is asked about,
+// so engines asking at different times would disagree on the ticks, and
+// each tick of each engine would start a run; these ticks are the same
+// for every engine.
+type everySchedule struct{ every time.Duration }
+
+func (s everySchedule) Next(t time.Time) time.Time {
+	return t.Truncate(s.every).Add(s.every)
+}
+
+// dueTicks returns the ticks of s in [from, now], in order, the latest
+// limit of them.
+func (s *schedule) dueTicks(from, now time.Time, limit int) []time.Time {
+	var out []time.Time
+	// Next(t) is the first tick after t; ticks are a second apart at least.
 	for t := s.cron.Next(from.In(s.loc).Add(-time.Second)); !t.After(now); t = s.cron.Next(t) {
-		last, found = t, true
+		if t.Before(from) {
+			continue
+		}
+		out = append(out, t)
+		if len(out) > limit {
+			out = out[1:]
+		}
 	}
-	return last, found
+	return out
+}
+
+// next returns the first tick of s after t.
+func (s *schedule) next(t time.Time) time.Time {
+	if t.Before(s.since) {
+		t = s.since.Add(-time.Nanosecond)
+	}
+	return s.cron.Next(t.In(s.loc))
 }
 
 // scheduleKey is the idempotency key of the run a schedule starts at a
@@ -90,41 +128,73 @@ func scheduleKey(name string, tick time.Time) string {
 	return "trellis:schedule:" + name + ":" + tick.UTC().Format(time.RFC3339)
 }
 
-// fireSchedules triggers the run of the latest due tick of every schedule
-// of the registered workflows, unless it started already, and returns how
-// many it started. A tick this engine has seen started (by itself or, as
-// the trigger's answer said, by another) is not triggered again, so that
+// scheduled is a registered workflow with its schedules, the file's and
+// the store's.
+type scheduled struct {
+	reg       *registration
+	schedules []schedule
+}
+
+// allSchedules returns the schedules of every registered workflow: the
+// file's, then those created at run time as this engine last read them.
+func (e *Engine) allSchedules() []scheduled {
+	regs := e.registrations()
+	e.api.mu.Lock()
+	defer e.api.mu.Unlock()
+	out := make([]scheduled, len(regs))
+	for i, r := range regs {
+		out[i] = scheduled{reg: r, schedules: append(append([]schedule(nil), r.def.schedules...), e.api.byWorkflow[r.def.Name()]...)}
+	}
+	return out
+}
+
+// fireSchedules triggers the runs of the due ticks of every schedule of
+// the registered workflows, unless they started already, and returns how
+// many it started. It first reads the schedules created at run time when
+// Config.ScheduleRefresh has passed since it last did (or this engine
+// changed one). A tick this engine has seen started (by itself or, as the
+// trigger's answer said, by another) is not triggered again, so that
 // calling it often (the test kit's driver does, each RunUntilIdle) costs
 // no store round trip between ticks.
 func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
+	firstErr := e.refreshSchedules(ctx)
 	now := e.clock.Now()
 	from := now.Add(-e.cfg.ScheduleLate)
 	started := 0
-	var firstErr error
-	for _, r := range e.registrations() {
-		for i := range r.def.schedules {
-			s := &r.def.schedules[i]
-			tick, ok := s.latestTick(from, now)
-			id := r.def.Name() + "/" + s.name
+	for _, w := range e.allSchedules() {
+		def := w.reg.def
+		for i := range w.schedules {
+			s := &w.schedules[i]
+			id := def.Name() + "/" + s.name
 			e.mu.Lock()
 			known := e.ticks[id]
 			e.mu.Unlock()
-			if !ok || !tick.After(known) {
-				continue
+			lo := from
+			if s.since.After(lo) {
+				lo = s.since
 			}
-			ref, err := e.trigger(ctx, r.def, s.input, RunOptions{Tenant: s.tenant, IdempotencyKey: scheduleKey(s.name, tick)})
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("firing schedule %s of %s at %s: %w", s.name, r.def.Name(), tick.UTC().Format(time.RFC3339), err)
+			if !known.IsZero() && !known.Before(lo) {
+				lo = known.Add(time.Second)
+			}
+			ticks := s.dueTicks(lo, now, maxCatchUp)
+			if known.IsZero() && len(ticks) > 1 {
+				ticks = ticks[len(ticks)-1:] // an engine that just started fires the latest tick only
+			}
+			for _, tick := range ticks {
+				ref, err := e.trigger(ctx, def, s.input, RunOptions{Tenant: s.tenant, IdempotencyKey: scheduleKey(s.name, tick)})
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("firing schedule %s of %s at %s: %w", s.name, def.Name(), tick.UTC().Format(time.RFC3339), err)
+					}
+					break
 				}
-				continue
-			}
-			e.mu.Lock()
-			e.ticks[id] = tick
-			e.mu.Unlock()
-			if !ref.Existing {
-				started++
-				e.log.Info("schedule fired", "workflow", r.def.Name(), "schedule", s.name, "tick", tick, "run", ref.ID)
+				e.mu.Lock()
+				e.ticks[id] = tick
+				e.mu.Unlock()
+				if !ref.Existing {
+					started++
+					e.log.Info("schedule fired", "workflow", def.Name(), "schedule", s.name, "tick", tick, "run", ref.ID)
+				}
 			}
 		}
 	}
@@ -132,14 +202,13 @@ func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
 }
 
 // nextScheduleTick returns the earliest tick after t of any schedule of a
-// registered workflow.
+// registered workflow, as far as this engine knows them.
 func (e *Engine) nextScheduleTick(t time.Time) (time.Time, bool) {
 	var next time.Time
 	found := false
-	for _, r := range e.registrations() {
-		for i := range r.def.schedules {
-			s := &r.def.schedules[i]
-			if n := s.cron.Next(t.In(s.loc)); !found || n.Before(next) {
+	for _, w := range e.allSchedules() {
+		for i := range w.schedules {
+			if n := w.schedules[i].next(t); !found || n.Before(next) {
 				next, found = n, true
 			}
 		}
@@ -147,10 +216,11 @@ func (e *Engine) nextScheduleTick(t time.Time) (time.Time, bool) {
 	return next, found
 }
 
-// scheduleLoop fires schedules at their ticks while the engine runs; it
-// returns at once when no registered workflow has a schedule.
+// scheduleLoop fires schedules at their ticks while the engine runs, and
+// reads the schedules created at run time every Config.ScheduleRefresh;
+// it returns at once when no workflow is registered.
 func (e *Engine) scheduleLoop(ctx context.Context) {
-	if _, ok := e.nextScheduleTick(e.clock.Now()); !ok {
+	if len(e.registrations()) == 0 {
 		return
 	}
 	failing := false
@@ -166,15 +236,31 @@ func (e *Engine) scheduleLoop(ctx context.Context) {
 			failing = false
 			e.log.Info("firing schedules works again")
 		}
-		wait := time.Minute
+		wait := min(time.Minute, e.untilRefresh())
 		if next, ok := e.nextScheduleTick(e.clock.Now()); ok {
 			wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
 		}
 		if failing {
 			wait = min(wait, e.cfg.TimerInterval)
 		}
-		if err := clock.Sleep(ctx, e.clock, wait); err != nil {
+		if err := e.sleepForSchedules(ctx, wait); err != nil {
 			return
 		}
 	}
+}
+
+// sleepForSchedules sleeps for d, or less when this engine changes a
+// stored schedule meanwhile; it returns ctx's error when ctx ended.
+func (e *Engine) sleepForSchedules(ctx context.Context, d time.Duration) error {
+	wake, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.api.changed:
+			cancel()
+		case <-wake.Done():
+		}
+	}()
+	_ = clock.Sleep(wake, e.clock, d)
+	return ctx.Err()
 }

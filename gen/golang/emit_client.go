@@ -201,6 +201,7 @@ func (e *emitter) client() {
 		),
 		jen.Return(jen.Id("out"), jen.Qual("errors", "Join").Call(jen.Id("errs").Op("..."))),
 	))
+	e.schedules(recv, encode)
 	text = fmt.Sprintf("Result returns the current state of %s %s run without waiting for it to end. Status says whether it is still running and Steps how far each step got; the output of a step that has not completed (not yet, or not at all) is nil. The error is about reading the run (runtime.ErrRunNotFound for an unknown id or a run of another workflow) or decoding an output, never about how the run ended: Wait returns that.", article(w), w)
 	e.f.Add(doc(text).
 		Func().Params(recv.Clone()).Id("Result").Params(
@@ -209,4 +210,39 @@ func (e *emitter) client() {
 		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Result").Call(jen.Id("ctx"), jen.Id("id")),
 		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
 	))
+}
+
+// schedules renders the client's methods for the schedules created at run
+// time: CreateSchedule takes the typed input; the others hand over to the
+// runtime's Workflow.
+func (e *emitter) schedules(recv *jen.Statement, encode func(zero jen.Code) jen.Code) {
+	w := e.p.w.Name
+	schedule := jen.Qual(runtimePkg, "Schedule")
+	ctx := jen.Id("ctx").Qual("context", "Context")
+	text := fmt.Sprintf("CreateSchedule creates a cron schedule that starts a %s run with input at each tick of cron (five fields, or a descriptor such as @hourly or @every 15m), in UTC unless runtime.WithTimezone says otherwise, for the default tenant unless runtime.WithScheduleTenant says otherwise. The store keeps it, and every started engine that registered the workflow fires it, each tick starting one run. Creating a schedule that exists with the same settings changes nothing; with other settings, it updates it. A bad name, cron expression, time zone or input is refused with a *runtime.ScheduleError. See runtime.Workflow.CreateSchedule.", w)
+	e.f.Add(doc(text).
+		Func().Params(recv.Clone()).Id("CreateSchedule").Params(
+		ctx.Clone(), jen.List(jen.Id("name"), jen.Id("cron")).String(), jen.Id("in").Id(e.p.input.name),
+		jen.Id("opts").Op("...").Qual(runtimePkg, "ScheduleOption"),
+	).Params(schedule.Clone(), jen.Error()).Block(
+		encode(schedule.Clone().Values()),
+		jen.Return(jen.Id("c").Dot("workflow").Dot("CreateSchedule").Call(jen.Id("ctx"), jen.Id("name"), jen.Id("cron"), jen.Id("raw"), jen.Id("opts").Op("..."))),
+	))
+	e.f.Add(doc(fmt.Sprintf("Schedules returns the %s schedules created at run time, by name (those of the workflow file are in its spec).", w)).
+		Func().Params(recv.Clone()).Id("Schedules").Params(ctx.Clone()).Params(jen.Index().Add(schedule.Clone()), jen.Error()).Block(
+		jen.Return(jen.Id("c").Dot("workflow").Dot("Schedules").Call(jen.Id("ctx"))),
+	))
+	e.f.Add(doc("DeleteSchedule deletes a schedule created at run time (runtime.ErrScheduleNotFound when there is none); the runs it started are left as they are.").
+		Func().Params(recv.Clone()).Id("DeleteSchedule").Params(ctx.Clone(), jen.Id("name").String()).Error().Block(
+		jen.Return(jen.Id("c").Dot("workflow").Dot("DeleteSchedule").Call(jen.Id("ctx"), jen.Id("name"))),
+	))
+	for _, m := range []struct{ name, text string }{
+		{"PauseSchedule", "PauseSchedule pauses a schedule created at run time: it starts no run until resumed."},
+		{"ResumeSchedule", "ResumeSchedule resumes a paused schedule; the ticks that came while it was paused are not fired."},
+	} {
+		e.f.Add(doc(m.text).
+			Func().Params(recv.Clone()).Id(m.name).Params(ctx.Clone(), jen.Id("name").String()).Params(schedule.Clone(), jen.Error()).Block(
+			jen.Return(jen.Id("c").Dot("workflow").Dot(m.name).Call(jen.Id("ctx"), jen.Id("name"))),
+		))
+	}
 }

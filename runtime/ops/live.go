@@ -83,13 +83,26 @@ type Workflow struct {
 	SavedAt *time.Time `json:"savedAt,omitempty"`
 	// Schedules are the version's cron schedules.
 	Schedules []runtime.ScheduleSpec `json:"schedules,omitempty"`
+	// APISchedules are the workflow's schedules created at run time
+	// (Workflow.CreateSchedule), on its newest version only: they belong
+	// to the workflow, whatever version the engines run.
+	APISchedules []ScheduleInfo `json:"apiSchedules,omitempty"`
 }
 
-// Workflows lists the stored workflow versions, by name, newest first.
+// Workflows lists the stored workflow versions, by name, newest first,
+// the newest of each with the workflow's schedules created at run time.
 func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
 	versions, err := a.store.ListWorkflows(ctx)
 	if err != nil {
 		return nil, err
+	}
+	stored, err := a.engine.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	api := map[string][]ScheduleInfo{}
+	for _, s := range stored {
+		api[s.Workflow] = append(api[s.Workflow], apiSchedule(s))
 	}
 	out := make([]Workflow, len(versions))
 	for i, v := range versions {
@@ -103,6 +116,9 @@ func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
 		}
 		if spec.OnFailure != nil {
 			out[i].OnFailure = spec.OnFailure.Name
+		}
+		if i == 0 || versions[i-1].Name != v.Name {
+			out[i].APISchedules = api[v.Name]
 		}
 	}
 	return out, nil

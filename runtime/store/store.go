@@ -80,6 +80,7 @@ type Store interface {
 	Coordination
 	Ops
 	Retention
+	Schedules
 }
 
 // TaskKey identifies a task: the run and the step's index in the workflow.

@@ -209,6 +209,48 @@ func (c *PacedClient) WaitMany(ctx context.Context, ids []runtime.RunID) ([]Pace
 	return out, errors.Join(errs...)
 }
 
+// CreateSchedule creates a cron schedule that starts a paced run with input at
+// each tick of cron (five fields, or a descriptor such as @hourly or @every
+// 15m), in UTC unless runtime.WithTimezone says otherwise, for the default
+// tenant unless runtime.WithScheduleTenant says otherwise. The store keeps it,
+// and every started engine that registered the workflow fires it, each tick
+// starting one run. Creating a schedule that exists with the same settings
+// changes nothing; with other settings, it updates it. A bad name, cron
+// expression, time zone or input is refused with a *runtime.ScheduleError. See
+// runtime.Workflow.CreateSchedule.
+func (c *PacedClient) CreateSchedule(ctx context.Context, name, cron string, in PacedInput, opts ...runtime.ScheduleOption) (runtime.Schedule, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return runtime.Schedule{}, fmt.Errorf("encoding paced input: %w", err)
+	}
+	return c.workflow.CreateSchedule(ctx, name, cron, raw, opts...)
+}
+
+// Schedules returns the paced schedules created at run time, by name (those of
+// the workflow file are in its spec).
+func (c *PacedClient) Schedules(ctx context.Context) ([]runtime.Schedule, error) {
+	return c.workflow.Schedules(ctx)
+}
+
+// DeleteSchedule deletes a schedule created at run time
+// (runtime.ErrScheduleNotFound when there is none); the runs it started are
+// left as they are.
+func (c *PacedClient) DeleteSchedule(ctx context.Context, name string) error {
+	return c.workflow.DeleteSchedule(ctx, name)
+}
+
+// PauseSchedule pauses a schedule created at run time: it starts no run until
+// resumed.
+func (c *PacedClient) PauseSchedule(ctx context.Context, name string) (runtime.Schedule, error) {
+	return c.workflow.PauseSchedule(ctx, name)
+}
+
+// ResumeSchedule resumes a paused schedule; the ticks that came while it was
+// paused are not fired.
+func (c *PacedClient) ResumeSchedule(ctx context.Context, name string) (runtime.Schedule, error) {
+	return c.workflow.ResumeSchedule(ctx, name)
+}
+
 // Result returns the current state of a paced run without waiting for it to
 // end. Status says whether it is still running and Steps how far each step
 // got; the output of a step that has not completed (not yet, or not at all) is

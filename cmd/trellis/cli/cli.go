@@ -48,6 +48,7 @@ func Commands() []Command {
 		WorkersCommand{},
 		QueueCommand{},
 		WorkflowsCommand{},
+		SchedulesCommand{},
 		DashboardCommand{},
 		BenchCommand{},
 	}

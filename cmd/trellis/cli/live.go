@@ -164,17 +164,29 @@ func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr
 }
 
 // schedulesText says a version's schedules in a cell: "nightly (0 3 * * *
-// Europe/Amsterdam), hourly (@hourly)".
-func schedulesText(ss []runtime.ScheduleSpec) string {
-	parts := make([]string, len(ss))
-	for i, s := range ss {
-		when := s.Cron
-		if s.Timezone != "" {
-			when += " " + s.Timezone
+// Europe/Amsterdam), hourly (@hourly)", then those created at run time,
+// marked: "ten (*/10 * * * *, api)", "ten (*/10 * * * *, api, paused)".
+func schedulesText(ss []runtime.ScheduleSpec, api []ops.ScheduleInfo) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, s.Name+" ("+cronText(s.Cron, s.Timezone)+")")
+	}
+	for _, s := range api {
+		mark := ", api"
+		if s.Paused {
+			mark += ", paused"
 		}
-		parts[i] = s.Name + " (" + when + ")"
+		parts = append(parts, s.Name+" ("+cronText(s.Cron, s.Timezone)+mark+")")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cronText is a cron expression and its time zone, if not UTC.
+func cronText(cron, tz string) string {
+	if tz != "" {
+		return cron + " " + tz
+	}
+	return cron
 }
 
 // Workflows runs trellis workflows with opts and returns its exit code.
@@ -192,7 +204,7 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 			return -1, err
 		}
 		// The SCHEDULES column only when some version has schedules.
-		scheduled := slices.ContainsFunc(workflows, func(w ops.Workflow) bool { return len(w.Schedules) > 0 })
+		scheduled := slices.ContainsFunc(workflows, func(w ops.Workflow) bool { return len(w.Schedules)+len(w.APISchedules) > 0 })
 		head := []string{"WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED"}
 		if scheduled {
 			head = append(head, "SCHEDULES")
@@ -201,7 +213,7 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 		for _, w := range workflows {
 			row := []string{w.Name, w.Version, fmt.Sprint(w.Steps), w.OnFailure, timestamp(w.SavedAt)}
 			if scheduled {
-				row = append(row, schedulesText(w.Schedules))
+				row = append(row, schedulesText(w.Schedules, w.APISchedules))
 			}
 			t.row(row...)
 		}

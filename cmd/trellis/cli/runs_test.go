@@ -68,6 +68,8 @@ func (e *opsEnv) exec(args ...string) (code int, stdout, stderr string) {
 		cmd = WorkersCommand{Clock: e.h.Clock}
 	case "queue":
 		cmd = QueueCommand{Clock: e.h.Clock}
+	case "schedules":
+		cmd = SchedulesCommand{Clock: e.h.Clock}
 	default:
 		return e.main(args...)
 	}
@@ -592,6 +594,7 @@ func TestOpsCommandsOnAnEmptySchema(t *testing.T) {
 		{[]string{"workers"}, "no workers\n", "[]\n"},
 		{[]string{"queue"}, "nothing queued or running\n", "[]\n"},
 		{[]string{"workflows"}, "no workflows stored\n", "[]\n"},
+		{[]string{"schedules"}, "no schedules\n", "[]\n"},
 	}
 	for _, tt := range tests {
 		if out := e.ok(tt.args...); out != tt.text {

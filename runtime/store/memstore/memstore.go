@@ -32,6 +32,7 @@ type Store struct {
 	subs      map[int]chan store.Notification
 	subSeq    int
 	leader    string
+	schedules map[scheduleKey]store.Schedule
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,6 +78,7 @@ func New() *Store {
 		workers:   map[string]time.Time{},
 		queue:     newReadyQueue(),
 		subs:      map[int]chan store.Notification{},
+		schedules: map[scheduleKey]store.Schedule{},
 	}
 }
 

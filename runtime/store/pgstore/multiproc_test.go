@@ -35,6 +35,9 @@ const (
 	// the stale limit.
 	workerHeartbeat = 200 * time.Millisecond
 	workerStale     = 2 * time.Second
+	// workerScheduleRefresh is how soon workers read schedules the test
+	// creates.
+	workerScheduleRefresh = 200 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
@@ -71,6 +74,7 @@ func workerMain(url, schema, name string) int {
 		Store: pgstore.New(pool), WorkerID: name, Logger: log, Concurrency: 16,
 		PollInterval: 200 * time.Millisecond, TimerInterval: 100 * time.Millisecond,
 		HeartbeatInterval: workerHeartbeat, StaleAfter: workerStale,
+		ScheduleRefresh: workerScheduleRefresh,
 	})
 	if err != nil {
 		log.Error("engine", "error", err)

@@ -85,6 +85,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"PurgeKeepsLiveFailureHandler", testPurgeKeepsLiveHandler},
 		{"PurgeDryRunAndLimit", testPurgeDryRunAndLimit},
 		{"PurgeRacesRetry", testPurgeRacesRetry},
+		{"SchedulePut", testSchedulePut},
+		{"ScheduleNames", testScheduleNames},
+		{"ScheduleDelete", testScheduleDelete},
+		{"SchedulePause", testSchedulePause},
+		{"SchedulePutConcurrently", testSchedulePutConcurrently},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,6 +81,18 @@ type TrellisRun struct {
 	Priority       int16
 }
 
+type TrellisSchedule struct {
+	Workflow  string
+	Name      string
+	Cron      string
+	Timezone  string
+	Input     []byte
+	Tenant    string
+	Paused    bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type TrellisTask struct {
 	RunID uuid.UUID
 	Step  int16

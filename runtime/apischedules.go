@@ -1,0 +1,340 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Schedule is a cron schedule created at run time (Workflow.CreateSchedule),
+// as the store keeps it. The workflow file's schedules are in its spec
+// (WorkflowSpec.Schedules).
+type Schedule struct {
+	Workflow string `json:"workflow"`
+	Name     string `json:"name"`
+	// Cron is the cron expression: five fields (minute hour day-of-month
+	// month day-of-week) or a descriptor such as @hourly or @every 15m.
+	Cron string `json:"cron"`
+	// Timezone is the IANA time zone Cron is read in; "" for UTC.
+	Timezone string `json:"timezone,omitempty"`
+	// Input is the JSON input of the runs it starts; a generated client's
+	// CreateSchedule takes it typed.
+	Input  json.RawMessage `json:"input"`
+	Tenant string          `json:"tenant"`
+	// Paused schedules start no run (PauseSchedule, ResumeSchedule).
+	Paused bool `json:"paused,omitempty"`
+	// CreatedAt is when it was created; UpdatedAt when its settings or
+	// its paused state last changed. No tick before UpdatedAt fires.
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ErrInvalidSchedule is matched by a *ScheduleError: CreateSchedule
+// refused a schedule, and nothing was written.
+var ErrInvalidSchedule = errors.New("invalid schedule")
+
+// ErrScheduleNotFound is returned for a schedule the store does not keep
+// (DeleteSchedule, PauseSchedule, ResumeSchedule).
+var ErrScheduleNotFound = errors.New("schedule not found")
+
+// ScheduleError lists every problem CreateSchedule found with a schedule:
+// its name, cron expression, time zone or input (an *InputError, so that
+// errors.Is(err, ErrInvalidInput) holds for a bad input too).
+type ScheduleError struct {
+	Workflow string
+	Name     string
+	Problems []error
+}
+
+func (e *ScheduleError) Error() string {
+	return fmt.Sprintf("schedule %s of workflow %s: %v", e.Name, e.Workflow, errors.Join(e.Problems...))
+}
+
+// Is makes errors.Is(err, ErrInvalidSchedule) true.
+func (e *ScheduleError) Is(target error) bool { return target == ErrInvalidSchedule }
+
+// Unwrap returns the problems.
+func (e *ScheduleError) Unwrap() []error { return e.Problems }
+
+// ScheduleOption sets an option of CreateSchedule.
+type ScheduleOption func(*scheduleOptions)
+
+type scheduleOptions struct {
+	timezone, tenant string
+}
+
+// WithTimezone reads a schedule's cron expression in an IANA time zone
+// (Europe/Amsterdam), instead of UTC.
+func WithTimezone(tz string) ScheduleOption {
+	return func(o *scheduleOptions) { o.timezone = tz }
+}
+
+// WithScheduleTenant makes a schedule's runs belong to tenant, instead of
+// DefaultTenant.
+func WithScheduleTenant(tenant string) ScheduleOption {
+	return func(o *scheduleOptions) { o.tenant = tenant }
+}
+
+// CreateSchedule creates a cron schedule of the workflow in the store, to
+// be fired, like the workflow file's schedules, by every started engine
+// that registered the workflow: each tick starts one run, with input and
+// the idempotency key trellis:schedule:<name>:<tick in UTC, RFC 3339>.
+// Engines other than this one notice it within their
+// Config.ScheduleRefresh; no tick before it was created fires.
+//
+// Names are unique within the workflow. Creating a schedule that exists
+// with the same settings (cron, time zone, input, tenant) changes
+// nothing; with other settings, it updates the schedule (keeping it
+// paused if it was): no tick before the update fires, and the runs its
+// earlier ticks started are left as they are. A name the workflow file
+// gives a schedule is refused. A bad name, cron expression, time zone
+// or input (checked against the input schema) is refused with a
+// *ScheduleError naming every problem, and nothing is written.
+func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, input json.RawMessage, opts ...ScheduleOption) (Schedule, error) {
+	var o scheduleOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.tenant == "" {
+		o.tenant = DefaultTenant
+	}
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	var problems []error
+	if err := spec.CheckName(name); err != nil {
+		problems = append(problems, err)
+	}
+	if slices.ContainsFunc(w.def.spec.Schedules, func(s ScheduleSpec) bool { return s.Name == name }) {
+		problems = append(problems, errors.New("the workflow file declares a schedule of that name; choose another name"))
+	}
+	if _, _, err := parseCron(cronExpr, o.timezone); err != nil {
+		problems = append(problems, err)
+	}
+	if err := w.def.ValidateInput(input); err != nil {
+		problems = append(problems, err)
+	}
+	if len(problems) > 0 {
+		return Schedule{}, &ScheduleError{Workflow: w.Name(), Name: name, Problems: problems}
+	}
+	e := w.engine
+	// The version is stored too, so that operators' tools (trellis
+	// workflows) know the workflow before it has any run.
+	if err := e.saveDefinition(ctx, w.def); err != nil {
+		return Schedule{}, err
+	}
+	res, err := e.store.PutSchedule(ctx, store.PutSchedule{
+		Schedule: store.Schedule{Workflow: w.Name(), Name: name, Cron: cronExpr, Timezone: o.timezone, Input: input, Tenant: o.tenant},
+		Now:      e.clock.Now(),
+	})
+	if err != nil {
+		return Schedule{}, err
+	}
+	e.schedulesChanged()
+	return fromStore(res.Schedule), nil
+}
+
+// Schedules returns the workflow's schedules created at run time, by
+// name. The workflow file's are in its spec.
+func (w *Workflow) Schedules(ctx context.Context) ([]Schedule, error) {
+	return w.engine.Schedules(ctx, w.Name())
+}
+
+// DeleteSchedule deletes a schedule created at run time; the runs it
+// started are left as they are. ErrScheduleNotFound when there is none.
+func (w *Workflow) DeleteSchedule(ctx context.Context, name string) error {
+	return w.engine.DeleteSchedule(ctx, w.Name(), name)
+}
+
+// PauseSchedule pauses a schedule created at run time: it starts no run
+// until resumed. See Engine.PauseSchedule.
+func (w *Workflow) PauseSchedule(ctx context.Context, name string) (Schedule, error) {
+	return w.engine.PauseSchedule(ctx, w.Name(), name)
+}
+
+// ResumeSchedule resumes a paused schedule. See Engine.ResumeSchedule.
+func (w *Workflow) ResumeSchedule(ctx context.Context, name string) (Schedule, error) {
+	return w.engine.ResumeSchedule(ctx, w.Name(), name)
+}
+
+// Schedules returns the schedules created at run time of the workflows
+// named (of every workflow when none is), by workflow, then name, for
+// processes that have no workflow's code, such as the trellis CLI.
+func (e *Engine) Schedules(ctx context.Context, workflows ...string) ([]Schedule, error) {
+	stored, err := e.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: workflows})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Schedule, len(stored))
+	for i, s := range stored {
+		out[i] = fromStore(s)
+	}
+	return out, nil
+}
+
+// DeleteSchedule deletes a schedule created at run time of a workflow.
+// Engines other than this one stop firing it within their
+// Config.ScheduleRefresh. ErrScheduleNotFound when there is none.
+func (e *Engine) DeleteSchedule(ctx context.Context, workflow, name string) error {
+	err := e.store.DeleteSchedule(ctx, workflow, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("deleting schedule %s of %s: %w", name, workflow, ErrScheduleNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	e.schedulesChanged()
+	return nil
+}
+
+// PauseSchedule pauses a schedule created at run time: no tick fires
+// until ResumeSchedule (engines other than this one notice within their
+// Config.ScheduleRefresh). Pausing a paused schedule changes nothing.
+func (e *Engine) PauseSchedule(ctx context.Context, workflow, name string) (Schedule, error) {
+	return e.pauseSchedule(ctx, workflow, name, true)
+}
+
+// ResumeSchedule resumes a paused schedule. The ticks that came while it
+// was paused are not fired: the first is the first after it resumed.
+func (e *Engine) ResumeSchedule(ctx context.Context, workflow, name string) (Schedule, error) {
+	return e.pauseSchedule(ctx, workflow, name, false)
+}
+
+func (e *Engine) pauseSchedule(ctx context.Context, workflow, name string, paused bool) (Schedule, error) {
+	s, err := e.store.PauseSchedule(ctx, workflow, name, paused, e.clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		verb := "pausing"
+		if !paused {
+			verb = "resuming"
+		}
+		return Schedule{}, fmt.Errorf("%s schedule %s of %s: %w", verb, name, workflow, ErrScheduleNotFound)
+	}
+	if err != nil {
+		return Schedule{}, err
+	}
+	e.schedulesChanged()
+	return fromStore(s), nil
+}
+
+func fromStore(s store.Schedule) Schedule {
+	return Schedule{
+		Workflow: s.Workflow, Name: s.Name, Cron: s.Cron, Timezone: s.Timezone, Input: json.RawMessage(s.Input), Tenant: s.Tenant,
+		Paused: s.Paused, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+	}
+}
+
+// apiSchedules is an engine's copy of the stored schedules of the
+// workflows it registered, compiled, read again every
+// Config.ScheduleRefresh and whenever the engine changes one.
+type apiSchedules struct {
+	mu         sync.Mutex
+	byWorkflow map[string][]schedule // active (not paused) schedules that compiled
+	loadedAt   time.Time             // by the engine's clock; zero: never read
+	stale      bool                  // this engine changed a schedule since
+	warned     map[string]time.Time  // workflow/name -> UpdatedAt of the version warned about
+	changed    chan struct{}         // wakes the schedule loop after a change
+}
+
+// schedulesChanged makes the next firing read the stored schedules again.
+func (e *Engine) schedulesChanged() {
+	e.api.mu.Lock()
+	e.api.stale = true
+	e.api.mu.Unlock()
+	select {
+	case e.api.changed <- struct{}{}:
+	default:
+	}
+}
+
+// untilRefresh is how long until the stored schedules are due to be read
+// again.
+func (e *Engine) untilRefresh() time.Duration {
+	e.api.mu.Lock()
+	defer e.api.mu.Unlock()
+	return max(e.api.loadedAt.Add(e.cfg.ScheduleRefresh).Sub(e.clock.Now()), time.Millisecond)
+}
+
+// refreshSchedules reads the stored schedules of the registered
+// workflows, when Config.ScheduleRefresh has passed since it last did or
+// this engine changed one, and compiles them. A stored schedule that does
+// not compile against the registered version (its workflow's input schema
+// changed since it was created, say), or that a schedule of the workflow
+// file shadows, is left out, with a warning logged once.
+func (e *Engine) refreshSchedules(ctx context.Context) error {
+	now := e.clock.Now()
+	e.api.mu.Lock()
+	due := e.api.loadedAt.IsZero() || e.api.stale || !now.Before(e.api.loadedAt.Add(e.cfg.ScheduleRefresh))
+	e.api.stale = false
+	e.api.mu.Unlock()
+	regs := e.registrations()
+	if !due || len(regs) == 0 {
+		return nil
+	}
+	byName := make(map[string]*registration, len(regs))
+	names := make([]string, len(regs))
+	for i, r := range regs {
+		names[i] = r.def.Name()
+		byName[r.def.Name()] = r
+	}
+	stored, err := e.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: names})
+	if err != nil {
+		e.schedulesChanged() // try again next time
+		return fmt.Errorf("reading schedules: %w", err)
+	}
+	compiled := map[string][]schedule{}
+	for _, st := range stored {
+		r, ok := byName[st.Workflow]
+		if !ok || st.Paused {
+			continue
+		}
+		s, err := compileStored(r.def, st)
+		if err != nil {
+			e.warnSchedule(st, err)
+			continue
+		}
+		compiled[st.Workflow] = append(compiled[st.Workflow], s)
+	}
+	e.api.mu.Lock()
+	e.api.byWorkflow, e.api.loadedAt = compiled, now
+	e.api.mu.Unlock()
+	return nil
+}
+
+// compileStored compiles a stored schedule for a registered version of
+// its workflow.
+func compileStored(def *Definition, st store.Schedule) (schedule, error) {
+	if slices.ContainsFunc(def.spec.Schedules, func(s ScheduleSpec) bool { return s.Name == st.Name }) {
+		return schedule{}, errors.New("the workflow file declares a schedule of the same name, which is fired instead")
+	}
+	c, loc, err := parseCron(st.Cron, st.Timezone)
+	if err != nil {
+		return schedule{}, err
+	}
+	if err := def.ValidateInput(st.Input); err != nil {
+		return schedule{}, err
+	}
+	return schedule{name: st.Name, cron: c, loc: loc, input: st.Input, tenant: st.Tenant, since: st.UpdatedAt}, nil
+}
+
+// warnSchedule logs, once per version of a stored schedule, why it is not
+// fired.
+func (e *Engine) warnSchedule(st store.Schedule, err error) {
+	id := st.Workflow + "/" + st.Name
+	e.api.mu.Lock()
+	if e.api.warned == nil {
+		e.api.warned = map[string]time.Time{}
+	}
+	seen, ok := e.api.warned[id]
+	e.api.warned[id] = st.UpdatedAt
+	e.api.mu.Unlock()
+	if !ok || !seen.Equal(st.UpdatedAt) {
+		e.log.Warn("schedule not fired", "workflow", st.Workflow, "schedule", st.Name, "error", err)
+	}
+}
