@@ -25,12 +25,18 @@ WITH picked AS (
     -- run_id = ANY (...) again: without it, statistics that make QUEUED
     -- look common (a burst of new runs before ANALYZE) get the join
     -- planned as a scan of every task.
+    -- A task with a rate limit starts only at its turn (trellis_pace): the
+    -- call names k, so that it is a condition of the join, tested for the
+    -- tasks taken only, never for others of their runs.
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
-        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+      AND (t.rate_key IS NULL OR k.wake
+           OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
+                           greatest(@now::timestamptz, t.updated_at)))
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
@@ -96,12 +102,18 @@ WITH running AS (
     -- run_id = ANY (...) again: without it, statistics that make QUEUED
     -- look common (a burst of new runs before ANALYZE) get the join
     -- planned as a scan of every task.
+    -- A task with a rate limit starts only at its turn (trellis_pace): the
+    -- call names k, so that it is a condition of the join, tested for the
+    -- tasks taken only, never for others of their runs.
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
-        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+      AND (t.rate_key IS NULL OR k.wake
+           OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
+                           greatest(@now::timestamptz, t.updated_at)))
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)

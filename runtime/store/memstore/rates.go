@@ -8,7 +8,7 @@ import (
 
 // Rate limits (store.Rate): each key has a pace, the generic cell rate
 // algorithm's theoretical arrival time. The Postgres store keeps the same
-// in trellis_rates, and decides in the trigger trellis_pace.
+// in trellis_rates, and decides in trellis_pace, which its claims call.
 
 // pace decides whether a claimed task may start at now (see store.Rate):
 // a task queued for its turn starts; any other takes its key's next turn

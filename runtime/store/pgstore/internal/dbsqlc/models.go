@@ -116,7 +116,7 @@ type TrellisTask struct {
 	RateKey       pgtype.Text
 	RateInterval  pgtype.Int8
 	RateBurst     pgtype.Int4
-	RateTurn      bool
+	RateTurn      pgtype.Bool
 }
 
 type TrellisTenant struct {

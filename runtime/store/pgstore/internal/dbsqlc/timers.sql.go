@@ -42,7 +42,8 @@ WITH due AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
     -- is queued for its next attempt, a QUEUED one (put off) for its turn.
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at), rate_turn = before.status = 'QUEUED'
+    SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at),
+        rate_turn = CASE WHEN before.status = 'QUEUED' THEN true END
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED')
