@@ -256,18 +256,16 @@ func (d *decoder) priority(v *Value) *Expr {
 }
 
 // concurrency reads a concurrency limit: {key: <CEL over the input>, max:
-// <whole number >= 1>}. The key is type-checked by checkConcurrency.
+// <whole number >= 1>}. The key is type-checked by checkInputExprs.
 func (d *decoder) concurrency(v *Value, what string) *Concurrency {
 	if !d.isMap(v, what, `a mapping such as {key: "input.customerId", max: 2}`) {
 		return nil
 	}
 	d.keys(v, what, "key", "max")
 	c := &Concurrency{Pos: v.Pos}
-	ok := true
-	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f == nil {
-		ok = false
-	} else if c.Key, ok = d.keyExpr(f, what); !ok {
-		ok = false
+	ok := false
+	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f != nil {
+		c.Key, ok = d.keyExpr(f, what)
 	}
 	if f := d.required(v, "max", what+" has no max: add max: <how many tasks of one key may be in progress at once>"); f == nil {
 		ok = false
