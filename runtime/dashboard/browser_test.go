@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -74,8 +75,9 @@ func browser(t *testing.T, width, height int64) context.Context {
 // liveEngine is a started engine on a fresh Postgres schema, running the
 // probe workflow on real time, and a dashboard over the same schema
 // through an engine of its own that is never started, as trellis
-// dashboard does.
-func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string) {
+// dashboard does. It returns the probe, its workflow on the started
+// engine, the dashboard's URL and the started engine.
+func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string, *runtime.Engine) {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	engine, err := runtime.New(runtime.Config{
@@ -102,7 +104,7 @@ func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string) {
 		dash.Close()
 		srv.Close()
 	})
-	return p, w, srv.URL + "/trellis"
+	return p, w, srv.URL + "/trellis", engine
 }
 
 // runStable runs actions that end in at most one that changes the page
@@ -124,7 +126,7 @@ func runStable(ctx context.Context, actions ...chromedp.Action) error {
 // confirms), and watches the run complete without reloading the page.
 func TestBrowserRetryFailedRun(t *testing.T) {
 	ctx := browser(t, 1280, 1000)
-	p, w, base := liveEngine(t)
+	p, w, base, _ := liveEngine(t)
 	p.failing.Store(true)
 	ref, err := w.Trigger(t.Context(), []byte(`{"note":"card expired","amount":1200}`), runtime.WithTenant("acme"))
 	if err != nil {
@@ -198,7 +200,7 @@ func TestBrowserRetryFailedRun(t *testing.T) {
 // browser as in the HTML.
 func TestBrowserWhereError(t *testing.T) {
 	ctx := browser(t, 1280, 900)
-	_, w, base := liveEngine(t)
+	_, w, base, _ := liveEngine(t)
 	if _, err := w.Trigger(t.Context(), []byte(`{"note":"x","amount":3}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -217,5 +219,60 @@ func TestBrowserWhereError(t *testing.T) {
 	}
 	if !strings.Contains(problem, "where") || !strings.Contains(problem, "undefined field 'amont'") {
 		t.Errorf("the page says %q, want the where filter's type error", problem)
+	}
+}
+
+// A live update that arrives while the reader holds the mouse button
+// down on the page waits for the release: swapping the node under the
+// pointer between press and release would lose the click.
+func TestBrowserClickSurvivesLiveUpdate(t *testing.T) {
+	ctx := browser(t, 1280, 1000)
+	p, w, base, engine := liveEngine(t)
+	p.failing.Store(true)
+	ref, err := w.Trigger(t.Context(), []byte(`{"note":"held","amount":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Wait(t.Context(), ref.ID); res == nil || res.Status != runtime.RunFailed {
+		t.Fatalf("the run ended %v, %v; want FAILED", res, err)
+	}
+	link := `g.node[data-step="charge"] a`
+	var box struct{ X, Y float64 }
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(fmt.Sprintf("%s/runs/%s", base, ref.ID)),
+		chromedp.WaitVisible(link),
+		chromedp.Evaluate(`(() => { const a = document.querySelector('`+link+`'); a.scrollIntoView({block: "center"});
+			const r = a.getBoundingClientRect(); return {X: r.x + r.width / 2, Y: r.y + r.height / 2}; })()`, &box),
+	)
+	if err == nil { // box is known only now
+		err = chromedp.Run(ctx, input.DispatchMouseEvent(input.MousePressed, box.X, box.Y).WithButton(input.Left).WithClickCount(1))
+	}
+	if err != nil {
+		t.Fatalf("pressing on the failed step: %v", err)
+	}
+	// The run changes while the button is down: retried, charge fails
+	// again, and the page's live part has news.
+	if err := engine.RetryRun(t.Context(), ref.ID); err != nil {
+		t.Fatalf("retrying the run: %v", err)
+	}
+	var held bool
+	if err := chromedp.Run(ctx, chromedp.Poll(`document.getElementById("live").hasAttribute("data-held")`, &held,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil || !held {
+		t.Fatalf("no live update arrived while the button was down: %v", err)
+	}
+	var opened bool
+	err = chromedp.Run(ctx,
+		input.DispatchMouseEvent(input.MouseReleased, box.X, box.Y).WithButton(input.Left).WithClickCount(1),
+		chromedp.Poll(`location.hash === "#step-1" && !document.getElementById("live").hasAttribute("data-held")
+			&& document.getElementById("live").getAttribute("data-updates") !== null
+			&& document.querySelector('g.node[data-step="charge"]').classList.contains("selected")`, &opened,
+			chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	if err != nil || !opened {
+		var state string
+		_ = chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify({hash: location.hash, held: document.getElementById("live").hasAttribute("data-held"),
+			updates: document.getElementById("live").getAttribute("data-updates"),
+			selected: document.querySelector('g.node[data-step="charge"]').classList.contains("selected")})`, &state))
+		t.Errorf("the click whose press and release an update came between was lost, or the update never applied (%s): %v", state, err)
 	}
 }

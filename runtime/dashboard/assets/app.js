@@ -82,14 +82,36 @@
       state.title = 'Live updates are reconnecting';
     }
   });
-  source.addEventListener('update', function (e) {
-    if (e.data === last) {
+  // While a button is held down on the page, an update waits: replacing
+  // the node under the pointer between press and release would lose the
+  // click (and text being selected). It is applied once released, after
+  // the click has been dispatched.
+  var pressed = false;
+  var pending = null;
+  document.addEventListener('pointerdown', function () {
+    pressed = true;
+  }, true);
+  document.addEventListener('pointerup', function () {
+    pressed = false;
+    if (pending !== null) {
+      var data = pending;
+      pending = null;
+      region.removeAttribute('data-held');
+      setTimeout(function () {
+        apply(data);
+      }, 0);
+    }
+  }, true);
+
+  function apply(data) {
+    if (pressed) {
+      pending = data;
+      region.setAttribute('data-held', '');
       return;
     }
-    last = e.data;
     // The first update repeats what the page shows: leave the page (and
     // what the reader is pointing at) alone unless something changed.
-    scratch.innerHTML = e.data;
+    scratch.innerHTML = data;
     if (scratch.innerHTML === region.innerHTML) {
       return;
     }
@@ -99,7 +121,7 @@
         open[d.id] = d.open;
       }
     });
-    region.innerHTML = e.data;
+    region.innerHTML = data;
     region.querySelectorAll('details').forEach(function (d) {
       if (d.id in open) {
         d.open = open[d.id];
@@ -108,6 +130,14 @@
     showTarget();
     updates++;
     region.setAttribute('data-updates', String(updates));
+  }
+
+  source.addEventListener('update', function (e) {
+    if (e.data === last) {
+      return;
+    }
+    last = e.data;
+    apply(e.data);
   });
   window.addEventListener('pagehide', function () {
     source.close();
