@@ -198,3 +198,39 @@ func TestDownloadsWholeDocuments(t *testing.T) {
 		t.Errorf("an unknown step's output.json = %d, want 404", code)
 	}
 }
+
+// A workflow's page lists its schedules, those created at run time with
+// whether they are paused; their inputs are shown as text, not markup.
+func TestWorkflowPageShowsSchedules(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	b.trigger(`{"note":"fine","amount":5}`)
+	ctx := t.Context()
+	if _, err := b.workflow.CreateSchedule(ctx, "nightly", "0 3 * * *", []byte(`{"note":"<script>alert(1)</script>","amount":1}`),
+		runtime.WithTimezone("Europe/Amsterdam"), runtime.WithScheduleTenant("acme")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.workflow.CreateSchedule(ctx, "hourly", "@hourly", []byte(`{"note":"h","amount":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.workflow.PauseSchedule(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	page := b.page("/workflows/probe", http.StatusOK)
+	for _, want := range []string{
+		`<tr data-schedule="hourly"><td class="step-name">hourly</td><td class="mono">@hourly</td><td>UTC</td><td>default</td>`,
+		`<tr data-schedule="nightly"><td class="step-name">nightly</td><td class="mono">0 3 * * *</td><td>Europe/Amsterdam</td><td>acme</td>`,
+		`&lt;script&gt;alert(1)&lt;/script&gt;`,
+		`<span class="badge s-cancelled">paused</span>`,
+		"created at run time",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the workflow page does not contain %q", want)
+		}
+	}
+	if strings.Contains(page, "<script>alert(1)") {
+		t.Error("a schedule's input is rendered as markup")
+	}
+	if strings.Count(page, "paused</span>") != 1 {
+		t.Error("want exactly one schedule marked paused")
+	}
+}

@@ -108,7 +108,10 @@ type workflowData struct {
 	DAG      *dag
 	Stats    runStats
 	Recent   []ops.Run
-	Problem  string
+	// Schedules are the workflow's cron schedules: its newest version's
+	// file's and those created at run time.
+	Schedules []ops.ScheduleInfo
+	Problem   string
 }
 
 func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +154,9 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, name, version string) (*wo
 		data.Problem = d.problem("reading workflow version "+data.Version.Version, err)
 	} else {
 		data.DAG = newDAG(spec, nil, nil)
+	}
+	if data.Schedules, err = d.admin.Schedules(ctx, name); err != nil {
+		data.Problem = d.problem("listing the schedules of "+name, err)
 	}
 	page, err := d.admin.ListRuns(ctx, ops.RunFilter{Workflow: name, Limit: detailSample})
 	if err != nil {
