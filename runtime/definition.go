@@ -253,10 +253,10 @@ func perStep[S any, C any](spec *WorkflowSpec, steps int, shared *S, own func(*S
 	var out []*C
 	for i := range spec.Steps {
 		s := &spec.Steps[i]
-		c := wide
 		if s.IsSleep() {
 			continue
 		}
+		c := wide
 		if o := own(s); o != nil {
 			var err error
 			if c, err = compile(o, spec.Name+"/"+s.Name, "step "+s.Name+": "); err != nil {
