@@ -9,7 +9,9 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- name: OpsRunsScan :many
 -- The next lim runs of a listing, newest first, from after the cursor
 -- (after_created, after_id). Every filter is optional: an empty text or a
--- null time matches every run. Run it under OpsCustomPlans. One status at
+-- null time matches every run. With finished_from and a status, the
+-- index on (status, finished_at) of schema/0007 finds the runs, however
+-- many older ones the status has. Run it under OpsCustomPlans. One status at
 -- a time: an index is read in order for one status, not for several. Each
 -- run comes with whether its input contains one of the documents (true
 -- when there are none; no index covers inputs, so this checks the rows
@@ -25,6 +27,7 @@ WITH scanned AS (
       AND (@idempotency_key::text = '' OR idempotency_key = @idempotency_key::text)
       AND (sqlc.narg(created_from)::timestamptz IS NULL OR created_at >= sqlc.narg(created_from)::timestamptz)
       AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
+      AND (sqlc.narg(finished_from)::timestamptz IS NULL OR finished_at >= sqlc.narg(finished_from)::timestamptz)
       AND (sqlc.narg(after_created)::timestamptz IS NULL
            OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
     ORDER BY created_at DESC, id DESC

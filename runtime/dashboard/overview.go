@@ -23,16 +23,15 @@ const (
 // overviewData is what the overview shows. Each part is read on its own:
 // one that fails shows its error, and the others still show.
 type overviewData struct {
-	Activity    *ops.Activity
-	Totals      ops.ActivityBucket
-	Chart       chart
-	Tenants     []tenantQueue
-	Stuck       []ops.StuckRun
-	Workers     []ops.Worker
-	Leader      string
-	Failed      []ops.Run
-	FailedSince string // the runs list's since for "failed in the last hour"
-	Errors      map[string]string
+	Activity *ops.Activity
+	Totals   ops.ActivityBucket
+	Chart    chart
+	Tenants  []tenantQueue
+	Stuck    []ops.StuckRun
+	Workers  []ops.Worker
+	Leader   string
+	Failed   []ops.Run
+	Errors   map[string]string
 }
 
 // tenantQueue is a tenant's live work, over its workflows.
@@ -58,7 +57,7 @@ func (d *Dashboard) liveOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) loadOverview(ctx context.Context) *overviewData {
-	data := &overviewData{Errors: map[string]string{}, FailedSince: "1h"}
+	data := &overviewData{Errors: map[string]string{}}
 	var err error
 	if data.Activity, err = d.admin.Activity(ctx, activityWindow, activityBucket); err != nil {
 		data.Errors["activity"] = d.problem("reading run activity", err)

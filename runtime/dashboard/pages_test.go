@@ -234,3 +234,39 @@ func TestWorkflowPageShowsSchedules(t *testing.T) {
 		t.Error("want exactly one schedule marked paused")
 	}
 }
+
+// The overview's "failed in the last hour" counts runs by when they
+// failed, and the list its tile links to shows the same runs: one
+// created two hours ago that failed just now too.
+func TestFailedInTheLastHourListsWhatTheTileCounts(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ref, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"slow to fail","amount":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ref.ID
+	b.h.Clock.Set(b.h.Clock.Now().Add(2 * time.Hour)) // nothing ran meanwhile
+	recent := b.failed(`{"note":"fails at once","amount":4}`)
+	if st := b.h.Result(old).Status; st != runtime.RunFailed {
+		t.Fatalf("the old run is %s, want FAILED", st)
+	}
+	overview := b.page("/", http.StatusOK)
+	if !strings.Contains(overview, `href="/runs?status=FAILED&amp;finished=1h" id="failed-tile"><span class="n">2</span>`) {
+		t.Errorf("the overview's failed tile does not count 2 runs and link to the runs that finished failed in the last hour")
+	}
+	list := b.page("/runs?status=FAILED&finished=1h", http.StatusOK)
+	for _, id := range []runtime.RunID{old, recent} {
+		if !strings.Contains(list, id.String()) {
+			t.Errorf("the runs that failed in the last hour leave out %s", id)
+		}
+	}
+	if !strings.Contains(list, "finished since") {
+		t.Error("the list does not say it shows runs by when they finished")
+	}
+	if created := b.page("/runs?status=FAILED&since=1h", http.StatusOK); strings.Contains(created, old.String()) {
+		t.Errorf("runs created in the last hour list %s, created two hours ago", old)
+	}
+	if code, body := b.get("/runs?finished=yesterday-ish"); code != http.StatusBadRequest || !strings.Contains(body, "finished") {
+		t.Errorf("a bad finished parameter answered %d, want 400 naming it", code)
+	}
+}

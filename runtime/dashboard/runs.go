@@ -26,6 +26,7 @@ type runsForm struct {
 	Key      string
 	Since    string
 	Until    string
+	Finished string // finished since
 	Where    string
 	Limit    string
 	After    string
@@ -64,6 +65,7 @@ func (f runsForm) query(after string) url.Values {
 	set("key", f.Key)
 	set("since", f.Since)
 	set("until", f.Until)
+	set("finished", f.Finished)
 	set("where", f.Where)
 	set("limit", f.Limit)
 	set("after", after)
@@ -74,7 +76,8 @@ func (f runsForm) query(after string) url.Values {
 func readRunsForm(q url.Values) runsForm {
 	f := runsForm{
 		Workflow: strings.TrimSpace(q.Get("workflow")), Tenant: q.Get("tenant"), Key: q.Get("key"),
-		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")), Where: strings.TrimSpace(q.Get("where")),
+		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")),
+		Finished: strings.TrimSpace(q.Get("finished")), Where: strings.TrimSpace(q.Get("where")),
 		Limit: strings.TrimSpace(q.Get("limit")), After: strings.TrimSpace(q.Get("after")),
 	}
 	for _, v := range q["status"] {
@@ -115,6 +118,9 @@ func (f runsForm) filter(now time.Time, workflows []string) (ops.RunFilter, erro
 	}
 	if !rf.CreatedFrom.IsZero() && !rf.CreatedTo.IsZero() && !rf.CreatedFrom.Before(rf.CreatedTo) {
 		return rf, &paramError{"until", errors.New("the time range is empty: until must come after since")}
+	}
+	if rf.FinishedFrom, err = parseTime(f.Finished, now); err != nil {
+		return rf, &paramError{"finished", err}
 	}
 	if f.Limit != "" {
 		n, err := strconv.Atoi(f.Limit)
@@ -246,6 +252,9 @@ func describe(f ops.RunFilter, form runsForm) string {
 	}
 	if form.Until != "" {
 		parts = append(parts, "created before "+f.CreatedTo.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if form.Finished != "" {
+		parts = append(parts, "finished since "+f.FinishedFrom.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if f.Where != "" {
 		parts = append(parts, "where "+f.Where)

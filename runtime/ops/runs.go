@@ -43,6 +43,11 @@ type RunFilter struct {
 	// created before it.
 	CreatedFrom time.Time
 	CreatedTo   time.Time
+	// FinishedFrom keeps runs that finished (completed, failed or were
+	// cancelled) at or after it, whenever they were created; a run retried
+	// since has no finish time until it ends again. The order stays the
+	// creation order.
+	FinishedFrom time.Time
 	// Where is a CEL expression over the run's input, status, tenant and
 	// created (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
@@ -138,7 +143,8 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	}
 	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
-		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, After: after, Limit: limit + 1, // one more: is there a next page?
+		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom,
+		After: after, Limit: limit + 1, // one more: is there a next page?
 	}
 	var (
 		runs    []store.Run

@@ -123,6 +123,10 @@ type RunQuery struct {
 	// created before it.
 	CreatedFrom time.Time
 	CreatedTo   time.Time
+	// FinishedFrom keeps runs that finished (completed, failed or were
+	// cancelled) at or after it; a run retried since has no finish time
+	// until it ends again. The listing's order stays the creation order.
+	FinishedFrom time.Time
 	// After continues a listing: only runs that come after the cursor in
 	// the listing's order are returned. The cursor of a page's last run
 	// gives the next page, whatever was created meanwhile.

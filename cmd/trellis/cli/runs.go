@@ -113,7 +113,10 @@ type RunsFilterOptions struct {
 	Tenant string
 	// Since and Until bound when the runs were created: an RFC 3339 time,
 	// a date (2006-01-02, UTC), or a duration meaning that long ago.
-	Since, Until   string
+	Since, Until string
+	// FinishedSince keeps runs that finished at or after it (read as
+	// Since), whenever they were created.
+	FinishedSince  string
 	IdempotencyKey string
 	// Where is a CEL expression over input, status, tenant and created,
 	// type-checked against the input schema of Workflow.
@@ -127,6 +130,8 @@ func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
 	fs.StringVar(&o.Tenant, "tenant", "", "only runs of this `tenant`")
 	fs.StringVar(&o.Since, "since", "", "only runs created at or after this `time` (RFC 3339, a date, or a duration ago such as 24h)")
 	fs.StringVar(&o.Until, "until", "", "only runs created before this `time` (as -since)")
+	fs.StringVar(&o.FinishedSince, "finished-since", "", "only runs that finished (completed, failed or were cancelled) at or after this `time` (as -since),\n"+
+		"whenever they were created, e.g. -status FAILED -finished-since 1h")
 	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
 	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant and created selects\n"+
 		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
@@ -150,6 +155,9 @@ func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
 		errs = append(errs, err)
 	}
 	if f.CreatedTo, err = parseTimeFlag("until", o.Until, now); err != nil {
+		errs = append(errs, err)
+	}
+	if f.FinishedFrom, err = parseTimeFlag("finished-since", o.FinishedSince, now); err != nil {
 		errs = append(errs, err)
 	}
 	if o.Where != "" && o.Workflow == "" {
@@ -468,7 +476,7 @@ func (o RunsActOptions) Validate() error {
 		return errors.New("give the ids of the runs or filters that select them, not both")
 	}
 	if len(o.Runs) == 0 && !o.given() {
-		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -idempotency-key, -where)")
+		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -finished-since, -idempotency-key, -where)")
 	}
 	if len(o.Runs) > 0 && (o.DryRun || o.Yes) {
 		return errors.New("-dry-run and -yes go with filters: runs given by id are acted on as given")
@@ -737,6 +745,7 @@ func filterText(o RunsFilterOptions) string {
 	add("tenant", o.Tenant)
 	add("since", o.Since)
 	add("until", o.Until)
+	add("finished-since", o.FinishedSince)
 	add("idempotency-key", o.IdempotencyKey)
 	add("where", o.Where)
 	if len(parts) == 0 {

@@ -367,6 +367,8 @@ func TestRunsListFilters(t *testing.T) {
 		{[]string{"-since", "5m30s"}, []int{runOpsBeta, runChainStop, runChainQueue}}, // the clock reads 00:10
 		{[]string{"-until", "2030-01-01T00:04:00Z"}, []int{runOpsFailed, runChainDone}},
 		{[]string{"-since", "2030-01-01", "-until", "2030-01-01T00:01:00Z"}, []int{runChainDone}},
+		{[]string{"-finished-since", "1h"}, []int{runChainStop, runOpsDone, runOpsFailed, runChainDone}}, // the ended runs
+		{[]string{"-finished-since", "1h", "-status", "FAILED"}, []int{runOpsFailed}},
 		{[]string{"-workflow", "ops", "-tenant", "acme", "-status", "completed"}, []int{runOpsDone}},
 		{[]string{"-workflow", "nope"}, nil},
 	}
@@ -491,6 +493,7 @@ func TestRunsErrors(t *testing.T) {
 		{[]string{"runs", "list", "-status", "failed,stuck"}, ExitUsage, `unknown run status "STUCK"`},
 		{[]string{"runs", "list", "-limit", "0"}, ExitUsage, "-limit 0: use 1 to 1000"},
 		{[]string{"runs", "list", "-since", "yesterday"}, ExitUsage, `-since "yesterday": give an RFC 3339 time`},
+		{[]string{"runs", "list", "-finished-since", "soon"}, ExitUsage, `-finished-since "soon": give an RFC 3339 time`},
 		{[]string{"runs", "list", "-since", "1h", "-until", "2h"}, ExitUsage, "the time range is empty"},
 		{[]string{"runs", "list", "-after", "bogus"}, ExitUsage, `invalid cursor "bogus"`},
 		{[]string{"runs", "list", "-format", "yaml"}, ExitUsage, `unknown format "yaml"`},

@@ -86,6 +86,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		len(q.Statuses) > 0 && !slices.Contains(q.Statuses, r.Status),
 		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
 		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
+		!q.FinishedFrom.IsZero() && (r.FinishedAt.IsZero() || r.FinishedAt.Before(q.FinishedFrom)),
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}

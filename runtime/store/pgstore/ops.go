@@ -55,13 +55,19 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	}
 	p := dbsqlc.OpsRunsScanParams{
 		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
-		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), Lim: int32(limit),
+		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), FinishedFrom: timeOrNull(q.FinishedFrom),
+		Lim:       int32(limit),
 		WithInput: q.WithInput, InputContains: documents(q.InputContains),
 	}
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
 	}
 	statuses := []string{""}
+	if !q.FinishedFrom.IsZero() && len(q.Statuses) == 0 {
+		// Only ended runs have a finish time; one status at a time lets
+		// each read use the index on (status, finished_at).
+		q.Statuses = []store.RunStatus{store.RunCompleted, store.RunFailed, store.RunCancelled}
+	}
 	if len(q.Statuses) > 0 {
 		statuses = statuses[:0]
 		for _, st := range q.Statuses {

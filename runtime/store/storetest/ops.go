@@ -370,3 +370,39 @@ func inputsOf(runs []store.Run) []string {
 	}
 	return out
 }
+
+func testListRunsFinished(t *testing.T, f *fixture) {
+	t0 := f.now
+	// An old run that fails now, a new one that fails now, an old one
+	// that completed long ago, and a new one still running.
+	oldDone := f.createDiamond(runOpts{tenant: "acme"})
+	f.completeRun(oldDone)
+	oldFailing := f.createDiamond(runOpts{})
+	f.tick(2 * time.Hour)
+	newFailing := f.createDiamond(runOpts{})
+	running := f.createDiamond(runOpts{tenant: "acme"})
+	_ = running
+	for _, c := range f.claim(10) {
+		if c.Key.Run == oldFailing || c.Key.Run == newFailing {
+			f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(c), Error: "boom"}}})
+		}
+	}
+	hourAgo := f.now.Add(-time.Hour)
+	tests := []struct {
+		name string
+		q    store.RunQuery
+		want []uuid.UUID
+	}{
+		{"finished in the last hour, whenever created", store.RunQuery{FinishedFrom: hourAgo}, []uuid.UUID{newFailing, oldFailing}},
+		{"failed in the last hour", store.RunQuery{FinishedFrom: hourAgo, Statuses: []store.RunStatus{store.RunFailed}}, []uuid.UUID{newFailing, oldFailing}},
+		{"completed in the last hour", store.RunQuery{FinishedFrom: hourAgo, Statuses: []store.RunStatus{store.RunCompleted}}, []uuid.UUID{}},
+		{"created in the last hour, for contrast", store.RunQuery{CreatedFrom: hourAgo, Statuses: []store.RunStatus{store.RunFailed}}, []uuid.UUID{newFailing}},
+		{"finished since the start", store.RunQuery{FinishedFrom: t0, Tenant: "acme"}, []uuid.UUID{oldDone}},
+		{"finished, paged", store.RunQuery{FinishedFrom: hourAgo, Limit: 1}, []uuid.UUID{newFailing}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, ids(f.listRuns(tt.q))); diff != "" {
+			t.Errorf("%s: ListRuns(%+v) (-want +got):\n%s", tt.name, tt.q, diff)
+		}
+	}
+}

@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListenDeliversWakeups", testListen},
 		{"Maintain", testMaintain},
 		{"ListRuns", testListRuns},
+		{"ListRunsFinishedSince", testListRunsFinished},
 		{"ListRunsPages", testListRunsPages},
 		{"ListRunsByInput", testListRunsByInput},
 		{"ListWorkers", testListWorkers},
