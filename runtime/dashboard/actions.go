@@ -31,10 +31,19 @@ func actionNamed(name string) (action, bool) {
 	return action{}, false
 }
 
-// confirmData is what the confirmation page shows.
+// confirmData is what the confirmation page shows: the question, what it
+// is about (Kind, and Label linking to Back), and where the confirmed
+// form posts. Back and Post are paths under the dashboard's base.
 type confirmData struct {
-	Action action
-	ID     uuid.UUID
+	Verb, Question string
+	Kind, Label    string
+	Back, Post     string
+}
+
+// runConfirm is the confirmation of an action on a run.
+func runConfirm(a action, id uuid.UUID) confirmData {
+	return confirmData{Verb: a.Verb, Question: a.Question, Kind: "Run", Label: id.String(),
+		Back: "/runs/" + id.String(), Post: "/runs/" + id.String() + "/" + a.Name}
 }
 
 // notices are what a run's page says after an action, by the outcome the
@@ -74,7 +83,7 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, confirmData{Action: a, ID: id}))
+	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id)))
 }
 
 // act cancels or retries a run, once the request proves it comes from a
@@ -95,7 +104,7 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostFormValue("confirm") != "yes" {
-		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, confirmData{Action: a, ID: id}))
+		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id)))
 		return
 	}
 	res := a.do(d.admin, r, id)

@@ -25,8 +25,9 @@ type Options struct {
 	// (mount it with mux.Handle(prefix+"/", dash)) and writes every link
 	// with it.
 	Prefix string
-	// ReadOnly hides the cancel and retry buttons and refuses their
-	// requests with 403: for people who should look, not act.
+	// ReadOnly hides the buttons that act (cancel and retry a run; pause,
+	// resume and delete a schedule) and refuses their requests with 403:
+	// for people who should look, not act.
 	ReadOnly bool
 	// PollInterval is how often the live poller reads what open pages
 	// show; 2s when zero. Whatever the number of browsers, it reads once
@@ -119,6 +120,8 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /workflows", d.workflows)
 	mux.HandleFunc("GET /workflows/{name}", d.workflow)
+	mux.HandleFunc("POST /workflows/{name}/schedules/{schedule}/{action}", d.actSchedule)
+	mux.HandleFunc("GET /workflows/{name}/schedules/{schedule}/{action}", d.confirmSchedule)
 	mux.HandleFunc("GET /runs", d.runs)
 	mux.HandleFunc("GET /runs/{id}", d.run)
 	mux.HandleFunc("GET /runs/{id}/input.json", d.runJSON)

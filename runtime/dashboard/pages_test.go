@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -273,5 +274,73 @@ func TestFailedInTheLastHourListsWhatTheTileCounts(t *testing.T) {
 	}
 	if code, body := b.get("/runs?finished=yesterday-ish"); code != http.StatusBadRequest || !strings.Contains(body, "finished") {
 		t.Errorf("a bad finished parameter answered %d, want 400 naming it", code)
+	}
+}
+
+// A schedule created at run time is paused, resumed and deleted from its
+// workflow's page, confirmed and with the page's token; a read-only
+// dashboard offers and accepts none of it.
+func TestScheduleActions(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	b.trigger(`{"note":"fine","amount":5}`)
+	ctx := t.Context()
+	if _, err := b.workflow.CreateSchedule(ctx, "nightly", "0 3 * * *", []byte(`{"note":"n","amount":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.page("/workflows/probe", http.StatusOK)
+	if !strings.Contains(page, `action="/workflows/probe/schedules/nightly/pause"`) || !strings.Contains(page, `action="/workflows/probe/schedules/nightly/delete"`) {
+		t.Fatal("the workflow page offers no pause and delete for a schedule created at run time")
+	}
+	paused := func() bool {
+		t.Helper()
+		list, err := b.workflow.Schedules(ctx)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("schedules = %v, %v", list, err)
+		}
+		return list[0].Paused
+	}
+	if code, _, _ := b.post("/workflows/probe/schedules/nightly/pause", url.Values{"confirm": {"yes"}}, nil); code != http.StatusForbidden || paused() {
+		t.Errorf("a pause without the page's token answered %d; want 403 and the schedule active", code)
+	}
+	token := b.token("/workflows/probe")
+	if code, _, body := b.post("/workflows/probe/schedules/nightly/pause", url.Values{"csrf": {token}}, nil); code != http.StatusOK || !strings.Contains(body, "Pause schedule?") || paused() {
+		t.Errorf("an unconfirmed pause answered %d; want the confirmation and the schedule active", code)
+	}
+	code, location, _ := b.post("/workflows/probe/schedules/nightly/pause", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil)
+	if code != http.StatusSeeOther || location != "/workflows/probe?done=pause" || !paused() {
+		t.Fatalf("a confirmed pause answered %d to %q; want 303 to the workflow and the schedule paused", code, location)
+	}
+	if page := b.page(location, http.StatusOK); !strings.Contains(page, "Paused: the schedule starts no run") || !strings.Contains(page, `schedules/nightly/resume"`) {
+		t.Error("after pausing, the workflow page does not say so and offer to resume")
+	}
+	if code, _, _ := b.post("/workflows/probe/schedules/nightly/resume", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusSeeOther || paused() {
+		t.Errorf("a confirmed resume answered %d; want 303 and the schedule active", code)
+	}
+	if code, body := b.get("/workflows/probe/schedules/nightly/delete"); code != http.StatusOK || !strings.Contains(body, "Delete schedule?") {
+		t.Errorf("the delete confirmation page answered %d", code)
+	}
+	if code, _, _ := b.post("/workflows/probe/schedules/nightly/delete", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusSeeOther {
+		t.Errorf("a confirmed delete answered %d, want 303", code)
+	}
+	if list, err := b.workflow.Schedules(ctx); err != nil || len(list) != 0 {
+		t.Errorf("after delete, schedules = %v, %v; want none", list, err)
+	}
+	if code, _, _ := b.post("/workflows/probe/schedules/nightly/delete", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusNotFound {
+		t.Errorf("deleting a schedule that is gone answered %d, want 404", code)
+	}
+	if code, _, _ := b.post("/workflows/probe/schedules/nightly/explode", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusNotFound {
+		t.Errorf("an unknown schedule action answered %d, want 404", code)
+	}
+
+	ro := setup(t, dashboard.Options{ReadOnly: true})
+	ro.trigger(`{"note":"fine","amount":5}`)
+	if _, err := ro.workflow.CreateSchedule(ctx, "nightly", "0 3 * * *", []byte(`{"note":"n","amount":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if page := ro.page("/workflows/probe", http.StatusOK); strings.Contains(page, "/schedules/nightly/pause") {
+		t.Error("a read-only dashboard offers to pause a schedule")
+	}
+	if code, _, _ := ro.post("/workflows/probe/schedules/nightly/pause", url.Values{"confirm": {"yes"}}, nil); code != http.StatusForbidden {
+		t.Errorf("a read-only dashboard answered a pause %d, want 403", code)
 	}
 }

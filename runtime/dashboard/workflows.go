@@ -125,7 +125,9 @@ func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, status, err.Error())
 		return
 	}
-	d.render(w, r, http.StatusOK, "workflow", d.newPage(w, r, "workflows", "Workflow "+name, data))
+	p := d.newPage(w, r, "workflows", "Workflow "+name, data)
+	p.Notice = scheduleNotice(r.URL.Query().Get("done"))
+	d.render(w, r, http.StatusOK, "workflow", p)
 }
 
 func (d *Dashboard) loadWorkflow(ctx context.Context, name, version string) (*workflowData, int, error) {

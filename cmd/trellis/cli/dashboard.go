@@ -114,7 +114,7 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "`host:port` to listen on")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow an -addr other machines can reach (the dashboard has no authentication)")
-	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no cancel or retry buttons, and refuse those actions (403)")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (cancel, retry, schedule pause/resume/delete), and refuse those actions (403)")
 	fs.StringVar(&o.Prefix, "prefix", "", "serve under this `path` (/trellis), as behind a proxy that forwards it")
 	fs.DurationVar(&o.PollInterval, "poll", 2*time.Second, "how often open pages are read again for live updates (once for all browsers)")
 	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may be silent before it counts as dead (the engines' StaleAfter)")
