@@ -61,15 +61,40 @@ func notices() map[string]string {
 // (there is no such what at the path) or, on a read-only dashboard, 403.
 func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, what string) (action, bool) {
 	a, ok := actionNamed(r.PathValue("action"))
-	if !ok {
+	return a, d.mayAct(w, r, ok, what, "it does not cancel or retry runs")
+}
+
+// mayAct answers 404 when the path names no action (there is no such
+// what at it) and 403 on a read-only dashboard (which does not, as
+// refusal says), and reports whether the request may go on.
+func (d *Dashboard) mayAct(w http.ResponseWriter, r *http.Request, found bool, what, refusal string) bool {
+	if !found {
 		d.errorPage(w, r, http.StatusNotFound, "There is no "+what+" at "+r.URL.Path+".")
-		return a, false
+		return false
 	}
 	if d.opts.ReadOnly {
-		d.errorPage(w, r, http.StatusForbidden, "This dashboard is read-only: it does not cancel or retry runs.")
-		return a, false
+		d.errorPage(w, r, http.StatusForbidden, "This dashboard is read-only: "+refusal+".")
+		return false
 	}
-	return a, true
+	return true
+}
+
+// confirmed reports whether an action's POST comes from a page of this
+// dashboard (its CSRF token) and was confirmed. It answers 403 to a
+// request without a valid token, and shows the confirmation c to one
+// that was not confirmed (a browser without the page script).
+func (d *Dashboard) confirmed(w http.ResponseWriter, r *http.Request, name, section string, c confirmData) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.csrf.check(r); err != nil {
+		d.log.Warn("dashboard: refused an action", "action", name, "path", r.URL.Path, "why", err)
+		d.errorPage(w, r, http.StatusForbidden, "Refused: "+err.Error())
+		return false
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, section, c.Verb, c))
+		return false
+	}
+	return true
 }
 
 // confirm shows the confirmation of an action: what a browser without
@@ -93,18 +118,8 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := d.csrf.check(r); err != nil {
-		d.log.Warn("dashboard: refused an action", "action", a.Name, "path", r.URL.Path, "why", err)
-		d.errorPage(w, r, http.StatusForbidden, "Refused: "+err.Error())
-		return
-	}
 	id, ok := d.runID(w, r)
-	if !ok {
-		return
-	}
-	if r.PostFormValue("confirm") != "yes" {
-		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id)))
+	if !ok || !d.confirmed(w, r, a.Name, "runs", runConfirm(a, id)) {
 		return
 	}
 	res := a.do(d.admin, r, id)

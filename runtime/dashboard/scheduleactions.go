@@ -47,8 +47,8 @@ func scheduleActionNamed(name string) (scheduleAction, bool) {
 	return scheduleAction{}, false
 }
 
-// scheduleNotices are what a workflow's page says after a schedule
-// action, by the action the redirect names.
+// scheduleNotice is what a workflow's page says after a schedule action,
+// by the action the redirect names.
 func scheduleNotice(done string) string {
 	if a, ok := scheduleActionNamed(done); ok {
 		return a.Done
@@ -60,15 +60,7 @@ func scheduleNotice(done string) string {
 // answers 404 or, on a read-only dashboard, 403.
 func (d *Dashboard) scheduleAllowed(w http.ResponseWriter, r *http.Request) (scheduleAction, bool) {
 	a, ok := scheduleActionNamed(r.PathValue("action"))
-	if !ok {
-		d.errorPage(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
-		return a, false
-	}
-	if d.opts.ReadOnly {
-		d.errorPage(w, r, http.StatusForbidden, "This dashboard is read-only: it does not change schedules.")
-		return a, false
-	}
-	return a, true
+	return a, d.mayAct(w, r, ok, "page", "it does not change schedules")
 }
 
 func (d *Dashboard) scheduleConfirm(a scheduleAction, r *http.Request) confirmData {
@@ -93,17 +85,7 @@ func (d *Dashboard) confirmSchedule(w http.ResponseWriter, r *http.Request) {
 // confirmed, then shows the workflow.
 func (d *Dashboard) actSchedule(w http.ResponseWriter, r *http.Request) {
 	a, ok := d.scheduleAllowed(w, r)
-	if !ok {
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := d.csrf.check(r); err != nil {
-		d.log.Warn("dashboard: refused an action", "action", a.Name, "path", r.URL.Path, "why", err)
-		d.errorPage(w, r, http.StatusForbidden, "Refused: "+err.Error())
-		return
-	}
-	if r.PostFormValue("confirm") != "yes" {
-		d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "workflows", a.Verb, d.scheduleConfirm(a, r)))
+	if !ok || !d.confirmed(w, r, a.Name, "workflows", d.scheduleConfirm(a, r)) {
 		return
 	}
 	workflow, name := r.PathValue("name"), r.PathValue("schedule")
