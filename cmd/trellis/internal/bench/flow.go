@@ -74,20 +74,27 @@ func rateHotShape() shape { return rateShape(FlowRateHotLabel, flowRateHot, 1) }
 
 // rateShape is diamond-6 under a workflow-wide rate limit by input.k.
 func rateShape(label string, perSecond, burst int) shape {
-	sh := diamondShape()
-	spec := sh.spec.Clone()
-	spec.Name, spec.Description = "bench-diamond-rate-"+fmt.Sprint(perSecond), "Trellis bench workflow: "+label+", steps that do nothing."
-	spec.InputSchema = `{"type":"object","properties":{"k":{"type":"string"}}}`
-	spec.RateLimit = &runtime.RateLimitSpec{Key: "input.k", Limit: perSecond, Per: time.Second, Burst: burst}
-	return shape{label: label, spec: &spec, parents: sh.parents}
+	return keyedDiamond(label, "bench-diamond-rate-"+fmt.Sprint(perSecond), func(s *runtime.WorkflowSpec) {
+		s.RateLimit = &runtime.RateLimitSpec{Key: "input.k", Limit: perSecond, Per: time.Second, Burst: burst}
+	})
 }
 
+// limitedShape is diamond-6 under a workflow-wide concurrency limit by
+// input.k.
 func limitedShape(label, name string, limit int) shape {
+	return keyedDiamond(label, name, func(s *runtime.WorkflowSpec) {
+		s.Concurrency = &runtime.ConcurrencySpec{Key: "input.k", Max: limit}
+	})
+}
+
+// keyedDiamond is diamond-6 named name, whose input has a key k, with the
+// flow control limit sets.
+func keyedDiamond(label, name string, limit func(*runtime.WorkflowSpec)) shape {
 	sh := diamondShape()
 	spec := sh.spec.Clone()
 	spec.Name, spec.Description = name, "Trellis bench workflow: "+label+", steps that do nothing."
 	spec.InputSchema = `{"type":"object","properties":{"k":{"type":"string"}}}`
-	spec.Concurrency = &runtime.ConcurrencySpec{Key: "input.k", Max: limit}
+	limit(&spec)
 	return shape{label: label, spec: &spec, parents: sh.parents}
 }
 
