@@ -74,10 +74,7 @@ func TestLimitsHoldAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]runtime.RunID, len(refs))
-	for i, r := range refs {
-		ids[i] = r.ID
-	}
+	ids := runIDs(refs)
 	c.waitDone(ids, 2*time.Minute)
 
 	rows, err := c.pool.Query(t.Context(), `SELECT step, customer, worker, started_at, ended_at FROM span_log`)
@@ -114,6 +111,15 @@ func TestLimitsHoldAcrossProcesses(t *testing.T) {
 	if charges < 2 {
 		t.Errorf("at most %d charges of all customers ran at once; the limit is per customer", charges)
 	}
+}
+
+// runIDs returns the ids of the runs refs name, in order.
+func runIDs(refs []runtime.RunRef) []runtime.RunID {
+	ids := make([]runtime.RunID, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	return ids
 }
 
 type logged struct {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/testdata/multiproc"
 )
 
@@ -40,10 +39,7 @@ func TestRateLimitsHoldAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]runtime.RunID, len(refs))
-	for i, r := range refs {
-		ids[i] = r.ID
-	}
+	ids := runIDs(refs)
 	c.waitDone(ids, 2*time.Minute)
 
 	rows, err := c.pool.Query(t.Context(), `
