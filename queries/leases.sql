@@ -61,8 +61,8 @@ SELECT trellis_enqueue(array_agg(q.run_id), array_agg(q.step), array_agg(q.wake)
 FROM requeued q JOIN trellis_runs r ON r.id = q.run_id;
 
 -- name: LeasesRelease :many
--- Hands tasks a worker holds back to the ready queue (woken sleep tasks to
--- be completed) without counting the attempt against the retry budget,
+-- Hands tasks a worker holds back to the ready queue (woken tasks to be
+-- completed) without counting the attempt against the retry budget,
 -- and drops their leases. The caller holds the runs' locks. Returns the
 -- tasks released.
 WITH input AS (
@@ -70,11 +70,11 @@ WITH input AS (
 ), released AS (
     UPDATE trellis_tasks t
     SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at),
-        prior_attempts = t.prior_attempts + CASE WHEN t.kind = trellis_kind_sleep() AND t.wake_at IS NOT NULL THEN 0 ELSE 1 END
+        prior_attempts = t.prior_attempts + CASE WHEN trellis_woken(t.kind, t.wake_at) THEN 0 ELSE 1 END
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
       AND t.worker = @worker::text
-    RETURNING t.run_id, t.step, t.attempt, t.kind = trellis_kind_sleep() AND t.wake_at IS NOT NULL AS wake, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, trellis_woken(t.kind, t.wake_at) AS wake, t.updated_at AS at
 ), dropped AS (
     DELETE FROM trellis_leases l USING released r WHERE l.run_id = r.run_id AND l.step = r.step
 ), events AS (

@@ -5,16 +5,21 @@
 -- orders them by key, so that concurrent inserts with keys in common wait
 -- on each other's keys in one order and never deadlock. Returns the ids
 -- of the runs created.
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at)
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at,
+                          parent_run_id, parent_step, parent_index)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
-       nullif(i.trace_context, ''), @now
+       nullif(i.trace_context, ''), @now,
+       nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END
 FROM (
     SELECT u.*, row_number() OVER () AS ord
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
                unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
                unnest(@priorities::smallint[]) AS priority, unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved,
-               unnest(@trace_contexts::text[]) AS trace_context
+               unnest(@trace_contexts::text[]) AS trace_context, unnest(@parent_run_ids::uuid[]) AS parent_run_id,
+               unnest(@parent_steps::smallint[]) AS parent_step, unnest(@parent_indexes::int[]) AS parent_index
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -40,7 +45,8 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
-       coalesce(trace_context, '')::text AS trace_context
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
 FROM trellis_runs
 WHERE id = @id;
 
@@ -51,7 +57,8 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 -- name: RunsGet :many
 -- The given runs that exist, ordered by id.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
-       coalesce(trace_context, '')::text AS trace_context
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
@@ -118,3 +125,20 @@ WITH target AS MATERIALIZED (
 )
 SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed;
 
+
+-- name: RunsChildren :many
+-- The runs started by a task, in index order and then by creation.
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
+FROM trellis_runs
+WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
+ORDER BY parent_index, created_at, id;
+
+-- name: TasksOfChildren :many
+-- The tasks of the runs started by a task, by run and step.
+SELECT t.run_id, t.step, t.kind, t.status, t.attempt, t.output, t.error, t.worker, t.wake_at, t.updated_at, t.finished_at
+FROM trellis_runs r
+JOIN trellis_tasks t ON t.run_id = r.id
+WHERE r.parent_run_id = @run_id::uuid AND r.parent_step = @step::smallint
+ORDER BY t.run_id, t.step;

@@ -257,7 +257,7 @@ WITH cancelled AS (
     UPDATE trellis_tasks t
     SET status = 'CANCELLED', updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     WHERE t.run_id = ANY (@run_ids::uuid[])
-      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING', 'WAITING')
       AND (t.kind <> trellis_kind_on_failure() OR @with_handler::boolean)
     RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), released AS (
@@ -341,3 +341,31 @@ JOIN trellis_tasks t ON t.run_id = s.run_id AND t.step = s.step
 JOIN trellis_runs r ON r.id = s.run_id
 ORDER BY s.since, s.run_id, s.step
 LIMIT @lim;
+
+-- name: TasksWait :many
+-- Moves running tasks to WAITING for their child runs, counts[i] of them
+-- (created next, in the same transaction), and drops their leases.
+-- Returns the tasks moved, with the time of their WAITING event.
+WITH input AS (
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt,
+           unnest(@counts::int[]) AS n
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = 'WAITING', awaiting = i.n, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at)
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    RETURNING t.run_id, t.step, t.attempt, i.n, t.updated_at AS at
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'WAITING', attempt, at,
+           CASE WHEN n = 1 THEN 'waiting for 1 child run' ELSE 'waiting for ' || n || ' child runs' END
+    FROM applied
+)
+SELECT run_id, step, attempt, at FROM applied;
+
+-- name: TaskWake :exec
+-- Queues a waiting task again, woken (see trellis_wake).
+SELECT trellis_wake(@run_id::uuid, @step::smallint, @at::timestamptz, @detail::text);

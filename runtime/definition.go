@@ -37,6 +37,10 @@ type Definition struct {
 	rates []*rate
 	// schedules are the compiled cron schedules (see schedules.go).
 	schedules []schedule
+	// items holds the compiled forEach of each map step, and elements
+	// the workflow of its items (see maps.go); nil for other steps.
+	items    []*condition.ListExpr
+	elements []*Definition
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are
@@ -88,13 +92,13 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	d.envs = make([]*condition.Env, len(g.Steps))
 	d.conds = make([][]*condition.Program, len(g.Steps))
 	for i, s := range spec.Steps {
-		if len(s.SkipIf) == 0 {
+		if len(s.SkipIf) == 0 && !s.IsMap() {
 			continue
 		}
 		parents := make(map[string]json.RawMessage, len(s.Parents))
 		for _, p := range s.Parents {
 			ps, _ := g.Step(p)
-			parents[p] = json.RawMessage(spec.Steps[ps.Index].OutputSchema)
+			parents[p] = json.RawMessage(spec.Steps[ps.Index].ResultSchema())
 		}
 		env, err := condition.NewEnv(json.RawMessage(spec.InputSchema), parents)
 		if err != nil {
@@ -108,6 +112,11 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 					spec.Name, s.Name, j, expr, issues[0].Message)
 			}
 			d.conds[i] = append(d.conds[i], prg)
+		}
+		if s.IsMap() {
+			if err := d.compileMap(i, env); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if spec.Priority != "" || hasLimits(spec) {

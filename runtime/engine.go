@@ -254,6 +254,12 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 	}
 	e.registered[def.Name()] = &registration{def: def, handlers: h}
 	e.names = append(e.names, def.Name())
+	for _, items := range def.itemDefinitions() {
+		// A map step's code runs in the runs of its items workflow.
+		step := items.spec.Steps[0].Name
+		e.registered[items.Name()] = &registration{def: items, handlers: Handlers{Steps: map[string]StepFunc{step: h.Steps[step]}}}
+		e.names = append(e.names, items.Name())
+	}
 	sort.Strings(e.names)
 	return &Workflow{engine: e, def: def}, nil
 }
@@ -273,7 +279,7 @@ func checkHandlers(def *Definition, h Handlers) error {
 	var errs []error
 	for _, s := range def.graph.Steps {
 		switch s.Kind {
-		case store.KindCode:
+		case store.KindCode, store.KindMap:
 			if h.Steps[s.Name] == nil {
 				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
 			}
@@ -284,7 +290,7 @@ func checkHandlers(def *Definition, h Handlers) error {
 		}
 	}
 	for name := range h.Steps {
-		if s, ok := def.graph.Step(name); !ok || s.Kind != store.KindCode {
+		if s, ok := def.graph.Step(name); !ok || (s.Kind != store.KindCode && s.Kind != store.KindMap) {
 			errs = append(errs, fmt.Errorf("code given for %s, which is not a code step", name))
 		}
 	}
@@ -322,6 +328,9 @@ func (e *Engine) compile(spec *WorkflowSpec) (*Definition, error) {
 		return known, nil
 	}
 	e.defs[def.Version()] = def
+	for _, items := range def.itemDefinitions() {
+		e.defs[items.Version()] = items
+	}
 	return def, nil
 }
 

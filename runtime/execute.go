@@ -63,6 +63,18 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		step := &def.graph.Steps[c.Key.Step]
 		m.queueWait(ctx, c, step.Name, claimedAt)
 		switch {
+		case c.Woken && step.Kind == store.KindMap:
+			res, err := e.collectItems(ctx, c, step)
+			if err != nil {
+				return nil, store.Results{}, err // transient: the claims will be recovered
+			}
+			merge(&results, res)
+			outcome := outcomeCompleted
+			if len(res.Failures) > 0 {
+				outcome = outcomeFailed
+			}
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcome)
+			continue
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
 			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeCompleted)
@@ -94,6 +106,18 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			continue
 		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
+			continue
+		case step.Kind == store.KindMap:
+			sp, err := e.spawnItems(ctx, c, def, step, completed)
+			switch {
+			case errors.Is(err, store.ErrTransient) || ctx.Err() != nil:
+				return nil, store.Results{}, err // the claims will be recovered
+			case err != nil:
+				results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
+				m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
+			default:
+				results.Spawns = append(results.Spawns, sp)
+			}
 			continue
 		}
 		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed, planned: now})
@@ -266,6 +290,7 @@ func merge(a *store.Results, b store.Results) {
 	a.Retries = append(a.Retries, b.Retries...)
 	a.Failures = append(a.Failures, b.Failures...)
 	a.Sleeps = append(a.Sleeps, b.Sleeps...)
+	a.Spawns = append(a.Spawns, b.Spawns...)
 	if b.Now.After(a.Now) {
 		a.Now = b.Now
 	}

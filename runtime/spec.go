@@ -24,6 +24,9 @@ type ConcurrencySpec = spec.Concurrency
 // RateLimitSpec is a rate limit by key (see spec.RateLimit).
 type RateLimitSpec = spec.RateLimit
 
+// ForEachSpec is the items of a map step (spec.ForEach).
+type ForEachSpec = spec.ForEach
+
 // RetryPolicy says how often and how soon a failed attempt is retried (see
 // spec.RetryPolicy).
 type RetryPolicy = spec.RetryPolicy

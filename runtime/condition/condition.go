@@ -42,6 +42,7 @@ type Env struct {
 	parents map[string]*shape
 	names   []string // parent names, sorted
 	pobj    *objectType
+	objects map[string]*objectType // every object type, by CEL name
 }
 
 // Issue is one problem found in a condition, located within the expression
@@ -79,6 +80,7 @@ func NewEnv(inputSchema json.RawMessage, parentSchemas map[string]json.RawMessag
 		e.pobj.order = append(e.pobj.order, name)
 	}
 	b.objects[e.pobj.name] = e.pobj
+	e.objects = b.objects
 	prov, err := newProvider(b.objects)
 	if err != nil {
 		return nil, err

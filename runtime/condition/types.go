@@ -41,12 +41,18 @@ type objectType struct {
 	name   string
 	fields map[string]*shape
 	order  []string
+	// schema is the JSON Schema node the type was built from, with the
+	// $defs of its document, so that a value of the type can be described
+	// again (see ListExpr).
+	schema map[string]any
+	defs   map[string]any
 }
 
 // schemaDoc is one JSON Schema document with its own $defs.
 type schemaDoc struct {
 	root *shape
 	defs map[string]*shape
+	raw  map[string]any // the $defs as written
 }
 
 // builder turns JSON Schema documents into shapes, naming object types by
@@ -72,6 +78,7 @@ func (b *builder) document(prefix string, raw json.RawMessage) (*shape, error) {
 		return nil, fmt.Errorf("schema %s is not a JSON object: %w", prefix, err)
 	}
 	doc := &schemaDoc{defs: map[string]*shape{}}
+	doc.raw, _ = node["$defs"].(map[string]any)
 	if defs, ok := node["$defs"].(map[string]any); ok {
 		names := make([]string, 0, len(defs))
 		for name := range defs {
@@ -126,7 +133,7 @@ func (b *builder) node(name string, node map[string]any, doc *schemaDoc) *shape 
 				return &shape{kind: kindMap, elem: b.node(name+".values", extra, doc)}
 			}
 		}
-		obj := &objectType{name: name, fields: map[string]*shape{}}
+		obj := &objectType{name: name, fields: map[string]*shape{}, schema: node, defs: doc.raw}
 		for field := range props {
 			obj.order = append(obj.order, field)
 		}

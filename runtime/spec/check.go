@@ -25,6 +25,7 @@ const (
 	RuleDuration      Rule = "duration"       // a negative sleep or timeout
 	RuleConcurrency   Rule = "concurrency"    // a concurrency limit without a key, or below 1, or on a sleep step
 	RuleRateLimit     Rule = "rateLimit"      // a rate limit below 1 or over no time, or on a sleep step
+	RuleForEach       Rule = "forEach"        // a map step without items, with a negative bound, or on a sleep step
 	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
 )
 
@@ -113,6 +114,17 @@ func validName(name string) bool {
 	return true
 }
 
+// ItemsWorkflow is the name of the workflow whose runs are the items of
+// map step step of workflow workflow: workflow/step, a name no workflow
+// file can take.
+func ItemsWorkflow(workflow, step string) string { return workflow + "/" + step }
+
+// isItemsName reports whether name is an ItemsWorkflow name.
+func isItemsName(name string) bool {
+	w, s, ok := strings.Cut(name, "/")
+	return ok && validName(w) && validName(s)
+}
+
 func nameProblem(name string) string {
 	if name == "" {
 		return "is empty: " + nameRule
@@ -153,7 +165,7 @@ func (c *checker) stepProblem(rule Rule, step int, field string, index int, form
 }
 
 func (c *checker) names() {
-	if !validName(c.w.Name) {
+	if !validName(c.w.Name) && !isItemsName(c.w.Name) {
 		c.add(Problem{Rule: RuleName, Step: -1, Field: "name", Index: -1, Other: -1, Message: nameProblem(c.w.Name)})
 	}
 	first := map[string]int{}
@@ -242,6 +254,18 @@ func (c *checker) settings() {
 		}
 		if s.Timeout < 0 {
 			c.stepProblem(RuleDuration, i, "timeout", -1, "timeout %s is negative", s.Timeout)
+		}
+		if f := s.ForEach; f != nil {
+			switch {
+			case s.IsSleep():
+				c.stepProblem(RuleForEach, i, "forEach", -1, "a sleep step has no code to run per item; remove forEach or sleep")
+			case strings.TrimSpace(f.Items) == "":
+				c.stepProblem(RuleForEach, i, "forEach", -1, "forEach needs items, a CEL expression whose value is a list, such as input.lineItems")
+			case f.Concurrency < 0:
+				c.stepProblem(RuleForEach, i, "forEach", -1, "forEach concurrency %d is negative; use a positive bound, or leave it out for none", f.Concurrency)
+			case f.Concurrency > 0 && s.Concurrency != nil:
+				c.stepProblem(RuleForEach, i, "forEach", -1, "a map step takes forEach.concurrency or concurrency, not both: each item holds one slot")
+			}
 		}
 		if s.IsSleep() {
 			if s.Concurrency != nil {

@@ -83,8 +83,39 @@ type Step struct {
 	// the same key are in progress at once, across every run and worker.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 	// RateLimit, when set, limits how often this step's tasks with the
-	// same key start, across every run and worker.
+	// same key start, across every run and worker. On a map step it
+	// applies to each item.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// ForEach, when set, makes this a map step: its code runs once per
+	// item of a list, each item in a run of its own, and its output is
+	// the list of their outputs, in item order.
+	ForEach *ForEach `json:"forEach,omitempty"`
+}
+
+// ForEach declares the items of a map step.
+type ForEach struct {
+	// Items is a CEL expression over input and parents (like skipIf)
+	// whose value is the list of items, such as input.lineItems.
+	Items string `json:"items"`
+	// Concurrency, when positive, bounds how many items of one run of
+	// the step are in progress at once.
+	Concurrency int `json:"concurrency,omitempty"`
+	// ItemSchema is the JSON Schema (as JSON text) of one item, derived
+	// from the type of Items by the generator.
+	ItemSchema string `json:"itemSchema"`
+}
+
+// IsMap reports whether the step is a map step.
+func (s *Step) IsMap() bool { return s.ForEach != nil }
+
+// ResultSchema is the JSON Schema (as JSON text) of what the step's
+// children receive from it: its output, or for a map step the list of
+// its items' outputs; empty when it has no output.
+func (s *Step) ResultSchema() string {
+	if s.IsMap() && s.OutputSchema != "" {
+		return `{"type":"array","items":` + s.OutputSchema + `}`
+	}
+	return s.OutputSchema
 }
 
 // Concurrency is a concurrency limit by key: at most Max tasks whose runs
@@ -177,6 +208,10 @@ func (w *Workflow) Clone() Workflow {
 		if st.RateLimit != nil {
 			r := *st.RateLimit
 			st.RateLimit = &r
+		}
+		if st.ForEach != nil {
+			f := *st.ForEach
+			st.ForEach = &f
 		}
 		out.Steps[i] = st
 	}

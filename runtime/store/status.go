@@ -10,6 +10,9 @@ const (
 	KindCode      Kind = iota // runs user code
 	KindSleep                 // waits on a durable timer, no code
 	KindOnFailure             // the run's failure handler
+	_                         // 3: reserved for event waits
+	KindMap                   // runs one child run per element of a list, then collects their outputs
+	KindChild                 // runs code that builds a child workflow's input, then waits for that run
 )
 
 func (k Kind) String() string {
@@ -20,6 +23,10 @@ func (k Kind) String() string {
 		return "sleep"
 	case KindOnFailure:
 		return "onFailure"
+	case KindMap:
+		return "map"
+	case KindChild:
+		return "child"
 	}
 	return fmt.Sprintf("Kind(%d)", int8(k))
 }
@@ -29,14 +36,15 @@ type TaskStatus string
 
 // Task statuses. A task is created PENDING (or QUEUED when it has no
 // parents), is claimed (RUNNING), may wait (SLEEPING for a sleep step,
-// RETRYING during a retry backoff) and ends COMPLETED, SKIPPED, FAILED or
-// CANCELLED.
+// RETRYING during a retry backoff, WAITING for child runs) and ends
+// COMPLETED, SKIPPED, FAILED or CANCELLED.
 const (
 	TaskPending   TaskStatus = "PENDING"
 	TaskQueued    TaskStatus = "QUEUED"
 	TaskRunning   TaskStatus = "RUNNING"
 	TaskSleeping  TaskStatus = "SLEEPING"
 	TaskRetrying  TaskStatus = "RETRYING"
+	TaskWaiting   TaskStatus = "WAITING"
 	TaskCompleted TaskStatus = "COMPLETED"
 	TaskSkipped   TaskStatus = "SKIPPED"
 	TaskFailed    TaskStatus = "FAILED"
@@ -80,6 +88,7 @@ const (
 	EventSkipped   EventType = "SKIPPED"
 	EventSleeping  EventType = "SLEEPING"
 	EventWoken     EventType = "WOKEN"
+	EventWaiting   EventType = "WAITING"
 	EventCancelled EventType = "CANCELLED"
 	EventTimedOut  EventType = "TIMED_OUT"
 )

@@ -146,6 +146,11 @@ type Runs interface {
 	// already ended and unknown ids are left as they are and out of the
 	// result.
 	CancelRuns(ctx context.Context, ids []uuid.UUID, now time.Time) ([]CancelledRun, error)
+	// ChildRuns returns the runs started by a task (see Spawn), with their
+	// tasks, ordered by Parent.Index and then by creation: a retried
+	// parent may have started several runs for one index, the last of
+	// which counts.
+	ChildRuns(ctx context.Context, parent TaskKey) ([]RunWithTasks, error)
 	// RetryRuns atomically moves each FAILED or CANCELLED run of p back to
 	// RUNNING: each task in its Reset returns to PENDING waiting for
 	// Pending parents, or is queued when Pending is 0 (with a QUEUED event);
@@ -155,6 +160,16 @@ type Runs interface {
 	// left as they are and out of the result.
 	RetryRuns(ctx context.Context, p RetryRuns) ([]uuid.UUID, error)
 }
+
+// # Child runs
+//
+// A task can start runs of its own (Spawn): map elements and child
+// workflows. It then waits, WAITING, holding nothing, until they end: a
+// child run that ends COMPLETED counts its parent task's wait down, and
+// the task is queued again (woken, with a WOKEN event) when the last one
+// completes, or at once when one ends otherwise. A run that ends FAILED
+// or CANCELLED cancels its RUNNING child runs, and theirs, in the same
+// transaction. Each store applies these rules wherever a run ends.
 
 // Tasks moves tasks through their lives. Every result is guarded: it
 // applies only to a task that is still RUNNING in the attempt the caller
@@ -313,8 +328,21 @@ type NewRun struct {
 	// engine writes it and reads it back (as W3C Trace Context headers);
 	// to a store it is opaque text.
 	TraceContext string
-	Tasks        []NewTask // one per step, in step order
+	// Parent is the task that started the run (see Spawn); zero for a
+	// run started otherwise.
+	Parent ParentRef
+	Tasks  []NewTask // one per step, in step order
 }
+
+// ParentRef names the task that started a child run, and the run's place
+// among the runs it started.
+type ParentRef struct {
+	Task  TaskKey
+	Index int
+}
+
+// IsZero reports whether the ref names no parent.
+func (p ParentRef) IsZero() bool { return p.Task.Run == uuid.Nil }
 
 // NewTask is one task of a new run.
 type NewTask struct {
@@ -382,6 +410,8 @@ type Run struct {
 	// TraceContext is NewRun.TraceContext: empty for a run triggered
 	// without one.
 	TraceContext string
+	// Parent is NewRun.Parent.
+	Parent ParentRef
 	// FailedStep and Error describe the failure of a FAILED run.
 	FailedStep int
 	Error      string
@@ -514,11 +544,24 @@ type Results struct {
 	Retries     []Retry
 	Failures    []Failure
 	Sleeps      []Sleep
+	Spawns      []Spawn
 }
 
 // Len is the number of results in the batch.
 func (r *Results) Len() int {
-	return len(r.Completions) + len(r.Retries) + len(r.Failures) + len(r.Sleeps)
+	return len(r.Completions) + len(r.Retries) + len(r.Failures) + len(r.Sleeps) + len(r.Spawns)
+}
+
+// Spawn creates child runs for a running task and makes it wait for them:
+// the task becomes WAITING (a WAITING event) and Runs are created as
+// CreateRuns creates runs, each with Parent naming the task. The task is
+// queued again, woken, when every run of Runs has completed, or as soon
+// as one ends otherwise; with no Runs it is queued woken at once. Runs
+// are created only if the task is still running in the attempt (the
+// result is stale otherwise).
+type Spawn struct {
+	Attempt
+	Runs []NewRun
 }
 
 // Completion resolves a task: it completed (with Output) or was skipped.

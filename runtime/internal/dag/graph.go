@@ -69,8 +69,11 @@ func Build(w *spec.Workflow) (*Graph, error) {
 			Name: s.Name, Index: i, Kind: store.KindCode, Retry: s.Retry, Timeout: s.Timeout,
 			HasSkipIf: len(s.SkipIf) > 0, MaySkip: maySkip[i],
 		}
-		if s.IsSleep() {
+		switch {
+		case s.IsSleep():
 			st.Kind, st.Sleep = store.KindSleep, s.Sleep
+		case s.IsMap():
+			st.Kind = store.KindMap
 		}
 		for _, p := range s.Parents {
 			pi := g.byName[p]

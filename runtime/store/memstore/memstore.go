@@ -33,6 +33,7 @@ type Store struct {
 	subSeq    int
 	leader    string
 	schedules map[scheduleKey]store.Schedule
+	children  map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,6 +65,7 @@ type task struct {
 	holds       bool // holds a slot of its limit's key
 	waiting     bool // waits in its limit's line (see limits.go)
 	fresh       bool // ... as a root of a new run
+	awaiting    int  // WAITING: child runs still to complete (see children.go)
 }
 
 // New returns an empty store.
@@ -79,6 +81,7 @@ func New() *Store {
 		queue:     newReadyQueue(),
 		subs:      map[int]chan store.Notification{},
 		schedules: map[scheduleKey]store.Schedule{},
+		children:  map[store.TaskKey][]*run{},
 	}
 }
 

@@ -64,7 +64,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		rec: store.Run{
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
 			IdempotencyKey: nr.IdempotencyKey, Priority: priority, Status: store.RunRunning, TraceContext: nr.TraceContext,
-			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now,
+			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now, Parent: nr.Parent,
 		},
 		tasks:     make([]*task, len(nr.Tasks)),
 		pending:   make([]int, len(nr.Tasks)),
@@ -85,6 +85,9 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		}
 	}
 	s.runs[nr.ID] = r
+	if !nr.Parent.IsZero() {
+		s.children[nr.Parent.Task] = append(s.children[nr.Parent.Task], r)
+	}
 	queued := false
 	for i, t := range r.tasks {
 		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure {
@@ -183,13 +186,7 @@ func (s *Store) CancelRuns(_ context.Context, ids []uuid.UUID, now time.Time) ([
 		if !ok || r.rec.Status != store.RunRunning {
 			continue
 		}
-		s.endRun(r, store.RunCancelled, now)
-		for i, t := range r.tasks {
-			if dag.Cancels(t.rec.Status) {
-				at := s.setStatus(t, store.TaskCancelled, now)
-				s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run cancelled")
-			}
-		}
+		s.cancelRun(r, now, "run cancelled")
 		cancelled = append(cancelled, store.CancelledRun{ID: id, Workflow: r.rec.Workflow, Tenant: r.rec.Tenant})
 	}
 	return cancelled, nil
@@ -249,11 +246,31 @@ func sortedIDs(ids []uuid.UUID) []uuid.UUID {
 	return slices.Compact(out)
 }
 
-// endRun moves a run to a terminal status. Callers hold s.mu.
+// cancelRun cancels a running run and its unfinished tasks. Callers hold
+// s.mu.
+func (s *Store) cancelRun(r *run, now time.Time, detail string) {
+	for i, t := range r.tasks {
+		if dag.Cancels(t.rec.Status) {
+			at := s.setStatus(t, store.TaskCancelled, now)
+			s.event(r, i, store.EventCancelled, t.rec.Attempt, at, detail)
+		}
+	}
+	s.endRun(r, store.RunCancelled, now)
+}
+
+// endRun moves a run to a terminal status: a run that did not complete
+// cancels its running child runs, and a child run counts against its
+// parent task's wait (see store's Child runs). Callers hold s.mu.
 func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	r.rec.Status = status
 	r.rec.FinishedAt = now
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
+	if status != store.RunCompleted {
+		s.cancelChildren(r, now)
+	}
+	if !r.rec.Parent.IsZero() {
+		s.childEnded(r, now)
+	}
 }
 
 // failRun fails a running run because step failed permanently: every
@@ -264,7 +281,6 @@ func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
 		return false
 	}
 	r.rec.FailedStep, r.rec.Error = step, msg
-	s.endRun(r, store.RunFailed, now)
 	for i, t := range r.tasks {
 		if i == r.onFailure || !dag.Cancels(t.rec.Status) {
 			continue
@@ -272,6 +288,7 @@ func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
 		at := s.setStatus(t, store.TaskCancelled, now)
 		s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run failed")
 	}
+	s.endRun(r, store.RunFailed, now)
 	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == store.TaskPending {
 		h := r.tasks[r.onFailure]
 		s.event(r, r.onFailure, store.EventQueued, h.rec.Attempt, s.enqueue(h, false, now), "")

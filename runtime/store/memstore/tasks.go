@@ -158,6 +158,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		s.timers.push(t, until)
 		s.timerEvent(t.run, sl.Key.Step, store.EventSleeping, sl.Attempt.Attempt, at, until, "until "+until.UTC().Format(time.RFC3339Nano))
 	}
+	for _, sp := range r.Spawns {
+		q, stale := s.spawn(sp, r.Now)
+		if stale {
+			res.Stale = append(res.Stale, sp.Attempt)
+		}
+		queued = queued || q
+	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
@@ -194,7 +201,7 @@ func (s *Store) ReleaseTasks(_ context.Context, p store.Release) (store.RecoverR
 			s.requeueOrFail(t, p.Reason, p.Now, &res)
 			continue
 		}
-		wake := wokenSleep(t)
+		wake := woken(t)
 		if !wake {
 			t.prior++ // the attempt does not count
 		}
@@ -247,8 +254,8 @@ func (s *Store) RecoverTasks(_ context.Context, p store.Recover) (store.RecoverR
 // failed for good otherwise. Callers hold s.mu.
 func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.RecoverResult) {
 	a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
-	if t.rec.Kind == store.KindSleep || t.rec.Attempt-t.prior < t.maxAttempts {
-		at := s.enqueue(t, wokenSleep(t), now)
+	if t.rec.Kind == store.KindSleep || t.rec.Kind == store.KindMap || woken(t) || t.rec.Attempt-t.prior < t.maxAttempts {
+		at := s.enqueue(t, woken(t), now)
 		s.timerEvent(t.run, t.rec.Key.Step, store.EventRetrying, t.rec.Attempt, at, at, detail)
 		s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, at, "")
 		res.Requeued = append(res.Requeued, a)
@@ -263,9 +270,11 @@ func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.
 	res.Failed = append(res.Failed, a)
 }
 
-// wokenSleep reports whether a running task is a sleep step whose timer
-// fired: it only needs completing.
-func wokenSleep(t *task) bool { return t.rec.Kind == store.KindSleep && !t.rec.WakeAt.IsZero() }
+// woken reports whether a running task was woken: a sleep step whose
+// timer fired, or a task whose child runs ended. It only needs completing.
+func woken(t *task) bool {
+	return (t.rec.Kind == store.KindSleep || t.rec.Kind == store.KindMap || t.rec.Kind == store.KindChild) && !t.rec.WakeAt.IsZero()
+}
 
 func compareUUID(a, b uuid.UUID) int {
 	for i := range a {

@@ -64,10 +64,10 @@ func TestMigrateUpgradesVersion1InPlace(t *testing.T) {
 			t.Errorf("task %d kind = %v, want %v", i, task.Kind, want[i])
 		}
 	}
-	_, err = pool.Exec(ctx, `UPDATE trellis_tasks SET kind = 3 WHERE run_id = $1 AND step = 0`, run)
+	_, err = pool.Exec(ctx, `UPDATE trellis_tasks SET kind = 9 WHERE run_id = $1 AND step = 0`, run)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.ConstraintName != "trellis_tasks_kind_check" {
-		t.Errorf("setting kind 3 = %v, want trellis_tasks_kind_check violated", err)
+		t.Errorf("setting kind 9 = %v, want trellis_tasks_kind_check violated", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
@@ -168,6 +169,9 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.Inputs = append(p.Inputs, r.Input)
 		p.Unresolved = append(p.Unresolved, int32(unresolved))
 		p.TraceContexts = append(p.TraceContexts, r.TraceContext)
+		p.ParentRunIds = append(p.ParentRunIds, r.Parent.Task.Run)
+		p.ParentSteps = append(p.ParentSteps, int16(r.Parent.Task.Step))
+		p.ParentIndexes = append(p.ParentIndexes, int32(r.Parent.Index))
 	}
 	return p
 }
@@ -247,8 +251,51 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
 		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
-		TraceContext: row.TraceContext,
+		TraceContext: row.TraceContext, Parent: parentRef(row.ParentRunID, row.ParentStep, row.ParentIndex),
 	}
+}
+
+// parentRef reads a run's parent columns, NULL for runs without one.
+func parentRef(run pgtype.UUID, step pgtype.Int2, index pgtype.Int4) store.ParentRef {
+	if !run.Valid {
+		return store.ParentRef{}
+	}
+	return store.ParentRef{Task: store.TaskKey{Run: run.Bytes, Step: int(step.Int16)}, Index: int(index.Int32)}
+}
+
+// ChildRuns implements store.Runs: the runs, then their tasks, in a
+// read-only transaction that sees one snapshot.
+func (s *Store) ChildRuns(ctx context.Context, parent store.TaskKey) ([]store.RunWithTasks, error) {
+	var out []store.RunWithTasks
+	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		key := dbsqlc.RunsChildrenParams{RunID: parent.Run, Step: int16(parent.Step)}
+		runs, err := q.RunsChildren(ctx, key)
+		if err != nil || len(runs) == 0 {
+			return err
+		}
+		out = make([]store.RunWithTasks, len(runs))
+		at := make(map[uuid.UUID]int, len(runs))
+		for i, r := range runs {
+			out[i] = store.RunWithTasks{Run: runFromRow(dbsqlc.RunGetRow(r))}
+			at[r.ID] = i
+		}
+		tasks, err := q.TasksOfChildren(ctx, dbsqlc.TasksOfChildrenParams(key))
+		for _, t := range tasks {
+			if i, ok := at[t.RunID]; ok {
+				out[i].Tasks = append(out[i].Tasks, taskFromRow(dbsqlc.TaskListRow(t)))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "reading child runs")
+	}
+	if len(out) == 0 {
+		return nil, s.mustExist(ctx, parent.Run)
+	}
+	return out, nil
 }
 
 // ListTasks implements store.Runs.

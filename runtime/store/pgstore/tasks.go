@@ -102,6 +102,9 @@ func (s *Store) Finish(ctx context.Context, r store.Results) (store.FinishResult
 		if err := s.sleep(ctx, q, r, &res); err != nil {
 			return err
 		}
+		if err := s.spawn(ctx, q, r, &res); err != nil {
+			return err
+		}
 		return s.fail(ctx, q, r.Failures, r.Now, &res)
 	}
 	if r.Len() == 0 {
@@ -141,6 +144,9 @@ func runsOf(r store.Results) []uuid.UUID {
 	}
 	for _, sl := range r.Sleeps {
 		add(sl.Key.Run)
+	}
+	for _, sp := range r.Spawns {
+		add(sp.Key.Run)
 	}
 	return out
 }
@@ -218,6 +224,52 @@ func (s *Store) sleep(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 		res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 	}
 	return err
+}
+
+// spawn makes tasks wait for the child runs it creates for them (see
+// store.Spawn). The caller holds the runs' locks.
+func (s *Store) spawn(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {
+	if len(r.Spawns) == 0 {
+		return nil
+	}
+	p := dbsqlc.TasksWaitParams{Now: r.Now}
+	for _, sp := range r.Spawns {
+		p.RunIds = append(p.RunIds, sp.Key.Run)
+		p.Steps = append(p.Steps, int16(sp.Key.Step))
+		p.Attempts = append(p.Attempts, int32(sp.Attempt.Attempt))
+		p.Counts = append(p.Counts, int32(len(sp.Runs)))
+	}
+	rows, err := q.TasksWait(ctx, p)
+	if err != nil {
+		return err
+	}
+	waiting := make(map[store.Attempt]time.Time, len(rows))
+	for _, row := range rows {
+		waiting[attempt(row.RunID, row.Step, row.Attempt)] = row.At
+	}
+	for _, sp := range r.Spawns {
+		at, ok := waiting[sp.Attempt]
+		if !ok {
+			res.Stale = append(res.Stale, sp.Attempt)
+			continue
+		}
+		if len(sp.Runs) == 0 {
+			err := q.TaskWake(ctx, dbsqlc.TaskWakeParams{RunID: sp.Key.Run, Step: int16(sp.Key.Step), At: at, Detail: "no runs to wait for"})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		runs := make([]store.NewRun, len(sp.Runs))
+		for i, nr := range sp.Runs {
+			nr.Parent.Task = sp.Key
+			runs[i] = nr
+		}
+		if _, err := createRuns(ctx, q, runs, at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fail records permanent failures: the tasks fail, their runs fail (once
@@ -375,8 +427,9 @@ func (s *Store) RecoverTasks(ctx context.Context, p store.Recover) (store.Recove
 
 // requeueOrFail ends running attempts that count against the retry budget
 // without a result: each task is queued again when it has attempts left
-// (a sleep step runs no code, so losing its worker costs no attempt; once
-// woken, it has a wake time, it goes back to be completed), and fails like
+// (a sleep or map step runs no code, so losing its worker costs no
+// attempt; once woken, it has a wake time, it goes back to be completed),
+// and fails like
 // a step that failed for good otherwise. The caller holds the runs' locks
 // and the leases'.
 func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []dbsqlc.LeasesHeldRow, detail func(dbsqlc.LeasesHeldRow) string, now time.Time, res *store.RecoverResult) error {
@@ -384,12 +437,13 @@ func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []d
 	var failures []store.Failure
 	for _, l := range leases {
 		a := attempt(l.RunID, l.Step, l.Attempt)
-		sleep := kindFromDB(l.Kind) == store.KindSleep
-		if sleep || l.Attempt-l.PriorAttempts < l.MaxAttempts {
+		kind := kindFromDB(l.Kind)
+		woken := (kind == store.KindSleep || kind == store.KindMap || kind == store.KindChild) && l.WakeAt != nil
+		if kind == store.KindSleep || kind == store.KindMap || woken || l.Attempt-l.PriorAttempts < l.MaxAttempts {
 			requeue.RunIds = append(requeue.RunIds, l.RunID)
 			requeue.Steps = append(requeue.Steps, l.Step)
 			requeue.Attempts = append(requeue.Attempts, l.Attempt)
-			requeue.Wakes = append(requeue.Wakes, sleep && l.WakeAt != nil)
+			requeue.Wakes = append(requeue.Wakes, woken)
 			requeue.Details = append(requeue.Details, detail(l))
 			res.Requeued = append(res.Requeued, a)
 			continue

@@ -58,7 +58,8 @@ type runOpts struct {
 	limit                 store.Limit // of the root, step A
 	rate                  store.Rate  // of the root, step A
 	traceContext          string
-	input                 string // {"n":1} when empty
+	input                 string     // {"n":1} when empty
+	kindA                 store.Kind // of the root, step A: code unless set
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -99,6 +100,9 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	tasks := diamondTasks(o.maxAttempts)
 	tasks[stepA].Limit = o.limit
 	tasks[stepA].Rate = o.rate
+	if o.kindA != store.KindCode {
+		tasks[stepA].Kind, tasks[stepA].Plain = o.kindA, false
+	}
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
 		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,

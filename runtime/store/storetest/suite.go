@@ -91,6 +91,12 @@ func Run(t *testing.T, newStore Factory) {
 		{"ScheduleDelete", testScheduleDelete},
 		{"SchedulePause", testSchedulePause},
 		{"SchedulePutConcurrently", testSchedulePutConcurrently},
+		{"SpawnWaitsForEveryChild", testSpawnWaitsForEveryChild},
+		{"SpawnNothing", testSpawnNothing},
+		{"SpawnStale", testSpawnStale},
+		{"ChildFailureWakesAtOnce", testChildFailureWakesAtOnce},
+		{"ParentEndCancelsChildren", testParentEndCancelsChildren},
+		{"ReleaseWokenParent", testReleaseWokenParent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -79,6 +79,9 @@ type TrellisRun struct {
 	FinishedAt     *time.Time
 	TraceContext   pgtype.Text
 	Priority       int16
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
 }
 
 type TrellisSchedule struct {
@@ -96,7 +99,7 @@ type TrellisSchedule struct {
 type TrellisTask struct {
 	RunID uuid.UUID
 	Step  int16
-	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler
+	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler; 3: an event wait; trellis_kind_map() = 4: one child run per list element; trellis_kind_child() = 5: a child workflow
 	Kind          int16
 	Status        string
 	Parents       []int16
@@ -117,6 +120,7 @@ type TrellisTask struct {
 	RateInterval  pgtype.Int8
 	RateBurst     pgtype.Int4
 	RateTurn      pgtype.Bool
+	Awaiting      pgtype.Int4
 }
 
 type TrellisTenant struct {

@@ -26,7 +26,8 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 
 const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
-       coalesce(trace_context, '')::text AS trace_context
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
 FROM trellis_runs
 WHERE id = $1
 `
@@ -45,6 +46,9 @@ type RunGetRow struct {
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	TraceContext   string
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -64,6 +68,9 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.TraceContext,
+		&i.ParentRunID,
+		&i.ParentStep,
+		&i.ParentIndex,
 	)
 	return i, err
 }
@@ -171,6 +178,77 @@ func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsC
 	return items, nil
 }
 
+const runsChildren = `-- name: RunsChildren :many
+SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
+FROM trellis_runs
+WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
+ORDER BY parent_index, created_at, id
+`
+
+type RunsChildrenParams struct {
+	RunID uuid.UUID
+	Step  int16
+}
+
+type RunsChildrenRow struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey pgtype.Text
+	Priority       int16
+	Status         string
+	Input          []byte
+	FailedStep     int32
+	Error          pgtype.Text
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	TraceContext   string
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
+}
+
+// The runs started by a task, in index order and then by creation.
+func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]RunsChildrenRow, error) {
+	rows, err := q.db.Query(ctx, runsChildren, arg.RunID, arg.Step)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsChildrenRow{}
+	for rows.Next() {
+		var i RunsChildrenRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.IdempotencyKey,
+			&i.Priority,
+			&i.Status,
+			&i.Input,
+			&i.FailedStep,
+			&i.Error,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.TraceContext,
+			&i.ParentRunID,
+			&i.ParentStep,
+			&i.ParentIndex,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runsExisting = `-- name: RunsExisting :many
 SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[])
 `
@@ -253,7 +331,8 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 
 const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
-       coalesce(trace_context, '')::text AS trace_context
+       coalesce(trace_context, '')::text AS trace_context,
+       parent_run_id, parent_step, parent_index
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -273,6 +352,9 @@ type RunsGetRow struct {
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	TraceContext   string
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
 }
 
 // The given runs that exist, ordered by id.
@@ -299,6 +381,9 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.TraceContext,
+			&i.ParentRunID,
+			&i.ParentStep,
+			&i.ParentIndex,
 		); err != nil {
 			return nil, err
 		}
@@ -311,16 +396,21 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 }
 
 const runsInsert = `-- name: RunsInsert :many
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at)
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at,
+                          parent_run_id, parent_step, parent_index)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
-       nullif(i.trace_context, ''), $1
+       nullif(i.trace_context, ''), $1,
+       nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END
 FROM (
-    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved, u.trace_context, row_number() OVER () AS ord
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, row_number() OVER () AS ord
     FROM (
         SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
                unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
                unnest($7::smallint[]) AS priority, unnest($8::json[]) AS input, unnest($9::int[]) AS unresolved,
-               unnest($10::text[]) AS trace_context
+               unnest($10::text[]) AS trace_context, unnest($11::uuid[]) AS parent_run_id,
+               unnest($12::smallint[]) AS parent_step, unnest($13::int[]) AS parent_index
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -339,6 +429,9 @@ type RunsInsertParams struct {
 	Inputs          [][]byte
 	Unresolved      []int32
 	TraceContexts   []string
+	ParentRunIds    []uuid.UUID
+	ParentSteps     []int16
+	ParentIndexes   []int32
 }
 
 // Creates runs, except those whose id exists (an earlier try of the same
@@ -359,6 +452,9 @@ func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.
 		arg.Inputs,
 		arg.Unresolved,
 		arg.TraceContexts,
+		arg.ParentRunIds,
+		arg.ParentSteps,
+		arg.ParentIndexes,
 	)
 	if err != nil {
 		return nil, err
@@ -460,6 +556,66 @@ func (q *Queries) RunsStatus(ctx context.Context, ids []uuid.UUID) ([]RunsStatus
 	for rows.Next() {
 		var i RunsStatusRow
 		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tasksOfChildren = `-- name: TasksOfChildren :many
+SELECT t.run_id, t.step, t.kind, t.status, t.attempt, t.output, t.error, t.worker, t.wake_at, t.updated_at, t.finished_at
+FROM trellis_runs r
+JOIN trellis_tasks t ON t.run_id = r.id
+WHERE r.parent_run_id = $1::uuid AND r.parent_step = $2::smallint
+ORDER BY t.run_id, t.step
+`
+
+type TasksOfChildrenParams struct {
+	RunID uuid.UUID
+	Step  int16
+}
+
+type TasksOfChildrenRow struct {
+	RunID      uuid.UUID
+	Step       int16
+	Kind       int16
+	Status     string
+	Attempt    int32
+	Output     []byte
+	Error      pgtype.Text
+	Worker     pgtype.Text
+	WakeAt     *time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// The tasks of the runs started by a task, by run and step.
+func (q *Queries) TasksOfChildren(ctx context.Context, arg TasksOfChildrenParams) ([]TasksOfChildrenRow, error) {
+	rows, err := q.db.Query(ctx, tasksOfChildren, arg.RunID, arg.Step)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksOfChildrenRow{}
+	for rows.Next() {
+		var i TasksOfChildrenRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Kind,
+			&i.Status,
+			&i.Attempt,
+			&i.Output,
+			&i.Error,
+			&i.Worker,
+			&i.WakeAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

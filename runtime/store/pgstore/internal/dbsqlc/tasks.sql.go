@@ -66,12 +66,34 @@ func (q *Queries) TaskList(ctx context.Context, runID uuid.UUID) ([]TaskListRow,
 	return items, nil
 }
 
+const taskWake = `-- name: TaskWake :exec
+SELECT trellis_wake($1::uuid, $2::smallint, $3::timestamptz, $4::text)
+`
+
+type TaskWakeParams struct {
+	RunID  uuid.UUID
+	Step   int16
+	At     time.Time
+	Detail string
+}
+
+// Queues a waiting task again, woken (see trellis_wake).
+func (q *Queries) TaskWake(ctx context.Context, arg TaskWakeParams) error {
+	_, err := q.db.Exec(ctx, taskWake,
+		arg.RunID,
+		arg.Step,
+		arg.At,
+		arg.Detail,
+	)
+	return err
+}
+
 const tasksCancelUnfinished = `-- name: TasksCancelUnfinished :many
 WITH cancelled AS (
     UPDATE trellis_tasks t
     SET status = 'CANCELLED', updated_at = greatest($1::timestamptz, t.updated_at), finished_at = greatest($1::timestamptz, t.updated_at)
     WHERE t.run_id = ANY ($2::uuid[])
-      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING')
+      AND t.status IN ('PENDING', 'QUEUED', 'RUNNING', 'SLEEPING', 'RETRYING', 'WAITING')
       AND (t.kind <> trellis_kind_on_failure() OR $3::boolean)
     RETURNING t.run_id, t.step, t.attempt, t.updated_at AS at
 ), released AS (
@@ -853,4 +875,75 @@ type TasksUnqueueUnfinishedParams struct {
 func (q *Queries) TasksUnqueueUnfinished(ctx context.Context, arg TasksUnqueueUnfinishedParams) error {
 	_, err := q.db.Exec(ctx, tasksUnqueueUnfinished, arg.RunIds, arg.WithHandler)
 	return err
+}
+
+const tasksWait = `-- name: TasksWait :many
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step, unnest($3::int[]) AS attempt,
+           unnest($4::int[]) AS n
+), applied AS (
+    UPDATE trellis_tasks t
+    SET status = 'WAITING', awaiting = i.n, wake_at = NULL, updated_at = greatest($5::timestamptz, t.updated_at)
+    FROM input i
+    WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
+    RETURNING t.run_id, t.step, t.attempt, i.n, t.updated_at AS at
+), released AS (
+    DELETE FROM trellis_leases l USING applied a
+    WHERE l.run_id = a.run_id AND l.step = a.step
+), events AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, 'WAITING', attempt, at,
+           CASE WHEN n = 1 THEN 'waiting for 1 child run' ELSE 'waiting for ' || n || ' child runs' END
+    FROM applied
+)
+SELECT run_id, step, attempt, at FROM applied
+`
+
+type TasksWaitParams struct {
+	RunIds   []uuid.UUID
+	Steps    []int16
+	Attempts []int32
+	Counts   []int32
+	Now      time.Time
+}
+
+type TasksWaitRow struct {
+	RunID   uuid.UUID
+	Step    int16
+	Attempt int32
+	At      time.Time
+}
+
+// Moves running tasks to WAITING for their child runs, counts[i] of them
+// (created next, in the same transaction), and drops their leases.
+// Returns the tasks moved, with the time of their WAITING event.
+func (q *Queries) TasksWait(ctx context.Context, arg TasksWaitParams) ([]TasksWaitRow, error) {
+	rows, err := q.db.Query(ctx, tasksWait,
+		arg.RunIds,
+		arg.Steps,
+		arg.Attempts,
+		arg.Counts,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TasksWaitRow{}
+	for rows.Next() {
+		var i TasksWaitRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Attempt,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
