@@ -69,6 +69,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"IdempotencyKeysMisused", testRunManyKeysMisused},
 		{"WaitManyRunsEndingAtDifferentTimes", testWaitMany},
 		{"ResultDoesNotWait", testResultDoesNotWait},
+		{"MapStepOverLineItems", testMapOrders},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

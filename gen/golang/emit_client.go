@@ -57,7 +57,7 @@ func (e *emitter) result() {
 	}
 	for _, s := range e.withOutput() {
 		text := fmt.Sprintf("%s is the output of step %s; nil unless it completed.", s.goName, s.step.Name)
-		fields = append(fields, doc(text).Id(s.goName).Op("*").Id(s.output.name))
+		fields = append(fields, doc(text).Id(s.goName).Op("*").Add(s.result()))
 	}
 	fields = append(fields, doc("Failure is set when the run failed.").Id("Failure").Op("*").Qual(runtimePkg, "Failure"))
 	text = fmt.Sprintf("%s is the state of %s %s run with its typed outputs: how it ended, as Run and Wait return it, or how far it got, as Result returns it.", name, article(w), w)

@@ -104,6 +104,14 @@ func stepSpec(s spec.Step) jen.Code {
 	if s.RateLimit != nil {
 		fields = append(fields, kv("RateLimit", rateLimitCode(s.RateLimit)))
 	}
+	if f := s.ForEach; f != nil {
+		each := []jen.Code{kv("Items", jen.Lit(f.Items))}
+		if f.Concurrency > 0 {
+			each = append(each, kv("Concurrency", jen.Lit(f.Concurrency)))
+		}
+		each = append(each, kv("ItemSchema", rawString(f.ItemSchema)))
+		fields = append(fields, kv("ForEach", jen.Op("&").Qual(runtimePkg, "ForEachSpec").Values(each...)))
+	}
 	return multi(fields...)
 }
 
@@ -176,9 +184,9 @@ func (e *emitter) refs() {
 		))
 	}
 	for _, s := range e.p.steps {
-		out := jen.Qual(runtimePkg, "NoOutput")
+		var out jen.Code = jen.Qual(runtimePkg, "NoOutput")
 		if s.output != nil {
-			out = jen.Id(s.output.name)
+			out = s.result()
 		}
 		ref(s.goName, s.step.Name, "step", out)
 	}

@@ -50,13 +50,13 @@ func (e *emitter) parentTypes() {
 				typ = jen.Bool()
 			case p.optional:
 				text = fmt.Sprintf("%s is the output of step %s; nil when %s was skipped.", p.goName, p.name, p.name)
-				typ = jen.Op("*").Id(p.output.name)
+				typ = jen.Op("*").Add(resultOf(p.output, p.list))
 			case p.maySkip:
 				text = fmt.Sprintf("%s is the output of step %s, which has always completed: when it is skipped, so is %s.", p.goName, p.name, s.step.Name)
-				typ = jen.Id(p.output.name)
+				typ = resultOf(p.output, p.list)
 			default:
 				text = fmt.Sprintf("%s is the output of step %s, which cannot be skipped.", p.goName, p.name)
-				typ = jen.Id(p.output.name)
+				typ = resultOf(p.output, p.list)
 			}
 			fields = append(fields, doc(text).Id(p.goName).Add(typ).Tag(map[string]string{"trellis": p.name}))
 		}
@@ -102,6 +102,9 @@ func (e *emitter) stepsInterface() {
 }
 
 func (e *emitter) stepParams(s *stepPlan) []jen.Code {
+	if s.item != nil {
+		return []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("item").Id(s.item.name)}
+	}
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("in").Id(e.p.input.name)}
 	if len(s.parents) > 0 {
 		params = append(params, jen.Id("parents").Id(e.parentsType(s)))
@@ -123,8 +126,8 @@ func (e *emitter) stepResults(s *stepPlan) jen.Code {
 // decode are not retried.
 func (e *emitter) adapter(s *stepPlan) jen.Code {
 	name := "Step"
-	if len(s.parents) == 0 {
-		name = "RootStep"
+	if len(s.parents) == 0 || s.step.IsMap() {
+		name = "RootStep" // a map step's code gets its item, not the run's input and parents
 	}
 	if s.output == nil {
 		name += "NoOutput"

@@ -9,6 +9,7 @@ package golang
 
 import (
 	"fmt"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/effectivelabs/trellis/gen/workflow"
 )
@@ -43,7 +44,19 @@ type stepPlan struct {
 	step    *workflow.Step
 	goName  string
 	output  *namedType // nil for steps without output
+	item    *namedType // the item of a map step; nil for other steps
 	parents []parentPlan
+}
+
+// result is the Go type of what a step's children and its run's result
+// receive from it: its output, or the list of its items' outputs.
+func (s *stepPlan) result() jen.Code { return resultOf(s.output, s.step.IsMap()) }
+
+func resultOf(output *namedType, list bool) jen.Code {
+	if list {
+		return jen.Index().Id(output.name)
+	}
+	return jen.Id(output.name)
 }
 
 type parentPlan struct {
@@ -51,6 +64,9 @@ type parentPlan struct {
 	goName string
 	// output is the parent's output type, nil when it has none.
 	output *namedType
+	// list is true when the parent is a map step: its children receive
+	// the list of its items' outputs.
+	list bool
 	// maySkip is true when the parent may be skipped.
 	maySkip bool
 	// optional is true when the step may run without the parent: the
@@ -133,6 +149,14 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 			name := p.goName + sp.goName + "Output"
 			doc := fmt.Sprintf("%s is the output of step %s.", name, s.Name)
 			sp.output = m.document(s.Output, name, doc, s.Name+".output", p.goName+sp.goName, "the output of step "+s.Name)
+			if s.IsMap() {
+				sp.output.doc = fmt.Sprintf("%s is the output of step %s for one item; its children receive the list of them, in item order.", name, s.Name)
+			}
+		}
+		if s.IsMap() && s.ForEach.Item != nil {
+			name := p.goName + sp.goName + "Item"
+			doc := fmt.Sprintf("%s is one item of step %s (forEach: %s).", name, s.Name, s.ForEach.Items.Source)
+			sp.item = m.document(s.ForEach.Item, name, doc, s.Name+".item", p.goName+sp.goName+"Item", "the items of step "+s.Name)
 		}
 		if len(s.Parents) > 0 && !s.IsSleep() {
 			ids.claim(p.goName+sp.goName+"Parents", s.Pos, fmt.Sprintf("the parents of step %s", s.Name))
@@ -157,7 +181,7 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 				continue
 			}
 			sp.parents = append(sp.parents, parentPlan{
-				name: ref.Name, goName: parent.goName, output: parent.output,
+				name: ref.Name, goName: parent.goName, output: parent.output, list: parent.step.IsMap(),
 				maySkip: parent.step.MaySkip, optional: parent.step.MaySkip && len(sp.step.Parents) > 1,
 			})
 		}

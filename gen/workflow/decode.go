@@ -139,7 +139,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit")
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit", "forEach")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -148,7 +148,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -174,7 +174,39 @@ func (d *decoder) step(v *Value, index int) *Step {
 	if f := v.Get("rateLimit"); f != nil {
 		s.RateLimit = d.rateLimit(f.Value, "rateLimit of "+what)
 	}
+	if f := v.Get("forEach"); f != nil {
+		s.ForEach = d.forEach(f.Value, "forEach of "+what)
+	}
 	return s
+}
+
+// forEach reads the items of a map step; the items expression is
+// type-checked later by checkConditions.
+func (d *decoder) forEach(v *Value, what string) *ForEach {
+	if !d.isMap(v, what, `a mapping such as {items: "input.lineItems", concurrency: 10}`) {
+		return nil
+	}
+	d.keys(v, what, "items", "concurrency")
+	fe := &ForEach{Pos: v.Pos}
+	f := d.required(v, "items", what+" has no items: add items: <a CEL expression whose value is a list, such as input.lineItems>")
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.Value.Kind != KindString:
+		d.probs.Add(f.Value.Pos, "type", "the items of %s must be a string holding a CEL expression, such as \"input.lineItems\", not %s", what, f.Value.Kind)
+		return nil
+	case strings.TrimSpace(f.Value.Str) == "":
+		d.probs.Add(f.Value.Pos, "minLength", "empty items in %s: write a CEL expression whose value is a list, such as \"input.lineItems\"", what)
+		return nil
+	}
+	fe.Items = Expr{Source: strings.TrimRight(f.Value.Str, "\n"), Pos: f.Value.Pos, style: f.Value.Style}
+	if c := v.Get("concurrency"); c != nil {
+		if fe.Concurrency = d.atLeastOne(c.Value, "concurrency of "+what, "at least one item must be able to run"); fe.Concurrency == 0 {
+			return nil
+		}
+	}
+	return fe
 }
 
 func nameOr(name, what string) string {

@@ -18,7 +18,7 @@ import (
 // already, and type-checking against a broken schema would only add noise.
 func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 	for _, s := range w.Steps {
-		if len(s.SkipIf) == 0 {
+		if len(s.SkipIf) == 0 && !s.IsMap() {
 			continue
 		}
 		parents, ok := parentSchemas(w, s)
@@ -26,6 +26,11 @@ func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 			for _, e := range s.SkipIf {
 				for _, iss := range condition.Parse(e.Source) {
 					probs.Add(exprPos(lines, e, iss.Line, iss.Column), "", "invalid skipIf condition: %s", iss.Message)
+				}
+			}
+			if s.IsMap() {
+				for _, iss := range condition.Parse(s.ForEach.Items.Source) {
+					probs.Add(exprPos(lines, s.ForEach.Items, iss.Line, iss.Column), "", "invalid forEach items: %s", iss.Message)
 				}
 			}
 			continue
@@ -41,7 +46,31 @@ func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 				probs.Add(exprPos(lines, e, iss.Line, iss.Column), "", "invalid skipIf condition: %s%s", iss.Message, dashHint(iss.Message, s))
 			}
 		}
+		if s.IsMap() {
+			checkItems(s, env, lines, probs)
+		}
 	}
+}
+
+// checkItems type-checks the items of a map step and derives the schema
+// of one item from their type.
+func checkItems(s *Step, env *condition.Env, lines [][]byte, probs *Problems) {
+	e := s.ForEach.Items
+	x, issues := env.CompileList(e.Source)
+	for _, iss := range issues {
+		probs.Add(exprPos(lines, e, iss.Line, iss.Column), "", "invalid forEach items: %s%s", iss.Message, dashHint(iss.Message, s))
+	}
+	if x == nil {
+		return
+	}
+	item := NewProblems("")
+	root := load([]byte(x.ItemSchema), item)
+	if root == nil || item.Len() > 0 {
+		probs.Add(e.Pos, "", "forEach items of step %q: cannot describe one item: %v", s.Name, item.List())
+		return
+	}
+	relocate(root, e.Pos) // problems with the item type point at the expression
+	s.ForEach.Item = &Schema{Value: root, JSON: x.ItemSchema, OK: true}
 }
 
 // dashHint explains the likely cause when a condition names part of a
@@ -72,6 +101,8 @@ func parentSchemas(w *Workflow, s *Step) (map[string]json.RawMessage, bool) {
 			out[ref.Name] = nil
 		case !p.Output.OK:
 			return nil, false
+		case p.IsMap():
+			out[ref.Name] = json.RawMessage(`{"type":"array","items":` + p.Output.JSON + `}`)
 		default:
 			out[ref.Name] = json.RawMessage(p.Output.JSON)
 		}
@@ -147,4 +178,16 @@ func indentation(line []byte) int {
 		n++
 	}
 	return n
+}
+
+// relocate moves every position in v to pos.
+func relocate(v *Value, pos Pos) {
+	v.Pos = pos
+	for _, it := range v.Items {
+		relocate(it, pos)
+	}
+	for _, f := range v.Fields {
+		f.KeyPos = pos
+		relocate(f.Value, pos)
+	}
 }

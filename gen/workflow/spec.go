@@ -36,6 +36,12 @@ func (w *Workflow) Spec() *spec.Workflow {
 			}
 			step.Concurrency = s.Concurrency.spec()
 			step.RateLimit = s.RateLimit.spec()
+			if f := s.ForEach; f != nil {
+				step.ForEach = &spec.ForEach{Items: f.Items.Source, Concurrency: f.Concurrency}
+				if f.Item != nil {
+					step.ForEach.ItemSchema = f.Item.JSON
+				}
+			}
 		}
 		out.Steps = append(out.Steps, step)
 	}

@@ -80,6 +80,8 @@ type Step struct {
 	Concurrency *Concurrency
 	// RateLimit is the step's own rate limit, or nil.
 	RateLimit *RateLimit
+	// ForEach makes the step a map step, or is nil.
+	ForEach *ForEach
 	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
 	// has parents and every one of them may be skipped. A child sees a
 	// parent that may be skipped as optional.
@@ -94,6 +96,20 @@ type Step struct {
 
 // IsSleep reports whether the step is a durable sleep step.
 func (s *Step) IsSleep() bool { return s.Sleep > 0 }
+
+// IsMap reports whether the step is a map step.
+func (s *Step) IsMap() bool { return s.ForEach != nil }
+
+// ForEach declares the items of a map step.
+type ForEach struct {
+	Pos   Pos
+	Items Expr
+	// Concurrency bounds one run's items in progress; 0 means no bound.
+	Concurrency int
+	// Item is the JSON Schema of one item, derived from the type of
+	// Items when it type-checks; nil until then.
+	Item *Schema
+}
 
 // Ref is a reference to a step by name, as written in parents.
 type Ref struct {
