@@ -29,7 +29,8 @@ COMMENT ON COLUMN trellis_tasks.kind IS
 
 -- trellis_woken tells a task that only needs completing when claimed or
 -- handed back: a sleep whose timer fired, or a task whose child runs
--- ended. Like the kind functions it is a bare expression, inlined.
+-- ended (store.Kind.Wakes in Go). Like the kind functions it is a bare
+-- expression, inlined.
 CREATE FUNCTION trellis_woken(p_kind smallint, p_wake_at timestamptz) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT p_kind IN (1, 4, 5) AND p_wake_at IS NOT NULL $$;
 

@@ -15,6 +15,16 @@ const (
 	KindChild                 // runs code that builds a child workflow's input, then waits for that run
 )
 
+// Wakes reports whether tasks of the kind wait between their claims (a
+// sleep on its timer, a map or child step on its child runs) and are
+// then claimed again woken, only to be completed; a store knows a woken
+// task by its wake time being set (Task.WakeAt).
+func (k Kind) Wakes() bool { return k == KindSleep || k == KindMap || k == KindChild }
+
+// RunsNoCode reports whether claiming tasks of the kind runs no user
+// code, so that losing their worker costs them no attempt.
+func (k Kind) RunsNoCode() bool { return k == KindSleep || k == KindMap }
+
 func (k Kind) String() string {
 	switch k {
 	case KindCode:

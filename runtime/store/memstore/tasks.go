@@ -254,7 +254,7 @@ func (s *Store) RecoverTasks(_ context.Context, p store.Recover) (store.RecoverR
 // failed for good otherwise. Callers hold s.mu.
 func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.RecoverResult) {
 	a := store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}
-	if t.rec.Kind == store.KindSleep || t.rec.Kind == store.KindMap || woken(t) || t.rec.Attempt-t.prior < t.maxAttempts {
+	if t.rec.Kind.RunsNoCode() || woken(t) || t.rec.Attempt-t.prior < t.maxAttempts {
 		at := s.enqueue(t, woken(t), now)
 		s.timerEvent(t.run, t.rec.Key.Step, store.EventRetrying, t.rec.Attempt, at, at, detail)
 		s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, at, "")
@@ -273,7 +273,7 @@ func (s *Store) requeueOrFail(t *task, detail string, now time.Time, res *store.
 // woken reports whether a running task was woken: a sleep step whose
 // timer fired, or a task whose child runs ended. It only needs completing.
 func woken(t *task) bool {
-	return (t.rec.Kind == store.KindSleep || t.rec.Kind == store.KindMap || t.rec.Kind == store.KindChild) && !t.rec.WakeAt.IsZero()
+	return t.rec.Kind.Wakes() && !t.rec.WakeAt.IsZero()
 }
 
 func compareUUID(a, b uuid.UUID) int {

@@ -438,8 +438,8 @@ func (s *Store) requeueOrFail(ctx context.Context, q *dbsqlc.Queries, leases []d
 	for _, l := range leases {
 		a := attempt(l.RunID, l.Step, l.Attempt)
 		kind := kindFromDB(l.Kind)
-		woken := (kind == store.KindSleep || kind == store.KindMap || kind == store.KindChild) && l.WakeAt != nil
-		if kind == store.KindSleep || kind == store.KindMap || woken || l.Attempt-l.PriorAttempts < l.MaxAttempts {
+		woken := kind.Wakes() && l.WakeAt != nil
+		if kind.RunsNoCode() || woken || l.Attempt-l.PriorAttempts < l.MaxAttempts {
 			requeue.RunIds = append(requeue.RunIds, l.RunID)
 			requeue.Steps = append(requeue.Steps, l.Step)
 			requeue.Attempts = append(requeue.Attempts, l.Attempt)
