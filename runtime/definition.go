@@ -37,10 +37,10 @@ type Definition struct {
 	rates []*rate
 	// schedules are the compiled cron schedules (see schedules.go).
 	schedules []schedule
-	// items holds the compiled forEach of each map step, and elements
+	// items holds the compiled forEach of each map step, and itemDefs
 	// the workflow of its items (see maps.go); nil for other steps.
 	items    []*condition.ListExpr
-	elements []*Definition
+	itemDefs []*Definition
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are

@@ -64,7 +64,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		m.queueWait(ctx, c, step.Name, claimedAt)
 		switch {
 		case c.Woken && step.Kind == store.KindMap:
-			res, err := e.collectItems(ctx, c, step)
+			res, err := e.collectItems(ctx, c, def, step)
 			if err != nil {
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}

@@ -28,7 +28,7 @@ func (d *Definition) compileMap(i int, env *condition.Env) error {
 	s := &d.spec.Steps[i]
 	if d.items == nil {
 		d.items = make([]*condition.ListExpr, len(d.spec.Steps))
-		d.elements = make([]*Definition, len(d.spec.Steps))
+		d.itemDefs = make([]*Definition, len(d.spec.Steps))
 	}
 	x, issues := env.CompileList(s.ForEach.Items)
 	if len(issues) > 0 {
@@ -39,7 +39,7 @@ func (d *Definition) compileMap(i int, env *condition.Env) error {
 	if err != nil {
 		return fmt.Errorf("compiling workflow %s: step %s: items: %w", d.spec.Name, s.Name, err)
 	}
-	d.elements[i] = items
+	d.itemDefs[i] = items
 	return nil
 }
 
@@ -57,7 +57,7 @@ func itemsSpec(w *WorkflowSpec, s *StepSpec) *WorkflowSpec {
 // itemDefinitions returns the items workflows of d's map steps.
 func (d *Definition) itemDefinitions() []*Definition {
 	var out []*Definition
-	for _, items := range d.elements {
+	for _, items := range d.itemDefs {
 		if items != nil {
 			out = append(out, items)
 		}
@@ -89,7 +89,7 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 			done[r.Parent.Index] = r.Status == store.RunCompleted
 		}
 	}
-	itemsDef := def.elements[step.Index]
+	itemsDef := def.itemDefs[step.Index]
 	if err := e.saveDefinition(ctx, itemsDef); err != nil {
 		return sp, err
 	}
@@ -140,7 +140,7 @@ func (d *Definition) itemTask(ctx context.Context, step *dag.Step, c store.Claim
 // collectItems ends a woken map task: its output is the list of its
 // items' outputs, in item order, once every item completed; it fails
 // when an item ended otherwise.
-func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, step *dag.Step) (store.Results, error) {
+func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
 	a := attemptOf(c)
 	runs, err := e.store.ChildRuns(ctx, c.Key)
 	if err != nil {
@@ -181,7 +181,7 @@ func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, step *da
 	}
 	out.WriteByte(']')
 	var output []byte
-	if def, err := e.definition(ctx, c.Version); err == nil && def.spec.Steps[step.Index].OutputSchema != "" {
+	if def.spec.Steps[step.Index].OutputSchema != "" {
 		output = out.Bytes()
 	}
 	return store.Results{Completions: []store.Completion{{Attempt: a, Woken: true, Output: output, Children: step.Children}}}, nil
