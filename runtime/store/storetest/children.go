@@ -46,10 +46,12 @@ func (f *fixture) children(id uuid.UUID) []store.RunWithTasks {
 	return got
 }
 
-// claimElements claims every queued element task.
+// claimElements claims every queued element task, in input (index) order.
 func (f *fixture) claimElements() []store.ClaimedTask {
 	f.t.Helper()
-	return f.claim(100, func(c *store.Claim) { c.Workflows = []string{"elem"} })
+	claimed := f.claim(100, func(c *store.Claim) { c.Workflows = []string{"elem"} })
+	slices.SortFunc(claimed, func(a, b store.ClaimedTask) int { return slices.Compare(a.Input, b.Input) })
+	return claimed
 }
 
 func testSpawnWaitsForEveryChild(t *testing.T, f *fixture) {
@@ -73,7 +75,6 @@ func testSpawnWaitsForEveryChild(t *testing.T, f *fixture) {
 	if len(claimed) != 3 {
 		t.Fatalf("claimed %d element tasks, want 3", len(claimed))
 	}
-	slices.SortFunc(claimed, func(a, b store.ClaimedTask) int { return slices.Compare(a.Input, b.Input) })
 	for _, c := range claimed[:2] {
 		f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(c), Output: []byte(`{"v":` + string(c.Input) + `}`)}}})
 	}
@@ -153,7 +154,6 @@ func testParentEndCancelsChildren(t *testing.T, f *fixture) {
 		t.Run(how, func(t *testing.T) {
 			id, _ := f.spawnFromA(2)
 			claimed := f.claimElements()
-			slices.SortFunc(claimed, func(a, b store.ClaimedTask) int { return slices.Compare(a.Input, b.Input) })
 			// A grandchild: the first element spawns a run of its own.
 			f.finish(store.Results{Spawns: []store.Spawn{{Attempt: attempt(claimed[0]), Runs: elementRuns(1)}}})
 			grand, err := f.s.ChildRuns(f.ctx, claimed[0].Key)
