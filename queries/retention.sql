@@ -51,6 +51,14 @@ WITH picked AS (
 ), events AS (
     DELETE FROM trellis_events e
     WHERE e.run_id = ANY ((SELECT i.ids FROM ids i)::uuid[])
+), sent AS (
+    -- Events sent to the runs (schema/0013); those sent with keys go by
+    -- age (SentEventsPurge).
+    DELETE FROM trellis_sent_events s
+    WHERE s.run_id = ANY ((SELECT i.ids FROM ids i)::uuid[])
+), waits AS (
+    DELETE FROM trellis_event_waits x
+    WHERE x.run_id = ANY ((SELECT i.ids FROM ids i)::uuid[])
 ), runs AS (
     DELETE FROM trellis_runs r
     WHERE r.id = ANY ((SELECT i.ids FROM ids i)::uuid[])

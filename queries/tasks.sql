@@ -344,20 +344,26 @@ LIMIT @lim;
 
 -- name: TasksWait :many
 -- Moves running tasks to WAITING for their child runs, counts[i] of them
--- (created next, in the same transaction), and drops their leases.
--- Returns the tasks moved, with the time of their WAITING event.
+-- (created next, in the same transaction), until deadlines[i] (NULL for
+-- none: a timer wakes the task then), and drops their leases. Returns
+-- the tasks moved, with the time of their WAITING event.
 WITH input AS (
     SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt,
-           unnest(@counts::int[]) AS n
+           -- The zero time (0001-01-01) stands for no deadline.
+           unnest(@counts::int[]) AS n, nullif(unnest(@deadlines::timestamptz[]), '0001-01-01 00:00:00+00') AS deadline
 ), applied AS (
     UPDATE trellis_tasks t
     SET status = 'WAITING', awaiting = i.n, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, i.n, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, i.n, i.deadline, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
+), timers AS (
+    INSERT INTO trellis_timers (run_id, step, wake_at)
+    SELECT run_id, step, deadline FROM applied WHERE deadline IS NOT NULL AND n > 0
+    ON CONFLICT (run_id, step) DO UPDATE SET wake_at = excluded.wake_at
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, 'WAITING', attempt, at,

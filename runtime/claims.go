@@ -249,5 +249,11 @@ func attempts(r store.Results) []store.Attempt {
 	for _, sl := range r.Sleeps {
 		out = append(out, sl.Attempt)
 	}
+	for _, sp := range r.Spawns {
+		out = append(out, sp.Attempt)
+	}
+	for _, aw := range r.Awaits {
+		out = append(out, aw.Attempt)
+	}
 	return out
 }

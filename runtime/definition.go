@@ -41,6 +41,15 @@ type Definition struct {
 	// the workflow of its items (see maps.go); nil for other steps.
 	items    []*condition.ListExpr
 	itemDefs []*Definition
+	// childInputs holds the input expressions of each child workflow
+	// step that has them, by input field (see children.go); nil for
+	// other steps.
+	childInputs []map[string]*condition.ValueExpr
+	// events are the compiled payload schemas of the workflow's events,
+	// by name, and waitKeys the key of each wait step that has one (see
+	// waits.go).
+	events   map[string]*schema
+	waitKeys []*condition.KeyExpr
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are
@@ -72,6 +81,8 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		return nil, errors.New("compiling workflow: nil spec")
 	}
 	d := &Definition{spec: spec.Clone()} // the caller may change spec later
+	d.spec.FillWaitOutputs()
+	spec = &d.spec
 	g, err := dag.Build(&d.spec)
 	if err != nil {
 		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
@@ -92,7 +103,7 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 	d.envs = make([]*condition.Env, len(g.Steps))
 	d.conds = make([][]*condition.Program, len(g.Steps))
 	for i, s := range spec.Steps {
-		if len(s.SkipIf) == 0 && !s.IsMap() {
+		if len(s.SkipIf) == 0 && !s.IsMap() && !(s.IsChild() && len(s.Workflow.Input) > 0) {
 			continue
 		}
 		parents := make(map[string]json.RawMessage, len(s.Parents))
@@ -118,12 +129,31 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 				return nil, err
 			}
 		}
+		if s.IsChild() {
+			if err := d.compileChild(i, env); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// One environment serves the priority, every limit's key and every
+	// wait's key; it is built when one of them needs it.
+	var inputEnv *condition.InputEnv
+	newInputEnv := func() (*condition.InputEnv, error) {
+		if inputEnv == nil {
+			var err error
+			if inputEnv, err = condition.NewInputEnv(json.RawMessage(spec.InputSchema)); err != nil {
+				return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
+			}
+		}
+		return inputEnv, nil
+	}
+	if err := d.compileEvents(newInputEnv); err != nil {
+		return nil, err
 	}
 	if spec.Priority != "" || hasLimits(spec) {
-		// One environment serves the priority and every limit's key.
-		env, err := condition.NewInputEnv(json.RawMessage(spec.InputSchema))
+		env, err := newInputEnv()
 		if err != nil {
-			return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
+			return nil, err
 		}
 		if d.priority, err = compilePriority(spec, env); err != nil {
 			return nil, err
@@ -248,8 +278,10 @@ func hasLimits(spec *WorkflowSpec) bool {
 // perStep compiles a setting that a workflow declares for its code steps
 // and a step may replace with its own (a concurrency or a rate limit):
 // it returns each step's compiled setting, the step's own or else the
-// workflow's (shared, not copied), nil for steps with neither and for
-// sleep steps; nil when no step has one. compile gets the scope that
+// workflow's (shared, not copied), nil for steps with neither, for sleep
+// and wait steps (no code, nothing to limit), and for child workflow
+// steps without one of their own (which wait for a run that has limits
+// of its own); nil when no step has one. compile gets the scope that
 // names what shares the setting's keys: the workflow, or one step.
 func perStep[S any, C any](spec *WorkflowSpec, steps int, shared *S, own func(*StepSpec) *S, compile func(s *S, scope, what string) (*C, error)) ([]*C, error) {
 	var wide *C
@@ -262,10 +294,13 @@ func perStep[S any, C any](spec *WorkflowSpec, steps int, shared *S, own func(*S
 	var out []*C
 	for i := range spec.Steps {
 		s := &spec.Steps[i]
-		if s.IsSleep() {
+		if s.IsSleep() || s.IsWait() {
 			continue
 		}
 		c := wide
+		if s.IsChild() {
+			c = nil
+		}
 		if o := own(s); o != nil {
 			var err error
 			if c, err = compile(o, spec.Name+"/"+s.Name, "step "+s.Name+": "); err != nil {

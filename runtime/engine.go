@@ -165,6 +165,7 @@ type Engine struct {
 	defs        map[string]*Definition   // by version
 	registered  map[string]*registration // by workflow name
 	names       []string                 // registered workflow names, sorted
+	known       map[string]*Definition   // by workflow name: the latest registered or compiled with Workflow, the runs child workflow steps start
 	saved       map[string]bool          // versions known to be in the store
 	ticks       map[string]time.Time     // latest schedule tick known started, by workflow/schedule
 	api         apiSchedules             // the stored schedules of the registered workflows
@@ -196,6 +197,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log, ticks: map[string]time.Time{},
 		defs:        map[string]*Definition{},
 		registered:  map[string]*registration{},
+		known:       map[string]*Definition{},
 		saved:       map[string]bool{},
 		watches:     map[RunID][]*watch{},
 		claims:      newClaims(),
@@ -253,6 +255,7 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 		return nil, fmt.Errorf("registering workflow %s: the engine is already started", def.Name())
 	}
 	e.registered[def.Name()] = &registration{def: def, handlers: h}
+	e.known[def.Name()] = def
 	e.names = append(e.names, def.Name())
 	for _, items := range def.itemDefinitions() {
 		// A map step's code runs in the runs of its items workflow.
@@ -278,19 +281,19 @@ func (e *Engine) registrations() []*registration {
 func checkHandlers(def *Definition, h Handlers) error {
 	var errs []error
 	for _, s := range def.graph.Steps {
-		switch s.Kind {
-		case store.KindCode, store.KindMap:
-			if h.Steps[s.Name] == nil {
-				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
-			}
-		case store.KindOnFailure:
+		switch {
+		case s.Kind == store.KindOnFailure:
 			if h.OnFailure == nil {
 				errs = append(errs, fmt.Errorf("no code for failure handler %s", s.Name))
+			}
+		case def.spec.Steps[s.Index].RunsCode():
+			if h.Steps[s.Name] == nil {
+				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
 			}
 		}
 	}
 	for name := range h.Steps {
-		if s, ok := def.graph.Step(name); !ok || (s.Kind != store.KindCode && s.Kind != store.KindMap) {
+		if s, ok := def.graph.Step(name); !ok || s.Kind == store.KindOnFailure || !def.spec.Steps[s.Index].RunsCode() {
 			errs = append(errs, fmt.Errorf("code given for %s, which is not a code step", name))
 		}
 	}
@@ -312,6 +315,11 @@ func (e *Engine) Workflow(spec *WorkflowSpec) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.mu.Lock()
+	if r, ok := e.registered[def.Name()]; !ok || r.def == def {
+		e.known[def.Name()] = def // a registered version keeps starting child runs
+	}
+	e.mu.Unlock()
 	return &Workflow{engine: e, def: def}, nil
 }
 

@@ -14,6 +14,9 @@ var (
 	// ErrInvalidOutput is matched by an *OutputError: a step returned an
 	// output that does not satisfy its output schema.
 	ErrInvalidOutput = errors.New("invalid step output")
+	// ErrInvalidEvent is matched by an *EventError: an event's payload
+	// does not satisfy the event's schema, and nothing was sent.
+	ErrInvalidEvent = errors.New("invalid event payload")
 	// ErrRunFailed is matched by a *RunFailedError returned by Run and Wait
 	// when a step failed permanently.
 	ErrRunFailed = errors.New("run failed")
@@ -75,6 +78,20 @@ func (e *OutputError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidOutput) true.
 func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput }
+
+// EventError lists every problem found in an event's payload.
+type EventError struct {
+	Workflow string
+	Event    string
+	Problems []FieldProblem
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("invalid payload for event %s of workflow %s: %s", e.Event, e.Workflow, joinProblems(e.Problems))
+}
+
+// Is makes errors.Is(err, ErrInvalidEvent) true.
+func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
 
 // RunFailedError tells which step made a run fail, and why.
 type RunFailedError struct {

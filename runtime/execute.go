@@ -63,17 +63,21 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		step := &def.graph.Steps[c.Key.Step]
 		m.queueWait(ctx, c, step.Name, claimedAt)
 		switch {
-		case c.Woken && step.Kind == store.KindMap:
-			res, err := e.collectItems(ctx, c, def, step)
+		case c.Woken && (step.Kind == store.KindMap || step.Kind == store.KindChild || step.Kind == store.KindWait):
+			var res store.Results
+			switch step.Kind {
+			case store.KindMap:
+				res, err = e.collectItems(ctx, c, def, step)
+			case store.KindChild:
+				res, err = e.collectChild(ctx, c, def, step, now)
+			default:
+				res, err = e.collectWait(ctx, c, def, step)
+			}
 			if err != nil {
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
 			merge(&results, res)
-			outcome := outcomeCompleted
-			if len(res.Failures) > 0 {
-				outcome = outcomeFailed
-			}
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcome)
+			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeOf(res))
 			continue
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
@@ -107,8 +111,16 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
 			continue
-		case step.Kind == store.KindMap:
-			sp, err := e.spawnItems(ctx, c, def, step, completed)
+		case step.Kind == store.KindMap || step.Kind == store.KindChild && def.childInputs[step.Index] != nil:
+			var sp store.Spawn
+			if step.Kind == store.KindMap {
+				sp, err = e.spawnItems(ctx, c, def, step, completed)
+			} else {
+				var input json.RawMessage
+				if input, err = def.childInput(ctx, step, c.Input, completed); err == nil {
+					sp, err = e.spawnChild(ctx, c, def, step, input, now)
+				}
+			}
 			switch {
 			case errors.Is(err, store.ErrTransient) || ctx.Err() != nil:
 				return nil, store.Results{}, err // the claims will be recovered
@@ -118,6 +130,15 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			default:
 				results.Spawns = append(results.Spawns, sp)
 			}
+			continue
+		case step.Kind == store.KindWait:
+			aw, err := e.await(ctx, c, def, step, now)
+			if err != nil {
+				results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
+				m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
+				continue
+			}
+			results.Awaits = append(results.Awaits, aw)
 			continue
 		}
 		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed, planned: now})
@@ -226,6 +247,17 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		case len(out) > 0 && !json.Valid(out):
 			err = NonRetryable(errors.New("step returned invalid JSON"))
 		default:
+			if j.step.Kind == store.KindChild {
+				// The code built the child's input: start the child run.
+				sp, serr := e.spawnChild(ctx, c, j.def, j.step, out, now)
+				if serr == nil {
+					res.Spawns = []store.Spawn{sp}
+					ended(outcomeCompleted, nil)
+					return res, true
+				}
+				err = serr
+				break
+			}
 			if verr := j.def.validateOutput(j.step.Index, out); verr != nil {
 				err = NonRetryable(verr)
 				break
@@ -284,6 +316,19 @@ func cleanText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
+// outcomeOf is the outcome a batch of one task's results reports.
+func outcomeOf(r store.Results) string {
+	switch {
+	case len(r.Failures) > 0:
+		return outcomeFailed
+	case len(r.Retries) > 0:
+		return outcomeRetried
+	case len(r.Completions) > 0 && r.Completions[0].Skipped:
+		return outcomeSkipped
+	}
+	return outcomeCompleted
+}
+
 // merge appends the results of b to a.
 func merge(a *store.Results, b store.Results) {
 	a.Completions = append(a.Completions, b.Completions...)
@@ -291,6 +336,7 @@ func merge(a *store.Results, b store.Results) {
 	a.Failures = append(a.Failures, b.Failures...)
 	a.Sleeps = append(a.Sleeps, b.Sleeps...)
 	a.Spawns = append(a.Spawns, b.Spawns...)
+	a.Awaits = append(a.Awaits, b.Awaits...)
 	if b.Now.After(a.Now) {
 		a.Now = b.Now
 	}

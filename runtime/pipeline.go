@@ -182,7 +182,7 @@ func (p *pipeline) record(ctx context.Context, batch store.Results) {
 		if err == nil {
 			e.faults.ok("recording task results", e.clock.Now())
 			e.afterFinish(batch, res)
-			if len(batch.Retries) > 0 || len(batch.Sleeps) > 0 {
+			if len(batch.Retries) > 0 || len(batch.Sleeps) > 0 || len(batch.Awaits) > 0 || len(batch.Spawns) > 0 {
 				select {
 				case p.timerSet <- struct{}{}:
 				default:
@@ -247,6 +247,12 @@ func split(batch store.Results) []store.Results {
 	}
 	for _, s := range batch.Sleeps {
 		out = append(out, store.Results{Now: batch.Now, Sleeps: []store.Sleep{s}})
+	}
+	for _, s := range batch.Spawns {
+		out = append(out, store.Results{Now: batch.Now, Spawns: []store.Spawn{s}})
+	}
+	for _, a := range batch.Awaits {
+		out = append(out, store.Results{Now: batch.Now, Awaits: []store.Await{a}})
 	}
 	return out
 }

@@ -24,14 +24,15 @@ type TaskStatus = store.TaskStatus
 
 // Task statuses. A task is created PENDING (or QUEUED when it has no
 // parents), is claimed (RUNNING), may wait (SLEEPING for a sleep step,
-// RETRYING during a retry backoff) and ends COMPLETED, SKIPPED, FAILED or
-// CANCELLED.
+// RETRYING during a retry backoff, WAITING for child runs or an event)
+// and ends COMPLETED, SKIPPED, FAILED or CANCELLED.
 const (
 	TaskPending   = store.TaskPending
 	TaskQueued    = store.TaskQueued
 	TaskRunning   = store.TaskRunning
 	TaskSleeping  = store.TaskSleeping
 	TaskRetrying  = store.TaskRetrying
+	TaskWaiting   = store.TaskWaiting
 	TaskCompleted = store.TaskCompleted
 	TaskSkipped   = store.TaskSkipped
 	TaskFailed    = store.TaskFailed
@@ -50,6 +51,7 @@ const (
 	EventRetrying  = store.EventRetrying
 	EventSkipped   = store.EventSkipped
 	EventSleeping  = store.EventSleeping
+	EventWaiting   = store.EventWaiting
 	EventWoken     = store.EventWoken
 	EventCancelled = store.EventCancelled
 	EventTimedOut  = store.EventTimedOut

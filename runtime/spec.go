@@ -45,3 +45,14 @@ const (
 // ValidPriority reports whether p is a run priority, PriorityLow to
 // PriorityHigh.
 func ValidPriority(p int) bool { return spec.ValidPriority(p) }
+
+// ChildWorkflowSpec declares the run a child workflow step starts (see
+// spec.ChildWorkflow).
+type ChildWorkflowSpec = spec.ChildWorkflow
+
+// WaitForSpec declares the event a wait step waits for (see
+// spec.WaitFor).
+type WaitForSpec = spec.WaitFor
+
+// EventSpec declares an event and its payload schema (see spec.Event).
+type EventSpec = spec.Event

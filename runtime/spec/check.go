@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -27,6 +28,10 @@ const (
 	RuleRateLimit     Rule = "rateLimit"      // a rate limit below 1 or over no time, or on a sleep step
 	RuleForEach       Rule = "forEach"        // a map step without items, with a negative bound, or on a sleep step
 	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
+	RuleKind          Rule = "kind"           // a step that is more than one of sleep, map, child workflow and wait
+	RuleChild         Rule = "workflow"       // a child workflow step without a valid workflow name, or with an empty input field
+	RuleWait          Rule = "waitFor"        // a wait step for an undeclared event, or with a bad timeout or onTimeout
+	RuleEvent         Rule = "events"         // an event without a valid, unique name or without a payload schema
 )
 
 // Problem is one rule a workflow breaks, located by the step and field it
@@ -247,8 +252,10 @@ func (c *checker) cycles(parents [][]int) {
 }
 
 func (c *checker) settings() {
+	c.events()
 	for i := range c.w.Steps {
 		s := &c.w.Steps[i]
+		c.kind(i)
 		if s.Sleep < 0 {
 			c.stepProblem(RuleDuration, i, "sleep", -1, "sleep %s is negative", s.Sleep)
 		}
@@ -267,14 +274,22 @@ func (c *checker) settings() {
 				c.stepProblem(RuleForEach, i, "forEach", -1, "a map step takes forEach.concurrency or concurrency, not both: each item holds one slot")
 			}
 		}
-		if s.IsSleep() {
+		if s.IsSleep() || s.IsWait() {
+			what := "a sleep step"
+			if s.IsWait() {
+				what = "a wait step"
+				c.wait(i)
+			}
 			if s.Concurrency != nil {
-				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "a sleep step runs no code and takes no concurrency limit; remove concurrency")
+				c.stepProblem(RuleConcurrency, i, "concurrency", -1, "%s runs no code and takes no concurrency limit; remove concurrency", what)
 			}
 			if s.RateLimit != nil {
-				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "a sleep step runs no code and takes no rate limit; remove rateLimit")
+				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "%s runs no code and takes no rate limit; remove rateLimit", what)
 			}
-			continue // a sleep step runs no code, so it has no retries
+			continue // it runs no code, so it has no retries
+		}
+		if s.IsChild() {
+			c.child(i)
 		}
 		if l := s.Concurrency; l != nil {
 			for _, m := range l.problems() {
@@ -324,6 +339,90 @@ func (c *checker) settings() {
 		for _, p := range h.Retry.Check() {
 			p.Handler, p.Name = true, h.Name
 			c.add(p)
+		}
+	}
+}
+
+// kind reports a step that declares more than one of sleep, forEach,
+// workflow and waitFor: each makes the step a kind of its own.
+func (c *checker) kind(i int) {
+	s := &c.w.Steps[i]
+	var kinds []string
+	if s.IsSleep() {
+		kinds = append(kinds, "sleep")
+	}
+	if s.IsMap() {
+		kinds = append(kinds, "forEach")
+	}
+	if s.IsChild() {
+		kinds = append(kinds, "workflow")
+	}
+	if s.IsWait() {
+		kinds = append(kinds, "waitFor")
+	}
+	if len(kinds) > 1 && !(len(kinds) == 2 && kinds[0] == "sleep" && kinds[1] == "forEach") { // reported with forEach
+		c.stepProblem(RuleKind, i, kinds[1], -1, "a step takes one of sleep, forEach, workflow and waitFor, but this one has %s; split it into steps", strings.Join(kinds, " and "))
+	}
+}
+
+// child checks the workflow a child workflow step starts.
+func (c *checker) child(i int) {
+	w := c.w.Steps[i].Workflow
+	if !validName(w.Name) {
+		c.stepProblem(RuleChild, i, "workflow", -1, "the child workflow's name %s", nameProblem(w.Name))
+	}
+	for _, field := range slices.Sorted(maps.Keys(w.Input)) {
+		if strings.TrimSpace(w.Input[field]) == "" {
+			c.stepProblem(RuleChild, i, "workflow", -1, "input field %q of the child workflow has no expression; write a CEL expression over input and parents", field)
+		}
+	}
+}
+
+// wait checks the event a wait step waits for, and its timeout.
+func (c *checker) wait(i int) {
+	s := &c.w.Steps[i]
+	w := s.WaitFor
+	ev, ok := c.w.Event(w.Event)
+	switch {
+	case w.Event == "":
+		c.stepProblem(RuleWait, i, "waitFor", -1, "waitFor needs an event: name one of the workflow's events")
+	case !ok:
+		c.stepProblem(RuleWait, i, "waitFor", -1, "event %q is not declared: add it to the workflow's events with the JSON Schema of its payload", w.Event)
+	case s.OutputSchema != "" && s.OutputSchema != ev.Schema:
+		c.stepProblem(RuleWait, i, "waitFor", -1, "a wait step's output is the payload of its event %q; it takes no output schema of its own", w.Event)
+	}
+	if w.Timeout < 0 {
+		c.stepProblem(RuleWait, i, "waitFor", -1, "timeout %s is negative", w.Timeout)
+	}
+	switch w.OnTimeout {
+	case "", OnTimeoutFail, OnTimeoutSkip:
+		if w.OnTimeout != "" && w.Timeout == 0 {
+			c.stepProblem(RuleWait, i, "waitFor", -1, "onTimeout %s applies only with a timeout; add timeout, such as 72h", w.OnTimeout)
+		}
+	default:
+		c.stepProblem(RuleWait, i, "waitFor", -1, "onTimeout %q is neither %s nor %s", w.OnTimeout, OnTimeoutFail, OnTimeoutSkip)
+	}
+	if s.Timeout != 0 {
+		c.stepProblem(RuleWait, i, "timeout", -1, "a wait step runs no code, so it has no attempt to time out; bound the wait with waitFor's timeout")
+	}
+}
+
+// events checks the workflow's events: valid, unique names and payload
+// schemas.
+func (c *checker) events() {
+	seen := map[string]bool{}
+	for i, ev := range c.w.Events {
+		switch {
+		case !validName(ev.Name):
+			c.add(Problem{Rule: RuleEvent, Step: -1, Field: "events", Index: i, Other: -1, Message: "event name " + nameProblem(ev.Name)})
+		case seen[ev.Name]:
+			c.add(Problem{Rule: RuleEvent, Step: -1, Field: "events", Index: i, Other: -1,
+				Message: fmt.Sprintf("event name %q is used twice; event names must be unique", ev.Name)})
+		}
+		seen[ev.Name] = true
+		if strings.TrimSpace(ev.Schema) == "" {
+			c.add(Problem{Rule: RuleEvent, Step: -1, Field: "events", Index: i, Other: -1,
+				Message: fmt.Sprintf("event %q needs the JSON Schema of its payload", ev.Name)})
 		}
 	}
 }

@@ -8,7 +8,10 @@
 // code uses (runtime.WorkflowSpec, runtime.StepSpec, ...).
 package spec
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Workflow is the declarative form of a workflow: what a workflow YAML
 // file says, with defaults already applied. Generated code embeds one as
@@ -41,6 +44,33 @@ type Workflow struct {
 	OnFailure *OnFailure `json:"onFailure,omitempty"`
 	// Schedules start runs of the workflow on cron schedules.
 	Schedules []Schedule `json:"schedules,omitempty"`
+	// Events are the events the workflow's wait steps wait for.
+	Events []Event `json:"events,omitempty"`
+}
+
+// FillWaitOutputs gives each wait step without an output schema its
+// event's payload schema: what the step completes with. Generated specs
+// carry it already.
+func (w *Workflow) FillWaitOutputs() {
+	for i := range w.Steps {
+		s := &w.Steps[i]
+		if !s.IsWait() || s.OutputSchema != "" {
+			continue
+		}
+		if ev, ok := w.Event(s.WaitFor.Event); ok {
+			s.OutputSchema = ev.Schema
+		}
+	}
+}
+
+// Event returns the event of the workflow with the given name.
+func (w *Workflow) Event(name string) (*Event, bool) {
+	for i := range w.Events {
+		if w.Events[i].Name == name {
+			return &w.Events[i], true
+		}
+	}
+	return nil, false
 }
 
 // Schedule starts a run of its workflow at every tick of a cron
@@ -90,6 +120,65 @@ type Step struct {
 	// item of a list, each item in a run of its own, and its output is
 	// the list of their outputs, in item order.
 	ForEach *ForEach `json:"forEach,omitempty"`
+	// Workflow, when set, makes this a child workflow step: each attempt
+	// starts one run of another workflow and waits for it; the step's
+	// output is that run's outputs by step (see ChildWorkflow).
+	Workflow *ChildWorkflow `json:"workflow,omitempty"`
+	// WaitFor, when set, makes this an event wait step: it runs no code
+	// and completes with the payload of the first event of its kind sent
+	// to its run or its key (see WaitFor).
+	WaitFor *WaitFor `json:"waitFor,omitempty"`
+}
+
+// ChildWorkflow declares the run a child workflow step starts.
+type ChildWorkflow struct {
+	// Name is the workflow to start. The engine that runs the step must
+	// know it (Engine.Register, or Engine.Workflow to start runs only).
+	Name string `json:"name"`
+	// Input builds the child's input: each field of it from a CEL
+	// expression over input and parents (like skipIf). Empty means the
+	// step's code returns the child's input.
+	Input map[string]string `json:"input,omitempty"`
+}
+
+// WaitFor declares the event a wait step waits for.
+type WaitFor struct {
+	// Event names one of the workflow's Events.
+	Event string `json:"event"`
+	// Key, when set, is a CEL expression over input (a string, an int or
+	// a bool) whose value is the wait's key: events sent with that key
+	// reach it, as well as events sent to its run. Empty means only events
+	// sent to the run.
+	Key string `json:"key,omitempty"`
+	// Timeout, when positive, bounds the wait: with no event by then, the
+	// step is skipped or fails, as OnTimeout says.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// OnTimeout is what a wait that times out does: OnTimeoutFail (the
+	// default when empty) or OnTimeoutSkip.
+	OnTimeout string `json:"onTimeout,omitempty"`
+}
+
+// What a wait step does when its timeout passes with no event.
+const (
+	// OnTimeoutFail fails the step, and so the run.
+	OnTimeoutFail = "fail"
+	// OnTimeoutSkip skips the step; its children run without its output.
+	OnTimeoutSkip = "skip"
+)
+
+// SkipsOnTimeout reports whether the wait is skipped, rather than failed,
+// when it times out.
+func (w *WaitFor) SkipsOnTimeout() bool { return w.OnTimeout == OnTimeoutSkip }
+
+// Event declares an event that the workflow's wait steps wait for, and
+// the JSON Schema of its payload.
+type Event struct {
+	// Name is the event's name: lowercase letters, digits and '-'.
+	Name string `json:"name"`
+	// Schema is the JSON Schema (as JSON text) of the payload, an object
+	// schema. Events whose payload does not satisfy it are refused when
+	// sent.
+	Schema string `json:"schema"`
 }
 
 // ForEach declares the items of a map step.
@@ -107,6 +196,25 @@ type ForEach struct {
 
 // IsMap reports whether the step is a map step.
 func (s *Step) IsMap() bool { return s.ForEach != nil }
+
+// IsChild reports whether the step starts a child workflow.
+func (s *Step) IsChild() bool { return s.Workflow != nil }
+
+// IsWait reports whether the step waits for an event.
+func (s *Step) IsWait() bool { return s.WaitFor != nil }
+
+// RunsCode reports whether the step has code of its own to run: a plain
+// code step, a map step (once per item) or a child workflow step whose
+// input its code builds.
+func (s *Step) RunsCode() bool {
+	switch {
+	case s.IsSleep(), s.IsWait():
+		return false
+	case s.IsChild():
+		return len(s.Workflow.Input) == 0
+	}
+	return true
+}
 
 // ResultSchema is the JSON Schema (as JSON text) of what the step's
 // children receive from it: its output, or for a map step the list of
@@ -213,6 +321,15 @@ func (w *Workflow) Clone() Workflow {
 			f := *st.ForEach
 			st.ForEach = &f
 		}
+		if st.Workflow != nil {
+			c := *st.Workflow
+			c.Input = maps.Clone(c.Input)
+			st.Workflow = &c
+		}
+		if st.WaitFor != nil {
+			wf := *st.WaitFor
+			st.WaitFor = &wf
+		}
 		out.Steps[i] = st
 	}
 	if w.Concurrency != nil {
@@ -228,5 +345,6 @@ func (w *Workflow) Clone() Workflow {
 		out.OnFailure = &f
 	}
 	out.Schedules = append([]Schedule(nil), w.Schedules...)
+	out.Events = append([]Event(nil), w.Events...)
 	return out
 }

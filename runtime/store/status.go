@@ -10,20 +10,20 @@ const (
 	KindCode      Kind = iota // runs user code
 	KindSleep                 // waits on a durable timer, no code
 	KindOnFailure             // the run's failure handler
-	_                         // 3: reserved for event waits
+	KindWait                  // waits for an event, no code
 	KindMap                   // runs one child run per element of a list, then collects their outputs
 	KindChild                 // runs code that builds a child workflow's input, then waits for that run
 )
 
 // Wakes reports whether tasks of the kind wait between their claims (a
-// sleep on its timer, a map or child step on its child runs) and are
-// then claimed again woken, only to be completed; a store knows a woken
-// task by its wake time being set (Task.WakeAt).
-func (k Kind) Wakes() bool { return k == KindSleep || k == KindMap || k == KindChild }
+// sleep on its timer, a map or child step on its child runs, a wait step
+// for its event) and are then claimed again woken, only to be completed;
+// a store knows a woken task by its wake time being set (Task.WakeAt).
+func (k Kind) Wakes() bool { return k == KindSleep || k == KindMap || k == KindChild || k == KindWait }
 
 // RunsNoCode reports whether claiming tasks of the kind runs no user
 // code, so that losing their worker costs them no attempt.
-func (k Kind) RunsNoCode() bool { return k == KindSleep || k == KindMap }
+func (k Kind) RunsNoCode() bool { return k == KindSleep || k == KindMap || k == KindWait }
 
 func (k Kind) String() string {
 	switch k {
@@ -33,6 +33,8 @@ func (k Kind) String() string {
 		return "sleep"
 	case KindOnFailure:
 		return "onFailure"
+	case KindWait:
+		return "wait"
 	case KindMap:
 		return "map"
 	case KindChild:

@@ -81,6 +81,7 @@ type Store interface {
 	Ops
 	Retention
 	Schedules
+	Events
 }
 
 // TaskKey identifies a task: the run and the step's index in the workflow.
@@ -170,6 +171,58 @@ type Runs interface {
 // completes, or at once when one ends otherwise. A run that ends FAILED
 // or CANCELLED cancels its RUNNING child runs, and theirs, in the same
 // transaction. Each store applies these rules wherever a run ends.
+
+// # Events
+//
+// A wait task (KindWait) waits for an event (Await): it completes with the
+// payload of the first event of its name sent to its run, or, for a wait
+// with a key, sent with that key to its workflow and tenant, at or after
+// its run was created; an event sent before the wait began is kept and
+// delivered when it begins. Each event reaches every wait it is the first
+// event for. The store keeps the payload as the task's output and queues
+// the task woken, to be completed; a wait whose deadline passes first is
+// woken with no output.
+
+// Events delivers the events wait tasks wait for.
+type Events interface {
+	// SendEvents stores events and, atomically with that, wakes every wait
+	// task each one is the first event for (see Events above). An event
+	// addressed to a run of another workflow, or to no run, is refused
+	// with ErrNotFound, and nothing of the batch is stored. With Tx set,
+	// everything happens inside the caller's transaction; a store that
+	// cannot use Tx returns ErrTxUnsupported.
+	SendEvents(ctx context.Context, p SendEvents) ([]SentEvent, error)
+}
+
+// SendEvents holds what SendEvents needs.
+type SendEvents struct {
+	Events []NewEvent
+	Now    time.Time
+	Tx     Tx
+}
+
+// NewEvent is one event to send.
+type NewEvent struct {
+	// Workflow is the name of the workflow whose waits the event is for.
+	Workflow string
+	// Name is the event's name, as wait steps declare it.
+	Name string
+	// Run, when set, addresses the event to one run of Workflow: its waits
+	// for Name receive it, keyed or not. Tenant and Key are then unused.
+	Run uuid.UUID
+	// Tenant and Key address an event not sent to a run: the waits for
+	// Name whose key is Key, in runs of Workflow and Tenant, receive it.
+	Tenant string
+	Key    string
+	// Payload is the event's JSON payload, already validated.
+	Payload []byte
+}
+
+// SentEvent reports what SendEvents did with one event.
+type SentEvent struct {
+	// Woken is how many waiting tasks the event woke.
+	Woken int
+}
 
 // Tasks moves tasks through their lives. Every result is guarded: it
 // applies only to a task that is still RUNNING in the attempt the caller
@@ -545,11 +598,29 @@ type Results struct {
 	Failures    []Failure
 	Sleeps      []Sleep
 	Spawns      []Spawn
+	Awaits      []Await
 }
 
 // Len is the number of results in the batch.
 func (r *Results) Len() int {
-	return len(r.Completions) + len(r.Retries) + len(r.Failures) + len(r.Sleeps) + len(r.Spawns)
+	return len(r.Completions) + len(r.Retries) + len(r.Failures) + len(r.Sleeps) + len(r.Spawns) + len(r.Awaits)
+}
+
+// Await makes a wait task wait for an event (see Events): the task
+// becomes WAITING (a WAITING event), or, when an event it is waiting for
+// was sent already, is queued woken at once with that event's payload as
+// its output. With Deadline set, a durable timer wakes it then, with no
+// output, unless an event came first.
+type Await struct {
+	Attempt
+	// Event is the name of the event waited for.
+	Event string
+	// Keyed is true for a wait with a key: events sent with EventKey
+	// reach it, besides those sent to its run.
+	Keyed    bool
+	EventKey string
+	// Deadline is when the wait times out; zero for never.
+	Deadline time.Time
 }
 
 // Spawn creates child runs for a running task and makes it wait for them:
@@ -558,10 +629,12 @@ func (r *Results) Len() int {
 // queued again, woken, when every run of Runs has completed, or as soon
 // as one ends otherwise; with no Runs it is queued woken at once. Runs
 // are created only if the task is still running in the attempt (the
-// result is stale otherwise).
+// result is stale otherwise). With Deadline set, a durable timer wakes
+// the task then if it is still waiting; its child runs go on.
 type Spawn struct {
 	Attempt
-	Runs []NewRun
+	Runs     []NewRun
+	Deadline time.Time
 }
 
 // Completion resolves a task: it completed (with Output) or was skipped.

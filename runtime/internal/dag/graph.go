@@ -74,6 +74,11 @@ func Build(w *spec.Workflow) (*Graph, error) {
 			st.Kind, st.Sleep = store.KindSleep, s.Sleep
 		case s.IsMap():
 			st.Kind = store.KindMap
+		case s.IsChild():
+			st.Kind = store.KindChild
+		case s.IsWait():
+			st.Kind = store.KindWait
+			st.Retry = spec.RetryPolicy{} // it runs no code: nothing to retry
 		}
 		for _, p := range s.Parents {
 			pi := g.byName[p]

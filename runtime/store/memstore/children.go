@@ -31,6 +31,8 @@ func (s *Store) spawn(sp store.Spawn, now time.Time) (queued bool, stale bool) {
 	if len(sp.Runs) == 0 {
 		s.wakeParent(t, at, "no runs to wait for")
 		queued = true
+	} else if !sp.Deadline.IsZero() {
+		s.timers.push(t, sp.Deadline)
 	}
 	return queued, false
 }

@@ -34,6 +34,12 @@ type Store struct {
 	leader    string
 	schedules map[scheduleKey]store.Schedule
 	children  map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
+	// Events (see events.go): those sent to runs and with keys, in the
+	// order they were sent, and the waits for them.
+	byRun    map[uuid.UUID][]*sent
+	byKey    map[keyAddr][]*sent
+	waits    map[store.TaskKey]*awaiting
+	keyWaits map[keyAddr]map[store.TaskKey]*awaiting
 }
 
 var _ store.Store = (*Store)(nil)
@@ -60,12 +66,13 @@ type task struct {
 	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
 	limit       store.Limit
 	rate        store.Rate
-	paced       bool // put off by its rate limit: its timer is its turn (see rates.go)
-	turn        bool // queued for its turn: its next claim starts it
-	holds       bool // holds a slot of its limit's key
-	waiting     bool // waits in its limit's line (see limits.go)
-	fresh       bool // ... as a root of a new run
-	awaiting    int  // WAITING: child runs still to complete (see children.go)
+	paced       bool   // put off by its rate limit: its timer is its turn (see rates.go)
+	turn        bool   // queued for its turn: its next claim starts it
+	holds       bool   // holds a slot of its limit's key
+	waiting     bool   // waits in its limit's line (see limits.go)
+	fresh       bool   // ... as a root of a new run
+	awaiting    int    // WAITING: child runs still to complete (see children.go)
+	waitEvent   string // the event a wait task waits or waited for (see events.go)
 }
 
 // New returns an empty store.
@@ -82,6 +89,10 @@ func New() *Store {
 		subs:      map[int]chan store.Notification{},
 		schedules: map[scheduleKey]store.Schedule{},
 		children:  map[store.TaskKey][]*run{},
+		byRun:     map[uuid.UUID][]*sent{},
+		byKey:     map[keyAddr][]*sent{},
+		waits:     map[store.TaskKey]*awaiting{},
+		keyWaits:  map[keyAddr]map[store.TaskKey]*awaiting{},
 	}
 }
 
@@ -151,7 +162,7 @@ func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.
 	if status == store.TaskQueued && t.rec.Status != store.TaskQueued {
 		s.queue.tenantQueued(t.run.rec.Tenant, +1)
 	}
-	if t.rec.Status == store.TaskQueued || t.rec.Status == store.TaskSleeping || t.rec.Status == store.TaskRetrying {
+	if t.rec.Status == store.TaskQueued || t.rec.Status == store.TaskSleeping || t.rec.Status == store.TaskRetrying || t.rec.Status == store.TaskWaiting {
 		t.gen++ // its queue entry or timer is void now
 	}
 	if !t.rec.Status.Resolved() && status.Resolved() && t.rec.Kind != store.KindOnFailure {

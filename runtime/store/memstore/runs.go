@@ -267,6 +267,7 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
 	if status != store.RunCompleted {
 		s.cancelChildren(r, now)
+		s.forgetWaits(r)
 	}
 	if !r.rec.Parent.IsZero() {
 		s.childEnded(r, now)

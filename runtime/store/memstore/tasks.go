@@ -165,6 +165,13 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 		}
 		queued = queued || q
 	}
+	for _, a := range r.Awaits {
+		q, stale := s.await(a, r.Now)
+		if stale {
+			res.Stale = append(res.Stale, a.Attempt)
+		}
+		queued = queued || q
+	}
 	if queued {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}

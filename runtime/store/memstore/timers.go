@@ -24,7 +24,10 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 		case store.TaskSleeping:
 			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
 		case store.TaskRetrying:
+			t.rec.WakeAt = time.Time{} // queued for a new attempt, not woken
 			s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
+		case store.TaskWaiting:
+			s.wakeWait(t, now) // its deadline passed first
 		case store.TaskQueued:
 			if !t.paced {
 				continue

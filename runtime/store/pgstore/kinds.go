@@ -13,6 +13,7 @@ var dbKinds = [...]struct {
 	{store.KindCode, 0},      // trellis_kind_code()
 	{store.KindSleep, 1},     // trellis_kind_sleep()
 	{store.KindOnFailure, 2}, // trellis_kind_on_failure()
+	{store.KindWait, 3},      // trellis_kind_wait()
 	{store.KindMap, 4},       // trellis_kind_map()
 	{store.KindChild, 5},     // trellis_kind_child()
 }

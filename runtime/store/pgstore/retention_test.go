@@ -178,7 +178,8 @@ func TestPurgeRunsUsesIndexes(t *testing.T) {
 		scans, seq, _, pages := summary(plan)
 		slices.Sort(scans)
 		scans = slices.Compact(scans)
-		want := []string{"trellis_events_pkey", "trellis_runs_finished", "trellis_runs_pkey", "trellis_tasks_pkey"}
+		want := []string{"trellis_event_waits_pkey", "trellis_events_pkey", "trellis_runs_finished", "trellis_runs_pkey",
+			"trellis_sent_events_run", "trellis_tasks_pkey"}
 		if name == "workflow" {
 			// Either index finds a workflow's old runs; the planner may
 			// AND them.

@@ -105,6 +105,9 @@ func (s *Store) Finish(ctx context.Context, r store.Results) (store.FinishResult
 		if err := s.spawn(ctx, q, r, &res); err != nil {
 			return err
 		}
+		if err := s.await(ctx, q, r, &res); err != nil {
+			return err
+		}
 		return s.fail(ctx, q, r.Failures, r.Now, &res)
 	}
 	if r.Len() == 0 {
@@ -147,6 +150,9 @@ func runsOf(r store.Results) []uuid.UUID {
 	}
 	for _, sp := range r.Spawns {
 		add(sp.Key.Run)
+	}
+	for _, a := range r.Awaits {
+		add(a.Key.Run)
 	}
 	return out
 }
@@ -238,6 +244,7 @@ func (s *Store) spawn(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 		p.Steps = append(p.Steps, int16(sp.Key.Step))
 		p.Attempts = append(p.Attempts, int32(sp.Attempt.Attempt))
 		p.Counts = append(p.Counts, int32(len(sp.Runs)))
+		p.Deadlines = append(p.Deadlines, sp.Deadline) // zero for none
 	}
 	rows, err := q.TasksWait(ctx, p)
 	if err != nil {

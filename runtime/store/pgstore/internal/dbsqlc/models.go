@@ -22,6 +22,15 @@ type TrellisEvent struct {
 	WakeAt  *time.Time
 }
 
+type TrellisEventWait struct {
+	RunID    uuid.UUID
+	Step     int16
+	Workflow string
+	Tenant   string
+	Name     string
+	Key      pgtype.Text
+}
+
 type TrellisLease struct {
 	RunID     uuid.UUID
 	Step      int16
@@ -96,10 +105,21 @@ type TrellisSchedule struct {
 	UpdatedAt time.Time
 }
 
+type TrellisSentEvent struct {
+	ID       int64
+	Workflow string
+	Name     string
+	RunID    pgtype.UUID
+	Tenant   pgtype.Text
+	Key      pgtype.Text
+	Payload  []byte
+	SentAt   time.Time
+}
+
 type TrellisTask struct {
 	RunID uuid.UUID
 	Step  int16
-	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler; 3: an event wait; trellis_kind_map() = 4: one child run per list element; trellis_kind_child() = 5: a child workflow
+	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler; trellis_kind_wait() = 3: waits for an event; trellis_kind_map() = 4: one child run per list element; trellis_kind_child() = 5: a child workflow
 	Kind          int16
 	Status        string
 	Parents       []int16

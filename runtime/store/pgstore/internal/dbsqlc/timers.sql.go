@@ -40,24 +40,34 @@ WITH due AS (
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
     -- before is the task as it was: a SLEEPING one wakes, a RETRYING one
-    -- is queued for its next attempt, a QUEUED one (put off) for its turn.
+    -- is queued for its next attempt (no longer woken, so its wake time
+    -- goes), a QUEUED one (put off) for its turn, a WAITING one (its
+    -- deadline passed) wakes at its deadline.
     UPDATE trellis_tasks t
     SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at),
-        rate_turn = CASE WHEN before.status = 'QUEUED' THEN true END
+        rate_turn = CASE WHEN before.status = 'QUEUED' THEN true END,
+        awaiting = NULL,
+        wake_at = CASE before.status WHEN 'RETRYING' THEN NULL WHEN 'WAITING' THEN f.wake_at ELSE t.wake_at END
     FROM fired f
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
-    WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED')
-    RETURNING t.run_id, t.step, t.attempt, before.status = 'SLEEPING' AS wake, before.status = 'QUEUED' AS turn,
-              t.updated_at AS at, f.wake_at AS due
+    WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED', 'WAITING')
+    RETURNING t.run_id, t.step, t.attempt, before.status IN ('SLEEPING', 'WAITING') AS wake, before.status = 'QUEUED' AS turn,
+              before.status = 'WAITING' AS deadline, t.updated_at AS at, f.wake_at AS due
 ), turns AS (
     -- Tasks queued for their turn are in the ready queue's count now.
     DELETE FROM trellis_paced p
     WHERE p.run_id = ANY (ARRAY(SELECT run_id FROM woken WHERE turn))
       AND (p.run_id, p.step) IN (SELECT run_id, step FROM woken WHERE turn)
+), waits AS (
+    DELETE FROM trellis_event_waits x
+    WHERE x.run_id = ANY (ARRAY(SELECT run_id FROM woken WHERE deadline))
+      AND (x.run_id, x.step) IN (SELECT run_id, step FROM woken WHERE deadline)
 ), events AS (
     -- A turn is not an event: the task was queued already.
-    INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at FROM woken WHERE NOT turn
+    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
+    SELECT run_id, step, CASE WHEN wake THEN 'WOKEN' ELSE 'QUEUED' END, attempt, at,
+           CASE WHEN deadline THEN 'timed out' END
+    FROM woken WHERE NOT turn
 ), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
@@ -80,7 +90,9 @@ type TimersFireRow struct {
 // Fires up to lim timers due at now: sleeping tasks wake (queued to be
 // completed), retrying tasks are queued for their next attempt, tasks
 // put off by their rate limit (QUEUED, see trellis_pace) are queued for
-// their turn. Returns the timers that fired, with when each was due.
+// their turn, and waiting tasks whose deadline passed wake (their wait
+// row goes; see schema/0013). Returns the timers that fired, with when
+// each was due.
 // queued is read through a scalar subquery, which runs once: joined, it
 // could run once per woken task.
 func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]TimersFireRow, error) {

@@ -1,0 +1,220 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/condition"
+	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Child workflow steps. Each attempt of a child workflow step starts one
+// run of its child workflow (store.Spawn), with an input built from CEL
+// expressions or returned by the step's code, and waits for it, WAITING,
+// holding nothing. Woken when that run ends, it completes with the run's
+// outputs by step when the run completed; otherwise the attempt failed
+// and is retried as the step's retry policy says, each retry a new run.
+// The step's timeout bounds each child run: at its deadline the run is
+// cancelled and the attempt times out. A parent run that ends otherwise
+// than completed cancels its running child runs (the stores' rule).
+
+// errNoChildOutput marks a child run that completed with no outputs.
+var errNoChildOutput = errors.New("no outputs")
+
+// compileChild compiles the input expressions of child workflow step i,
+// if it has any.
+func (d *Definition) compileChild(i int, env *condition.Env) error {
+	s := &d.spec.Steps[i]
+	if len(s.Workflow.Input) == 0 {
+		return nil
+	}
+	if d.childInputs == nil {
+		d.childInputs = make([]map[string]*condition.ValueExpr, len(d.spec.Steps))
+	}
+	fields := make(map[string]*condition.ValueExpr, len(s.Workflow.Input))
+	for field, expr := range s.Workflow.Input {
+		x, issues := env.CompileValue(expr)
+		if len(issues) > 0 {
+			return fmt.Errorf("compiling workflow %s: step %s: input field %s of workflow %s: %q: %s",
+				d.spec.Name, s.Name, field, s.Workflow.Name, expr, issues[0].Message)
+		}
+		fields[field] = x
+	}
+	d.childInputs[i] = fields
+	return nil
+}
+
+// childInput builds the input of a child workflow step's run from its
+// input expressions.
+func (d *Definition) childInput(ctx context.Context, step *dag.Step, input []byte, parents map[string]json.RawMessage) (json.RawMessage, error) {
+	env, _ := d.conditions(step.Index)
+	vars, err := env.Bind(input, parents)
+	if err != nil {
+		return nil, fmt.Errorf("input of workflow %s: %w", d.spec.Steps[step.Index].Workflow.Name, err)
+	}
+	fields := d.childInputs[step.Index]
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make(map[string]json.RawMessage, len(fields))
+	for _, name := range names {
+		v, err := fields[name].Eval(ctx, vars)
+		if err != nil {
+			return nil, fmt.Errorf("input field %s of workflow %s: %w", name, d.spec.Steps[step.Index].Workflow.Name, err)
+		}
+		out[name] = v
+	}
+	return json.Marshal(out)
+}
+
+// childDefinition returns the definition of the workflow a child
+// workflow step starts, as this engine knows it.
+func (e *Engine) childDefinition(def *Definition, step *dag.Step) (*Definition, error) {
+	name := def.spec.Steps[step.Index].Workflow.Name
+	e.mu.Lock()
+	child, ok := e.known[name]
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("step %s starts workflow %s, which this engine does not know: register it (Engine.Register, or Engine.Workflow to start runs only) on every engine that runs %s",
+			step.Name, name, def.Name())
+	}
+	return child, nil
+}
+
+// spawnChild starts the child run of one attempt of a child workflow
+// step, with the given input (refused, for good, when the child's input
+// schema refuses it).
+func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, input json.RawMessage, now time.Time) (store.Spawn, error) {
+	sp := store.Spawn{Attempt: attemptOf(c)}
+	child, err := e.childDefinition(def, step)
+	if err != nil {
+		return sp, err
+	}
+	if err := child.ValidateInput(input); err != nil {
+		return sp, NonRetryable(fmt.Errorf("step %s: the input of workflow %s: %w", step.Name, child.Name(), err))
+	}
+	priority, err := child.runPriority(ctx, input)
+	if err != nil {
+		return sp, NonRetryable(err)
+	}
+	tasks := newTasks(child)
+	if child.hasLimits() {
+		if err := child.taskLimits(ctx, input, tasks); err != nil {
+			return sp, NonRetryable(err)
+		}
+	}
+	if err := e.saveDefinition(ctx, child); err != nil {
+		return sp, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return sp, err
+	}
+	// Index is the attempt: each attempt's run is told apart from those
+	// of earlier attempts, which ChildRuns lists too.
+	sp.Runs = []store.NewRun{{
+		ID: id, Workflow: child.Name(), Version: child.Version(), Tenant: c.Tenant, Priority: priority,
+		Input: input, TraceContext: c.TraceContext,
+		Parent: store.ParentRef{Task: c.Key, Index: c.Attempt}, Tasks: tasks,
+	}}
+	if step.Timeout > 0 {
+		sp.Deadline = now.Add(step.Timeout)
+	}
+	return sp, nil
+}
+
+// collectChild ends a woken child workflow step: its attempt's run
+// completed (the step completes with its outputs), ended otherwise (the
+// attempt failed), or is still running past the step's timeout (it is
+// cancelled, and the attempt timed out).
+func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Results, error) {
+	a := attemptOf(c)
+	runs, err := e.store.ChildRuns(ctx, c.Key)
+	if err != nil {
+		return store.Results{}, err
+	}
+	var run *store.RunWithTasks
+	for i := range runs {
+		if runs[i].Parent.Index == c.Attempt {
+			run = &runs[i]
+		}
+	}
+	name := def.spec.Steps[step.Index].Workflow.Name
+	try := c.Attempt - c.PriorAttempts
+	fail := func(msg string, timedOut bool) store.Results {
+		if delay, retry := dag.Retry(step.Retry, try, true); retry {
+			return store.Results{Retries: []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}}
+		}
+		return store.Results{Failures: []store.Failure{{Attempt: a, Error: msg, TimedOut: timedOut}}}
+	}
+	switch {
+	case run == nil:
+		// Woken with no run of this attempt: a store broke its promise;
+		// fail rather than guess.
+		return fail(fmt.Sprintf("the run of workflow %s that attempt %d started is missing", name, try), false), nil
+	case run.Status == store.RunRunning:
+		if _, err := e.store.CancelRuns(ctx, []uuid.UUID{run.ID}, now); err != nil {
+			return store.Results{}, err
+		}
+		return fail(fmt.Sprintf("timed out after %v: workflow %s (run %s) was cancelled", step.Timeout, name, run.ID), true), nil
+	case run.Status == store.RunFailed:
+		return fail(fmt.Sprintf("workflow %s failed (run %s): %s", name, run.ID, childFailure(ctx, e, run)), false), nil
+	case run.Status != store.RunCompleted:
+		return fail(fmt.Sprintf("workflow %s was %s (run %s)", name, run.Status, run.ID), false), nil
+	}
+	out, err := e.childOutputs(ctx, run)
+	if err != nil && !errors.Is(err, errNoChildOutput) {
+		return store.Results{}, err
+	}
+	if verr := def.validateOutput(step.Index, out); verr != nil {
+		return store.Results{Failures: []store.Failure{{Attempt: a, Error: verr.Error()}}}, nil
+	}
+	return store.Results{Completions: []store.Completion{{Attempt: a, Woken: true, Output: out, Children: step.Children}}}, nil
+}
+
+// childOutputs is a completed child run's output as its parent step
+// sees it: an object with the output of each of its steps that completed
+// with one, by step name.
+func (e *Engine) childOutputs(ctx context.Context, run *store.RunWithTasks) (json.RawMessage, error) {
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	n := 0
+	for _, t := range run.Tasks {
+		if t.Status != store.TaskCompleted || len(t.Output) == 0 || t.Key.Step >= len(def.graph.Steps) || t.Kind == store.KindOnFailure {
+			continue
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		name, _ := json.Marshal(def.graph.Steps[t.Key.Step].Name)
+		out.Write(name)
+		out.WriteByte(':')
+		out.Write(t.Output)
+		n++
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// childFailure says which step of a failed child run failed, and how.
+func childFailure(ctx context.Context, e *Engine, run *store.RunWithTasks) string {
+	def, err := e.definition(ctx, run.Version)
+	if err != nil || run.FailedStep < 0 || run.FailedStep >= len(def.graph.Steps) {
+		return run.Error
+	}
+	return fmt.Sprintf("step %s: %s", def.graph.Steps[run.FailedStep].Name, run.Error)
+}

@@ -1,0 +1,168 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// awaitA claims step A, a wait step, of a new diamond run (tenant acme),
+// and makes it wait for event "done", keyed when key is not empty, until
+// deadline (zero for none). It returns the run and the claim.
+func (f *fixture) awaitA(key string, deadline time.Time) (uuid.UUID, store.ClaimedTask) {
+	f.t.Helper()
+	id := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	a := f.claimOne(id, stepA)
+	aw := store.Await{Attempt: attempt(a), Event: "done", Keyed: key != "", EventKey: key, Deadline: deadline}
+	if res := f.finish(store.Results{Awaits: []store.Await{aw}}); len(res.Stale) > 0 {
+		f.t.Fatalf("Await was stale: %v", res.Stale)
+	}
+	return id, a
+}
+
+// send sends events and returns how many waits each woke.
+func (f *fixture) send(events ...store.NewEvent) []int {
+	f.t.Helper()
+	res, err := f.s.SendEvents(f.ctx, store.SendEvents{Events: events, Now: f.now})
+	if err != nil {
+		f.t.Fatalf("SendEvents: %v", err)
+	}
+	out := make([]int, len(res))
+	for i, r := range res {
+		out[i] = r.Woken
+	}
+	return out
+}
+
+func byKey(key, payload string) store.NewEvent {
+	return store.NewEvent{Workflow: "diamond", Name: "done", Tenant: "acme", Key: key, Payload: []byte(payload)}
+}
+
+func toRun(id uuid.UUID, payload string) store.NewEvent {
+	return store.NewEvent{Workflow: "diamond", Name: "done", Run: id, Payload: []byte(payload)}
+}
+
+// wokenWith claims step A of run id again and checks it comes woken with
+// the given output (none for "").
+func (f *fixture) wokenWith(id uuid.UUID, output string) {
+	f.t.Helper()
+	c := f.claimOne(id, stepA)
+	if !c.Woken || c.Attempt != 1 {
+		f.t.Errorf("step A claimed again with Woken %v attempt %d, want woken in attempt 1", c.Woken, c.Attempt)
+	}
+	if got := string(f.task(id, stepA).Output); got != output {
+		f.t.Errorf("step A's output = %q, want %q", got, output)
+	}
+}
+
+func testAwaitThenSend(t *testing.T, f *fixture) {
+	keyed, _ := f.awaitA("k1", time.Time{})
+	plain, _ := f.awaitA("", time.Time{})
+	for _, id := range []uuid.UUID{keyed, plain} {
+		if got := f.task(id, stepA).Status; got != store.TaskWaiting {
+			t.Fatalf("awaiting left step A %s, want WAITING", got)
+		}
+	}
+	f.tick(time.Second)
+	// Another key, another tenant, another event: nothing.
+	other := byKey("k2", `{"v":0}`)
+	elsewhere := byKey("k1", `{"v":0}`)
+	elsewhere.Tenant = "umbrella"
+	named := byKey("k1", `{"v":0}`)
+	named.Name = "started"
+	if got := f.send(other, elsewhere, named, toRun(plain, `{"v":0}`)); !slices.Equal(got, []int{0, 0, 0, 1}) {
+		t.Fatalf("woken = %v, want only the wait of the run signalled", got)
+	}
+	f.wokenWith(plain, `{"v":0}`)
+	if got := f.send(byKey("k1", `{"v":1}`), byKey("k1", `{"v":2}`)); !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("woken = %v, want the first event to wake the keyed wait, the second nothing", got)
+	}
+	f.wokenWith(keyed, `{"v":1}`)
+	if got, want := f.trail(keyed, stepA), []store.EventType{store.EventQueued, store.EventWaiting, store.EventWoken}; !slices.Equal(got, want) {
+		t.Errorf("events of step A = %v, want %v", got, want)
+	}
+}
+
+func testSendThenAwait(t *testing.T, f *fixture) {
+	// An event sent with a key before a run exists is not that run's.
+	f.send(byKey("k1", `{"v":0}`))
+	f.tick(time.Second)
+	id := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	f.tick(time.Second)
+	f.send(byKey("k1", `{"v":1}`), toRun(id, `{"v":2}`))
+	f.tick(time.Second)
+	a := f.claimOne(id, stepA)
+	f.finish(store.Results{Awaits: []store.Await{{Attempt: attempt(a), Event: "done", Keyed: true, EventKey: "k1"}}})
+	f.wokenWith(id, `{"v":1}`)
+	if got, want := f.trail(id, stepA), []store.EventType{store.EventQueued, store.EventWaiting, store.EventWoken}; !slices.Equal(got, want) {
+		t.Errorf("events of step A = %v, want %v", got, want)
+	}
+	// The event sent to the run is the first for an unkeyed wait.
+	id2 := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	f.tick(time.Second)
+	f.send(toRun(id2, `{"v":3}`), toRun(id2, `{"v":4}`))
+	a2 := f.claimOne(id2, stepA)
+	f.finish(store.Results{Awaits: []store.Await{{Attempt: attempt(a2), Event: "done"}}})
+	f.wokenWith(id2, `{"v":3}`)
+}
+
+func testAwaitDeadline(t *testing.T, f *fixture) {
+	id, _ := f.awaitA("k1", f.now.Add(time.Minute))
+	if n, err := f.fire(f.tick(59*time.Second), 10); err != nil || n != 0 {
+		t.Fatalf("fired %d before the deadline, %v", n, err)
+	}
+	if n, err := f.fire(f.tick(time.Second), 10); err != nil || n != 1 {
+		t.Fatalf("fired %d at the deadline, %v", n, err)
+	}
+	// Too late: the wait is over.
+	if got := f.send(byKey("k1", `{"v":1}`)); got[0] != 0 {
+		t.Errorf("an event after the deadline woke %d waits", got[0])
+	}
+	f.wokenWith(id, "")
+	// An event that comes first drops the deadline.
+	id2, _ := f.awaitA("k2", f.now.Add(time.Minute))
+	f.send(byKey("k2", `{"v":2}`))
+	if n, err := f.fire(f.tick(time.Hour), 10); err != nil || n != 0 {
+		t.Errorf("fired %d timers of a wait an event ended, %v", n, err)
+	}
+	f.wokenWith(id2, `{"v":2}`)
+}
+
+func testAwaitEndsWithRun(t *testing.T, f *fixture) {
+	id, _ := f.awaitA("k1", f.now.Add(time.Minute))
+	if ok, err := f.cancelOne(id, f.tick(time.Second)); !ok || err != nil {
+		t.Fatalf("cancel = %v, %v", ok, err)
+	}
+	if got := f.send(byKey("k1", `{"v":1}`)); got[0] != 0 {
+		t.Errorf("an event woke %d waits of a cancelled run", got[0])
+	}
+	if n, err := f.fire(f.tick(time.Hour), 10); err != nil || n != 0 {
+		t.Errorf("fired %d timers of a cancelled run, %v", n, err)
+	}
+	if got := f.task(id, stepA).Status; got != store.TaskCancelled {
+		t.Errorf("step A is %s, want CANCELLED", got)
+	}
+}
+
+func testSendToUnknownRun(t *testing.T, f *fixture) {
+	id, _ := f.awaitA("", time.Time{})
+	for _, ev := range []store.NewEvent{toRun(uuid.Must(uuid.NewV7()), `{}`), {Workflow: "other", Name: "done", Run: id, Payload: []byte(`{}`)}} {
+		_, err := f.s.SendEvents(f.ctx, store.SendEvents{Events: []store.NewEvent{byKey("k1", `{}`), ev}, Now: f.now})
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("sending to %s of %s: %v, want ErrNotFound", ev.Run, ev.Workflow, err)
+		}
+	}
+	// Nothing of a refused batch was kept.
+	waiting, _ := f.awaitA("k1", time.Time{})
+	if got := f.task(waiting, stepA).Status; got != store.TaskWaiting {
+		t.Errorf("a wait began %s, want WAITING: an event of a refused batch was kept", got)
+	}
+	if got := f.task(id, stepA).Status; got != store.TaskWaiting {
+		t.Errorf("the run's wait is %s, want WAITING", got)
+	}
+}

@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/condition"
+	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/store"
+)
+
+// Event waits. A wait step runs no code: its task asks the store to wait
+// for its event (store.Await), keyed when the step declares a key, and
+// waits WAITING, holding nothing, until the store wakes it with the
+// event's payload as its output, or with none when its timeout passed.
+// Woken, it completes with the payload, or is skipped or fails as its
+// onTimeout says.
+
+// compileEvents compiles the payload schemas of the workflow's events and
+// the keys of its wait steps (whose output schemas are their events',
+// spec.Workflow.FillWaitOutputs).
+func (d *Definition) compileEvents(env func() (*condition.InputEnv, error)) error {
+	if len(d.spec.Events) == 0 {
+		return nil
+	}
+	d.events = make(map[string]*schema, len(d.spec.Events))
+	for _, ev := range d.spec.Events {
+		sch, err := compileSchema(d.spec.Name+".events."+ev.Name, ev.Schema)
+		if err != nil {
+			return fmt.Errorf("compiling workflow %s: event %s: %w", d.spec.Name, ev.Name, err)
+		}
+		d.events[ev.Name] = sch
+	}
+	for i := range d.spec.Steps {
+		s := &d.spec.Steps[i]
+		if !s.IsWait() {
+			continue
+		}
+		if s.WaitFor.Key == "" {
+			continue
+		}
+		in, err := env()
+		if err != nil {
+			return err
+		}
+		x, issues := in.CompileKey(s.WaitFor.Key)
+		if len(issues) > 0 {
+			return fmt.Errorf("compiling workflow %s: step %s: waitFor key %q: %s", d.spec.Name, s.Name, s.WaitFor.Key, issues[0].Message)
+		}
+		if d.waitKeys == nil {
+			d.waitKeys = make([]*condition.KeyExpr, len(d.spec.Steps))
+		}
+		d.waitKeys[i] = x
+	}
+	return nil
+}
+
+// await is the result of a claimed wait task: it waits for its event,
+// keyed when its step declares a key, until its timeout.
+func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Await, error) {
+	w := def.spec.Steps[step.Index].WaitFor
+	a := store.Await{Attempt: attemptOf(c), Event: w.Event}
+	if x := def.waitKeys[step.Index]; x != nil {
+		key, err := x.Eval(ctx, c.Input)
+		if err != nil {
+			return a, fmt.Errorf("waitFor key of step %s: %w", step.Name, err)
+		}
+		a.Keyed, a.EventKey = true, key
+	}
+	if w.Timeout > 0 {
+		a.Deadline = now.Add(w.Timeout)
+	}
+	return a, nil
+}
+
+// collectWait ends a woken wait task: with its event's payload, which
+// the store keeps as the task's output, or, when none came before the
+// timeout, skipped or failed as the step says.
+func (e *Engine) collectWait(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
+	a := attemptOf(c)
+	tasks, err := e.store.ListTasks(ctx, c.Key.Run)
+	if err != nil {
+		return store.Results{}, err
+	}
+	var payload []byte
+	for _, t := range tasks {
+		if t.Key.Step == c.Key.Step {
+			payload = t.Output
+		}
+	}
+	if len(payload) > 0 {
+		return store.Results{Completions: []store.Completion{{Attempt: a, Woken: true, Output: payload, Children: step.Children}}}, nil
+	}
+	w := def.spec.Steps[step.Index].WaitFor
+	msg := fmt.Sprintf("no %s event came within %v", w.Event, w.Timeout)
+	if w.SkipsOnTimeout() {
+		return store.Results{Completions: []store.Completion{{Attempt: a, Skipped: true, Detail: msg, Children: step.Children}}}, nil
+	}
+	return store.Results{Failures: []store.Failure{{Attempt: a, Error: msg, TimedOut: true}}}, nil
+}
+
+// Signal sends the event named event to run id, a run of w: its steps
+// waiting for that event receive payload, now or when they begin to
+// wait (see the README's Events). The payload must satisfy the event's
+// schema (an *EventError says where it does not). An id that names no
+// run of w is refused with ErrRunNotFound. WithTx sends it inside the
+// caller's transaction (on Postgres); no other option applies.
+func (w *Workflow) Signal(ctx context.Context, id RunID, event string, payload json.RawMessage, opts ...RunOption) error {
+	_, err := w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Run: id, Payload: payload}}, opts)
+	return err
+}
+
+// Send sends the event named event with key: the steps waiting for that
+// event with that key (their waitFor key), in runs of w and the tenant
+// (WithTenant; the default tenant otherwise) created at or before now,
+// receive payload, now or when they begin to wait. It returns how many
+// waiting steps it woke; those that begin to wait later receive it then.
+// The payload must satisfy the event's schema (an *EventError says where
+// it does not). WithTx sends it inside the caller's transaction (on
+// Postgres).
+func (w *Workflow) Send(ctx context.Context, event, key string, payload json.RawMessage, opts ...RunOption) (int, error) {
+	o := runOptions(opts)
+	return w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Tenant: o.Tenant, Key: key, Payload: payload}}, opts)
+}
+
+// sendEvents validates events of def and sends them; it returns how many
+// waits they woke.
+func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store.NewEvent, opts []RunOption) (int, error) {
+	o := runOptions(opts)
+	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
+		return 0, fmt.Errorf("sending events of %s: only WithTenant and WithTx apply to events", def.Name())
+	}
+	for i, ev := range events {
+		sch, ok := def.events[ev.Name]
+		if !ok {
+			return 0, fmt.Errorf("sending event %q: workflow %s declares no such event", ev.Name, def.Name())
+		}
+		if len(ev.Payload) == 0 {
+			events[i].Payload = json.RawMessage(`{}`)
+		}
+		problems, err := sch.problems("payload", events[i].Payload)
+		if err != nil {
+			return 0, fmt.Errorf("validating event %s of %s: %w", ev.Name, def.Name(), err)
+		}
+		if len(problems) > 0 {
+			return 0, &EventError{Workflow: def.Name(), Event: ev.Name, Problems: problems}
+		}
+	}
+	send := func() (res []store.SentEvent, err error) {
+		return e.store.SendEvents(ctx, store.SendEvents{Events: events, Now: e.clock.Now(), Tx: o.Tx})
+	}
+	var res []store.SentEvent
+	var err error
+	if o.Tx != nil {
+		res, err = send()
+	} else {
+		// A retried send may deliver twice; a wait takes the first event,
+		// so a repeat changes nothing.
+		err = retryTransient(ctx, e.clock, func() (err error) { res, err = send(); return err })
+	}
+	if err != nil {
+		if len(events) == 1 && events[0].Run != uuid.Nil {
+			return 0, fmt.Errorf("sending event %s: %w", events[0].Name, storeErr(err, events[0].Run))
+		}
+		return 0, fmt.Errorf("sending events of %s: %w", def.Name(), err)
+	}
+	woken := 0
+	for _, r := range res {
+		woken += r.Woken
+	}
+	if woken > 0 {
+		e.wake()
+	}
+	return woken, nil
+}
