@@ -61,8 +61,19 @@ func (f *File) Spec() *spec.Workflow {
 // Check lints one file's content: the YAML format, the graph, conditions,
 // schemas, and the Go names the code would use.
 func (g *Generator) Check(path string, src []byte) *File {
+	return g.check(newResolver(g), path, src)
+}
+
+// check checks one file through r, which finds its child workflows (and
+// parses each file once across calls with the same r).
+func (g *Generator) check(r *resolver, path string, src []byte) *File {
 	f := &File{Path: path}
-	w, problems := g.parser.Parse(path, src)
+	p := r.parse(path, src)
+	if p.err != nil {
+		f.Problems = []Problem{{File: path, Line: 1, Column: 1, Message: p.err.Error()}}
+		return f
+	}
+	w, problems := p.w, p.problems
 	f.workflow = w
 	if w != nil {
 		plan, more := golang.Check(w)
@@ -90,12 +101,13 @@ func (g *Generator) Lint(paths []string) ([]Problem, error) {
 
 func (g *Generator) checkAll(paths []string) ([]*File, error) {
 	files := make([]*File, 0, len(paths))
+	r := newResolver(g)
 	for _, path := range paths {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading workflow: %w", err)
 		}
-		files = append(files, g.Check(path, src))
+		files = append(files, g.check(r, path, src))
 	}
 	checkPackages(files)
 	return files, nil

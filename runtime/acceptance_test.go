@@ -70,6 +70,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"WaitManyRunsEndingAtDifferentTimes", testWaitMany},
 		{"ResultDoesNotWait", testResultDoesNotWait},
 		{"MapStepOverLineItems", testMapOrders},
+		{"ChildWorkflowsAndEvents", testDelivery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

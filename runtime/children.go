@@ -218,3 +218,36 @@ func childFailure(ctx context.Context, e *Engine, run *store.RunWithTasks) strin
 	}
 	return fmt.Sprintf("step %s: %s", def.graph.Steps[run.FailedStep].Name, run.Error)
 }
+
+// ChildRuns returns the runs that step step of run id started, by index
+// (RunResult.Parent.Index), then oldest first: one per item of a map step
+// in item order (an item that a retry of the run ran again has a run per
+// try), one per attempt of a child workflow step. A run unknown to the store is ErrRunNotFound; a step the run's
+// workflow does not have is an error too.
+func (e *Engine) ChildRuns(ctx context.Context, id RunID, step string) ([]*RunResult, error) {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := def.graph.Step(step)
+	if !ok {
+		return nil, fmt.Errorf("run %s: workflow %s has no step %s", id, def.Name(), step)
+	}
+	kids, err := e.store.ChildRuns(ctx, store.TaskKey{Run: id, Step: s.Index})
+	if err != nil {
+		return nil, storeErr(err, id)
+	}
+	out := make([]*RunResult, 0, len(kids))
+	for _, k := range kids {
+		kdef, err := e.definition(ctx, k.Version)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resultOf(kdef, k.Run, k.Tasks))
+	}
+	return out, nil
+}

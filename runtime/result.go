@@ -80,6 +80,18 @@ type RunResult struct {
 	Outputs map[string]json.RawMessage
 	// Failure is set when the run failed.
 	Failure *Failure
+	// Parent is set for a run a step started: an item of a map step, or
+	// the run of a child workflow step (see Engine.ChildRuns).
+	Parent *ParentRun
+}
+
+// ParentRun names the run whose step started a run, and the run's place
+// among the runs that step started.
+type ParentRun struct {
+	ID RunID
+	// Index is the item's position in the list, for an item of a map
+	// step; the attempt that started it, for a child workflow's run.
+	Index int
 }
 
 // Err is the error Run and Wait return for the result: nil for a completed

@@ -186,6 +186,9 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
 	}
+	if !run.Parent.IsZero() {
+		res.Parent = &ParentRun{ID: run.Parent.Task.Run, Index: run.Parent.Index}
+	}
 	for _, t := range tasks {
 		if t.Key.Step >= len(def.graph.Steps) {
 			continue

@@ -201,6 +201,7 @@ func (e *emitter) client() {
 		),
 		jen.Return(jen.Id("out"), jen.Qual("errors", "Join").Call(jen.Id("errs").Op("..."))),
 	))
+	e.events(recv)
 	e.schedules(recv, encode)
 	text = fmt.Sprintf("Result returns the current state of %s %s run without waiting for it to end. Status says whether it is still running and Steps how far each step got; the output of a step that has not completed (not yet, or not at all) is nil. The error is about reading the run (runtime.ErrRunNotFound for an unknown id or a run of another workflow) or decoding an output, never about how the run ended: Wait returns that.", article(w), w)
 	e.f.Add(doc(text).
@@ -210,6 +211,40 @@ func (e *emitter) client() {
 		jen.List(jen.Id("res"), jen.Err()).Op(":=").Id("c").Dot("workflow").Dot("Result").Call(jen.Id("ctx"), jen.Id("id")),
 		jen.Return(jen.Id(e.resultFunc()).Call(jen.Id("res"), jen.Err())),
 	))
+}
+
+// events renders the client's methods that send events: Signal<Event>
+// to a run, and Send<Event> by key for an event some wait has a key for.
+func (e *emitter) events(recv *jen.Statement) {
+	w := e.p.w.Name
+	ctx := jen.Id("ctx").Qual("context", "Context")
+	opts := jen.Id("opts").Op("...").Qual(runtimePkg, "RunOption")
+	for _, ep := range e.p.events {
+		name, payload := ep.event.Name, ep.payload.name
+		encode := func(zero ...jen.Code) jen.Code {
+			return jen.Null().List(jen.Id("raw"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("payload")).Line().
+				If(jen.Err().Op("!=").Nil()).Block(jen.Return(append(zero, jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("encoding event %s: %%w", name)), jen.Err()))...))
+		}
+		text := fmt.Sprintf("Signal%s sends event %s to run id: its steps waiting for %s receive payload, now or when they begin to wait. An id that names no %s run is refused with runtime.ErrRunNotFound, a payload its schema refuses with a *runtime.EventError. runtime.WithTx sends it in the caller's transaction (on Postgres).", ep.goName, name, name, w)
+		e.f.Add(doc(text).
+			Func().Params(recv.Clone()).Id("Signal"+ep.goName).Params(
+			ctx.Clone(), jen.Id("id").Qual(runtimePkg, "RunID"), jen.Id("payload").Id(payload), opts.Clone(),
+		).Error().Block(
+			encode(),
+			jen.Return(jen.Id("c").Dot("workflow").Dot("Signal").Call(jen.Id("ctx"), jen.Id("id"), jen.Lit(name), jen.Id("raw"), jen.Id("opts").Op("..."))),
+		))
+		if !ep.keyed {
+			continue
+		}
+		text = fmt.Sprintf("Send%s sends event %s with key: the steps waiting for %s with that key, in %s runs of the tenant (runtime.WithTenant; the default otherwise) created before it, receive payload, now or when they begin to wait. It returns how many waiting steps it woke. A payload its schema refuses is refused with a *runtime.EventError. runtime.WithTx sends it in the caller's transaction (on Postgres).", ep.goName, name, name, w)
+		e.f.Add(doc(text).
+			Func().Params(recv.Clone()).Id("Send"+ep.goName).Params(
+			ctx.Clone(), jen.Id("key").String(), jen.Id("payload").Id(payload), opts.Clone(),
+		).Params(jen.Int(), jen.Error()).Block(
+			encode(jen.Lit(0)),
+			jen.Return(jen.Id("c").Dot("workflow").Dot("Send").Call(jen.Id("ctx"), jen.Lit(name), jen.Id("key"), jen.Id("raw"), jen.Id("opts").Op("..."))),
+		))
+	}
 }
 
 // schedules renders the client's methods for the schedules created at run

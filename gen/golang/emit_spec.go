@@ -2,6 +2,7 @@ package golang
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -64,6 +65,13 @@ func (e *emitter) spec() {
 		}
 		fields = append(fields, kv("Schedules", jen.Index().Qual(runtimePkg, "ScheduleSpec").Add(multi(list...))))
 	}
+	if len(w.Events) > 0 {
+		list := make([]jen.Code, len(w.Events))
+		for i, ev := range w.Events {
+			list[i] = jen.Values(kv("Name", jen.Lit(ev.Name)), kv("Schema", rawString(ev.Schema)))
+		}
+		fields = append(fields, kv("Events", jen.Index().Qual(runtimePkg, "EventSpec").Add(multi(list...))))
+	}
 	name := e.w + "Spec"
 	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, w.Source)
 	e.f.Add(doc(text).Func().Id(name).Params().Op("*").Qual(runtimePkg, "WorkflowSpec").Block(
@@ -91,6 +99,23 @@ func stepSpec(s spec.Step) jen.Code {
 		fields = append(fields, kv("Sleep", durationCode(s.Sleep)))
 		return multi(fields...)
 	}
+	if w := s.WaitFor; w != nil {
+		wait := []jen.Code{kv("Event", jen.Lit(w.Event))}
+		if w.Key != "" {
+			wait = append(wait, kv("Key", jen.Lit(w.Key)))
+		}
+		if w.Timeout > 0 {
+			wait = append(wait, kv("Timeout", durationCode(w.Timeout)))
+		}
+		if w.OnTimeout != "" {
+			wait = append(wait, kv("OnTimeout", jen.Lit(w.OnTimeout)))
+		}
+		fields = append(fields, kv("WaitFor", jen.Op("&").Qual(runtimePkg, "WaitForSpec").Values(wait...)))
+		if s.OutputSchema != "" {
+			fields = append(fields, kv("OutputSchema", rawString(s.OutputSchema)))
+		}
+		return multi(fields...)
+	}
 	fields = append(fields, kv("Retry", retryCode(s.Retry)))
 	if s.Timeout > 0 {
 		fields = append(fields, kv("Timeout", durationCode(s.Timeout)))
@@ -103,6 +128,22 @@ func stepSpec(s spec.Step) jen.Code {
 	}
 	if s.RateLimit != nil {
 		fields = append(fields, kv("RateLimit", rateLimitCode(s.RateLimit)))
+	}
+	if c := s.Workflow; c != nil {
+		child := []jen.Code{kv("Name", jen.Lit(c.Name))}
+		if len(c.Input) > 0 {
+			names := make([]string, 0, len(c.Input))
+			for name := range c.Input {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			input := make([]jen.Code, len(names))
+			for i, name := range names {
+				input[i] = jen.Lit(name).Op(":").Lit(c.Input[name])
+			}
+			child = append(child, kv("Input", jen.Map(jen.String()).String().Add(multi(input...))))
+		}
+		fields = append(fields, kv("Workflow", jen.Op("&").Qual(runtimePkg, "ChildWorkflowSpec").Values(child...)))
 	}
 	if f := s.ForEach; f != nil {
 		each := []jen.Code{kv("Items", jen.Lit(f.Items))}

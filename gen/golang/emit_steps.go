@@ -7,11 +7,12 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// codeSteps are the steps that run code: all but sleep steps.
+// codeSteps are the steps that run code: all but sleep and wait steps,
+// and child workflow steps whose input expressions build.
 func (e *emitter) codeSteps() []*stepPlan {
 	var out []*stepPlan
 	for _, s := range e.p.steps {
-		if !s.step.IsSleep() {
+		if s.step.RunsCode() {
 			out = append(out, s)
 		}
 	}
@@ -73,6 +74,9 @@ func (e *emitter) stepsInterface() {
 	var methods []jen.Code
 	for _, s := range e.codeSteps() {
 		text := fmt.Sprintf("%s runs step %s.", s.goName, s.step.Name)
+		if s.childInput != nil {
+			text = fmt.Sprintf("%s runs step %s: it returns the input of the %s run the step starts.", s.goName, s.step.Name, s.step.Child.Name)
+		}
 		if len(s.step.SkipIf) > 0 {
 			conds := make([]string, len(s.step.SkipIf))
 			for i, c := range s.step.SkipIf {
@@ -113,6 +117,9 @@ func (e *emitter) stepParams(s *stepPlan) []jen.Code {
 }
 
 func (e *emitter) stepResults(s *stepPlan) jen.Code {
+	if s.childInput != nil {
+		return jen.Parens(jen.List(jen.Id(s.childInput.name), jen.Error()))
+	}
 	if s.output == nil {
 		return jen.Error()
 	}
@@ -129,7 +136,7 @@ func (e *emitter) adapter(s *stepPlan) jen.Code {
 	if len(s.parents) == 0 || s.step.IsMap() {
 		name = "RootStep" // a map step's code gets its item, not the run's input and parents
 	}
-	if s.output == nil {
+	if s.output == nil && s.childInput == nil {
 		name += "NoOutput"
 	}
 	return jen.Qual(runtimePkg, name).Call(jen.Id("steps").Dot(s.goName))

@@ -23,6 +23,7 @@ type Plan struct {
 	input  *namedType
 	types  []*namedType
 	steps  []*stepPlan
+	events []*eventPlan
 	// onFailure is the Go name of the failure handler's method, if any.
 	onFailure string
 	idents    []Ident
@@ -41,11 +42,24 @@ type Ident struct {
 }
 
 type stepPlan struct {
-	step    *workflow.Step
+	step   *workflow.Step
+	goName string
+	output *namedType // nil for steps without output
+	item   *namedType // the item of a map step; nil for other steps
+	// childInput is the input of the workflow a child workflow step
+	// starts, which its code returns; nil for other steps.
+	childInput *namedType
+	parents    []parentPlan
+}
+
+// eventPlan is an event wait steps wait for, and its payload type.
+type eventPlan struct {
+	event   *workflow.Event
 	goName  string
-	output  *namedType // nil for steps without output
-	item    *namedType // the item of a map step; nil for other steps
-	parents []parentPlan
+	payload *namedType
+	// keyed is true when a wait for it has a key: the client sends it by
+	// key too.
+	keyed bool
 }
 
 // result is the Go type of what a step's children and its run's result
@@ -115,6 +129,7 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 		doc := fmt.Sprintf("%sInput is the input of %s %s run.", p.goName, article(w.Name), w.Name)
 		p.input = m.document(w.Input, p.goName+"Input", doc, "input", p.goName, "the input")
 	}
+	p.planEvents(m, ids)
 	p.planSteps(m, ids)
 	p.types = m.types
 	for _, t := range m.types {
@@ -126,6 +141,36 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 	checkRecursion(m.types, probs)
 	p.idents = ids.list
 	return p, probs.List()
+}
+
+// planEvents names each event's payload type and the client's methods
+// that send it.
+func (p *Plan) planEvents(m *mapper, ids *idents) {
+	for _, ev := range p.w.Events {
+		if ev.Name == "" || ev.Schema == nil || !ev.Schema.OK {
+			continue
+		}
+		ep := &eventPlan{event: ev, goName: goName(ev.Name)}
+		name := p.goName + ep.goName + "Event"
+		doc := fmt.Sprintf("%s is the payload of event %s.", name, ev.Name)
+		ep.payload = m.document(ev.Schema, name, doc, "events."+ev.Name, p.goName+ep.goName, "the payload of event "+ev.Name)
+		for _, s := range p.w.Steps {
+			if s.IsWait() && s.WaitFor.Event == ev.Name && s.WaitFor.Key != nil {
+				ep.keyed = true
+			}
+		}
+		p.events = append(p.events, ep)
+	}
+}
+
+// event returns the plan of the named event, or nil.
+func (p *Plan) event(name string) *eventPlan {
+	for _, ep := range p.events {
+		if ep.event.Name == name {
+			return ep
+		}
+	}
+	return nil
 }
 
 func (p *Plan) planSteps(m *mapper, ids *idents) {
@@ -145,7 +190,11 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 		methods[sp.goName] = s.Name
 		byName[s.Name] = sp
 		p.steps = append(p.steps, sp)
-		if s.Output != nil && s.Output.OK && !s.IsSleep() {
+		if s.IsWait() {
+			if ep := p.event(s.WaitFor.Event); ep != nil {
+				sp.output = ep.payload // a wait step completes with its event's payload
+			}
+		} else if s.Output != nil && s.Output.OK && !s.IsSleep() {
 			name := p.goName + sp.goName + "Output"
 			doc := fmt.Sprintf("%s is the output of step %s.", name, s.Name)
 			sp.output = m.document(s.Output, name, doc, s.Name+".output", p.goName+sp.goName, "the output of step "+s.Name)
@@ -153,12 +202,19 @@ func (p *Plan) planSteps(m *mapper, ids *idents) {
 				sp.output.doc = fmt.Sprintf("%s is the output of step %s for one item; its children receive the list of them, in item order.", name, s.Name)
 			}
 		}
+		if s.IsChild() && s.Child.Input == nil && s.Child.Workflow != nil && s.Child.Workflow.Input != nil && s.Child.Workflow.Input.OK {
+			name := p.goName + sp.goName + "Input"
+			doc := fmt.Sprintf("%s is the input of the %s run that step %s starts, which its code returns.", name, s.Child.Name, s.Name)
+			if in := s.Child.InputSchema(); in != nil {
+				sp.childInput = m.document(in, name, doc, s.Name+".workflow.input", p.goName+sp.goName+"Input", "the input of workflow "+s.Child.Name)
+			}
+		}
 		if s.IsMap() && s.ForEach.Item != nil {
 			name := p.goName + sp.goName + "Item"
 			doc := fmt.Sprintf("%s is one item of step %s (forEach: %s).", name, s.Name, s.ForEach.Items.Source)
 			sp.item = m.document(s.ForEach.Item, name, doc, s.Name+".item", p.goName+sp.goName+"Item", "the items of step "+s.Name)
 		}
-		if len(s.Parents) > 0 && !s.IsSleep() {
+		if len(s.Parents) > 0 && s.RunsCode() {
 			ids.claim(p.goName+sp.goName+"Parents", s.Pos, fmt.Sprintf("the parents of step %s", s.Name))
 		}
 		if sp.output != nil {

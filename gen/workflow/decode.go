@@ -24,7 +24,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules", "events")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -46,8 +46,18 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	if f := root.Get("defaults"); f != nil {
 		d.decodeDefaults(f.Value)
 	}
+	if f := root.Get("events"); f != nil {
+		w.Events = d.events(f.Value)
+	}
 	if f := d.required(root, "steps", "missing steps: declare at least one step"); f != nil {
 		w.Steps = d.steps(f.Value)
+	}
+	for _, s := range w.Steps {
+		if s.IsWait() {
+			if ev, ok := w.Event(s.WaitFor.Event); ok {
+				s.Output = ev.Schema // a wait step completes with its event's payload
+			}
+		}
 	}
 	if f := root.Get("onFailure"); f != nil {
 		w.OnFailure = d.onFailure(f.Value)
@@ -139,7 +149,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit", "forEach")
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -148,7 +158,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -156,6 +166,35 @@ func (d *decoder) step(v *Value, index int) *Step {
 		if s.Sleep > 0 {
 			return s
 		}
+	}
+	if f := v.Get("waitFor"); f != nil {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow"} {
+			if code := v.Get(key); code != nil {
+				hint := "remove " + key
+				switch key {
+				case "output":
+					hint = "its output is its event's payload, declared under events"
+				case "timeout":
+					hint = "bound the wait with waitFor's timeout"
+				}
+				d.probs.Add(code.KeyPos, "false", "wait step %s cannot have %s: a wait step runs no code and takes only name, parents, skipIf and waitFor; %s", nameOr(s.Name, what), key, hint)
+			}
+		}
+		if s.WaitFor = d.waitFor(f.Value, "waitFor of "+what); s.WaitFor != nil {
+			return s
+		}
+	}
+	if f := v.Get("workflow"); f != nil {
+		for _, key := range []string{"output", "forEach"} {
+			if other := v.Get(key); other != nil {
+				hint := "its output is the child run's outputs, by step"
+				if key == "forEach" {
+					hint = "make the map step's items start the child workflow from a step of their own"
+				}
+				d.probs.Add(other.KeyPos, "false", "child workflow step %s cannot have %s: %s; remove %s", nameOr(s.Name, what), key, hint, key)
+			}
+		}
+		s.Child = d.child(f.Value, "workflow of "+what)
 	}
 	if f := v.Get("retry"); f != nil {
 		s.retry = d.retry(f.Value, "retry", what)
@@ -178,6 +217,105 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.ForEach = d.forEach(f.Value, "forEach of "+what)
 	}
 	return s
+}
+
+// events reads the workflow's events: a mapping from each event's name
+// to the JSON Schema of its payload.
+func (d *decoder) events(v *Value) []*Event {
+	if !d.isMap(v, "events", "a mapping from each event's name to the JSON Schema of its payload, such as {delivered: {type: object, properties: {...}}}") {
+		return nil
+	}
+	var out []*Event
+	for _, f := range v.Fields {
+		ev := &Event{Pos: f.KeyPos}
+		if !validName(f.Key) {
+			msg := fmt.Sprintf("event name %q is invalid: use lowercase letters, digits and '-', starting with a letter and not ending with '-'", f.Key)
+			if s := suggestName(f.Key); s != "" {
+				msg += fmt.Sprintf(" (such as %q)", s)
+			}
+			d.probs.Add(f.KeyPos, "pattern", "%s", msg)
+		} else {
+			ev.Name = f.Key
+		}
+		ev.Schema = d.schema(f.Value, fmt.Sprintf("the payload of event %q", f.Key))
+		out = append(out, ev)
+	}
+	return out
+}
+
+// child reads the workflow a child workflow step starts; the input
+// expressions are type-checked once the child is resolved.
+func (d *decoder) child(v *Value, what string) *Child {
+	if !d.isMap(v, what, `a mapping such as {name: shipment, input: {orderId: input.orderId}}`) {
+		return nil
+	}
+	d.keys(v, what, "name", "file", "input")
+	c := &Child{Pos: v.Pos}
+	f := d.required(v, "name", what+" has no name: add name: <the workflow to start>")
+	if f == nil {
+		return nil
+	}
+	if c.Name, c.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos; c.Name == "" {
+		return nil
+	}
+	if f := v.Get("file"); f != nil {
+		c.File, c.FilePos = d.str(f.Value, "file of "+what), f.Value.Pos
+	}
+	if f := v.Get("input"); f != nil {
+		if !d.isMap(f.Value, "input of "+what, `a mapping from each input field of the child to a CEL expression, such as {orderId: input.orderId}`) {
+			return c
+		}
+		if len(f.Value.Fields) == 0 {
+			d.probs.Add(f.Value.Pos, "minProperties", "input of %s is empty: give the child's input fields, or leave input out for the step's code to build the input", what)
+			return c
+		}
+		c.Input = []*ChildField{}
+		for _, field := range f.Value.Fields {
+			switch {
+			case field.Value.Kind != KindString:
+				d.probs.Add(field.Value.Pos, "type", "input field %s of %s must be a string holding a CEL expression, such as \"input.orderId\", not %s", field.Key, what, field.Value.Kind)
+			case strings.TrimSpace(field.Value.Str) == "":
+				d.probs.Add(field.Value.Pos, "minLength", "empty expression for input field %s of %s: write a CEL expression over input and parents", field.Key, what)
+			default:
+				c.Input = append(c.Input, &ChildField{Name: field.Key, NamePos: field.KeyPos,
+					Expr: Expr{Source: strings.TrimRight(field.Value.Str, "\n"), Pos: field.Value.Pos, style: field.Value.Style}})
+			}
+		}
+	}
+	return c
+}
+
+// waitFor reads the event a wait step waits for; the key is type-checked
+// by checkInputExprs, the event by check.
+func (d *decoder) waitFor(v *Value, what string) *WaitFor {
+	if !d.isMap(v, what, `a mapping such as {event: delivered, key: input.orderId, timeout: 72h}`) {
+		return nil
+	}
+	d.keys(v, what, "event", "key", "timeout", "onTimeout")
+	w := &WaitFor{Pos: v.Pos}
+	f := d.required(v, "event", what+" has no event: add event: <one of the workflow's events>")
+	if f == nil {
+		return nil
+	}
+	if w.Event, w.EventPos = d.name(f.Value, "event name"), f.Value.Pos; w.Event == "" {
+		return nil
+	}
+	if f := v.Get("key"); f != nil {
+		if key, ok := d.keyExpr(f, what); ok {
+			w.Key = &key
+		}
+	}
+	if f := v.Get("timeout"); f != nil {
+		w.Timeout = d.duration(f.Value, "timeout of "+what)
+	}
+	if f := v.Get("onTimeout"); f != nil {
+		w.OnTimeout, w.OnTimeoutPos = d.str(f.Value, "onTimeout of "+what), f.Value.Pos
+		if w.OnTimeout != spec.OnTimeoutFail && w.OnTimeout != spec.OnTimeoutSkip {
+			d.probs.Add(f.Value.Pos, "enum", "onTimeout of %s must be %s or %s, not %q", what, spec.OnTimeoutFail, spec.OnTimeoutSkip, w.OnTimeout)
+			w.OnTimeout = ""
+		}
+	}
+	return w
 }
 
 // forEach reads the items of a map step; the items expression is

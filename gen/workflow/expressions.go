@@ -38,6 +38,9 @@ func checkInputExprs(w *Workflow, lines [][]byte, probs *Problems) {
 		if s.RateLimit != nil && s.RateLimit.Key != nil {
 			exprs = append(exprs, inputExpr{s.RateLimit.Key, "rate limit key"})
 		}
+		if s.WaitFor != nil && s.WaitFor.Key != nil {
+			exprs = append(exprs, inputExpr{s.WaitFor.Key, "waitFor key"})
+		}
 	}
 	if len(exprs) == 0 {
 		return

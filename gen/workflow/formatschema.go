@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -95,6 +96,9 @@ func (f *formatSchema) report(root *Value, leaf *jsonschema.ValidationError, pro
 		for _, extra := range f.unknownKeys(at, leaf.AbsoluteKeywordLocation) {
 			probs.addFromSchema(extra.KeyPos, keyword, fmt.Sprintf("unknown key %q in %s", extra.Key, where))
 		}
+	case slices.Contains(keywordPath, "propertyNames") && field != nil:
+		// A key that is not a valid name: point at the key.
+		probs.addFromSchema(field.KeyPos, keyword, fmt.Sprintf("%s: %s", where, leaf.Message))
 	case keyword == "required":
 		probs.addFromSchema(at.Pos, keyword, fmt.Sprintf("%s: %s", where, leaf.Message))
 	case len(keywordPath) >= 2 && keywordPath[len(keywordPath)-2] == "properties" && field != nil:

@@ -53,6 +53,36 @@ func (d *decoder) check(w *Workflow) {
 				continue // the decoder reported it, where it is written
 			}
 			d.probs.Add(sc.Pos, "", "%s", p.Message)
+		case spec.RuleKind:
+			continue // the decoder reported the second kind's key
+		case spec.RuleWait:
+			pos := step.Pos
+			if w := step.WaitFor; w != nil {
+				pos = w.EventPos
+				switch {
+				case p.Field == "timeout":
+					continue // the decoder reported it
+				case strings.HasPrefix(p.Message, "onTimeout"):
+					pos = w.OnTimeoutPos
+				case strings.HasPrefix(p.Message, "timeout"):
+					pos = w.Pos
+				}
+			}
+			hint := ""
+			if strings.Contains(p.Message, "is not declared") {
+				hint = eventHint(step, w)
+			}
+			d.probs.Add(pos, "", "%s: %s%s", step.label, p.Message, hint)
+		case spec.RuleChild:
+			pos := step.Pos
+			if step.Child != nil {
+				pos = step.Child.NamePos
+			}
+			d.probs.Add(pos, "", "%s: %s", step.label, p.Message)
+		case spec.RuleEvent:
+			if p.Index < len(w.Events) && w.Events[p.Index].Name != "" {
+				d.probs.Add(w.Events[p.Index].Pos, "", "%s", p.Message)
+			}
 		case spec.RuleRetry:
 			if step != nil {
 				d.retryProblem(p, step.retry, d.defaults)
@@ -73,6 +103,21 @@ func (d *decoder) check(w *Workflow) {
 	for i, may := range ws.MaySkip() {
 		w.Steps[i].MaySkip = may
 	}
+}
+
+// eventHint guesses the event a wait step meant.
+func eventHint(step *Step, w *Workflow) string {
+	if step.WaitFor == nil {
+		return ""
+	}
+	var names []string
+	for _, ev := range w.Events {
+		names = append(names, ev.Name)
+	}
+	if guess := closest(step.WaitFor.Event, names); guess != "" {
+		return fmt.Sprintf("; did you mean %q?", guess)
+	}
+	return ""
 }
 
 func parentHint(name string, steps []string) string {

@@ -18,7 +18,7 @@ import (
 // already, and type-checking against a broken schema would only add noise.
 func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 	for _, s := range w.Steps {
-		if len(s.SkipIf) == 0 && !s.IsMap() {
+		if len(s.SkipIf) == 0 && !s.IsMap() && !(s.IsChild() && s.Child.Input != nil) {
 			continue
 		}
 		parents, ok := parentSchemas(w, s)
@@ -31,6 +31,13 @@ func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 			if s.IsMap() {
 				for _, iss := range condition.Parse(s.ForEach.Items.Source) {
 					probs.Add(exprPos(lines, s.ForEach.Items, iss.Line, iss.Column), "", "invalid forEach items: %s", iss.Message)
+				}
+			}
+			if s.IsChild() {
+				for _, f := range s.Child.Input {
+					for _, iss := range condition.Parse(f.Expr.Source) {
+						probs.Add(exprPos(lines, f.Expr, iss.Line, iss.Column), "", "invalid input field %s of workflow %s: %s", f.Name, s.Child.Name, iss.Message)
+					}
 				}
 			}
 			continue
@@ -49,6 +56,7 @@ func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 		if s.IsMap() {
 			checkItems(s, env, lines, probs)
 		}
+		checkChildInput(s, env, lines, probs)
 	}
 }
 

@@ -29,13 +29,31 @@ func (w *Workflow) Spec() *spec.Workflow {
 		for _, c := range s.SkipIf {
 			step.SkipIf = append(step.SkipIf, c.Source)
 		}
-		if !s.IsSleep() {
+		if w := s.WaitFor; w != nil {
+			step.WaitFor = &spec.WaitFor{Event: w.Event, Timeout: w.Timeout, OnTimeout: w.OnTimeout}
+			if w.Key != nil {
+				step.WaitFor.Key = w.Key.Source
+			}
+			if s.Output != nil {
+				step.OutputSchema = s.Output.JSON
+			}
+		}
+		if !s.IsSleep() && !s.IsWait() {
 			step.Retry, step.Timeout = s.Retry, s.Timeout
 			if s.Output != nil {
 				step.OutputSchema = s.Output.JSON
 			}
 			step.Concurrency = s.Concurrency.spec()
 			step.RateLimit = s.RateLimit.spec()
+			if c := s.Child; c != nil {
+				step.Workflow = &spec.ChildWorkflow{Name: c.Name}
+				for _, f := range c.Input {
+					if step.Workflow.Input == nil {
+						step.Workflow.Input = map[string]string{}
+					}
+					step.Workflow.Input[f.Name] = f.Expr.Source
+				}
+			}
 			if f := s.ForEach; f != nil {
 				step.ForEach = &spec.ForEach{Items: f.Items.Source, Concurrency: f.Concurrency}
 				if f.Item != nil {
@@ -47,6 +65,13 @@ func (w *Workflow) Spec() *spec.Workflow {
 	}
 	if h := w.OnFailure; h != nil {
 		out.OnFailure = &spec.OnFailure{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
+	}
+	for _, ev := range w.Events {
+		e := spec.Event{Name: ev.Name}
+		if ev.Schema != nil {
+			e.Schema = ev.Schema.JSON
+		}
+		out.Events = append(out.Events, e)
 	}
 	for _, sc := range w.Schedules {
 		out.Schedules = append(out.Schedules, spec.Schedule{

@@ -44,6 +44,27 @@ type Workflow struct {
 	OnFailure *OnFailure
 	// Schedules are the cron schedules, in file order.
 	Schedules []*Schedule
+	// Events are the events wait steps wait for, in file order.
+	Events []*Event
+}
+
+// Event is an event the workflow's wait steps wait for.
+type Event struct {
+	Name string
+	// Pos is where the name is written.
+	Pos Pos
+	// Schema is the JSON Schema of its payload.
+	Schema *Schema
+}
+
+// Event returns the event with the given name.
+func (w *Workflow) Event(name string) (*Event, bool) {
+	for _, ev := range w.Events {
+		if ev.Name == name {
+			return ev, true
+		}
+	}
+	return nil, false
 }
 
 // Schedule is a cron schedule that starts runs of the workflow.
@@ -82,6 +103,10 @@ type Step struct {
 	RateLimit *RateLimit
 	// ForEach makes the step a map step, or is nil.
 	ForEach *ForEach
+	// Child makes the step a child workflow step, or is nil.
+	Child *Child
+	// WaitFor makes the step an event wait step, or is nil.
+	WaitFor *WaitFor
 	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
 	// has parents and every one of them may be skipped. A child sees a
 	// parent that may be skipped as optional.
@@ -99,6 +124,66 @@ func (s *Step) IsSleep() bool { return s.Sleep > 0 }
 
 // IsMap reports whether the step is a map step.
 func (s *Step) IsMap() bool { return s.ForEach != nil }
+
+// IsChild reports whether the step starts a child workflow.
+func (s *Step) IsChild() bool { return s.Child != nil }
+
+// IsWait reports whether the step waits for an event.
+func (s *Step) IsWait() bool { return s.WaitFor != nil }
+
+// RunsCode reports whether the step has code of its own: it is not a
+// sleep or a wait, nor a child workflow step whose input is built by
+// expressions.
+func (s *Step) RunsCode() bool {
+	switch {
+	case s.IsSleep(), s.IsWait():
+		return false
+	case s.IsChild():
+		return s.Child.Input == nil
+	}
+	return true
+}
+
+// Child declares the workflow a child workflow step starts.
+type Child struct {
+	// Pos is where the workflow mapping is written.
+	Pos Pos
+	// Name is the child workflow's name, written at NamePos.
+	Name    string
+	NamePos Pos
+	// File is the child's workflow file as written (relative to this
+	// one), or "" to find it by name in the same directory.
+	File    string
+	FilePos Pos
+	// Input builds the child's input field by field, in file order; nil
+	// when the step's code returns it.
+	Input []*ChildField
+	// Workflow is the child workflow, once resolved (see Resolver); nil
+	// when it could not be.
+	Workflow *Workflow
+}
+
+// ChildField is one field of a child workflow's input and the expression
+// that gives it.
+type ChildField struct {
+	Name    string
+	NamePos Pos
+	Expr    Expr
+}
+
+// WaitFor declares the event a wait step waits for.
+type WaitFor struct {
+	Pos      Pos
+	Event    string
+	EventPos Pos
+	// Key is the expression over input giving the wait's key, or nil.
+	Key *Expr
+	// Timeout bounds the wait; zero means none.
+	Timeout time.Duration
+	// OnTimeout is spec.OnTimeoutFail, spec.OnTimeoutSkip, or "".
+	OnTimeout    string
+	OnTimeoutPos Pos
+}
 
 // ForEach declares the items of a map step.
 type ForEach struct {
@@ -196,6 +281,13 @@ func NewParser() (*Parser, error) {
 // content. It returns the model (nil only when src is not YAML at all)
 // and every problem found, sorted by position.
 func (p *Parser) Parse(file string, src []byte) (*Workflow, []Problem) {
+	return p.ParseWith(file, src, nil)
+}
+
+// ParseWith is Parse, looking up the workflows that child workflow steps
+// start with r; with r nil, a child workflow step is reported as one that
+// cannot be checked.
+func (p *Parser) ParseWith(file string, src []byte, r Resolver) (*Workflow, []Problem) {
 	probs := NewProblems(file)
 	root := load(src, probs)
 	if root == nil {
@@ -210,6 +302,7 @@ func (p *Parser) Parse(file string, src []byte) (*Workflow, []Problem) {
 	w := d.workflow(root)
 	w.File = file
 	d.check(w)
+	resolveChildren(w, r, probs)
 	checkConditions(w, d.lines(), probs)
 	checkInputExprs(w, d.lines(), probs)
 	checkSchedules(w, probs)

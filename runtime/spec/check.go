@@ -456,9 +456,10 @@ func (p RetryPolicy) Check() []Problem {
 }
 
 // MaySkip reports, per step, whether the step can end SKIPPED: it has
-// skipIf conditions, or it has parents and every one of them may be
-// skipped (a step whose parents were all skipped is skipped too). A child
-// may rely on a parent that cannot be skipped having run. Parents that do
+// skipIf conditions, or is a wait step skipped when it times out, or it
+// has parents and every one of them may be skipped (a step whose parents
+// were all skipped is skipped too). A child may rely on a parent that
+// cannot be skipped having run. Parents that do
 // not resolve, and steps on a cycle, count as not skippable; call Check
 // first to know the answer is meaningful.
 func (w *Workflow) MaySkip() []bool {
@@ -473,7 +474,7 @@ func (w *Workflow) MaySkip() []bool {
 	}
 	may := make([]bool, len(w.Steps))
 	for _, i := range topoOrder(parents) {
-		if len(w.Steps[i].SkipIf) > 0 {
+		if s := &w.Steps[i]; len(s.SkipIf) > 0 || s.IsWait() && s.WaitFor.SkipsOnTimeout() {
 			may[i] = true
 			continue
 		}

@@ -216,6 +216,35 @@ func Output[T any](h *Harness, id runtime.RunID, ref runtime.StepRef[T]) (out T,
 	return out, ok
 }
 
+// ChildRuns returns the runs step started in run id: the items of a map
+// step in item order, or the run of each attempt of a child workflow
+// step (see runtime.Engine.ChildRuns). Read their outputs from
+// RunResult.Outputs, or check their Status.
+func (h *Harness) ChildRuns(id runtime.RunID, step string) []*runtime.RunResult {
+	h.t.Helper()
+	runs, err := h.Engine.ChildRuns(h.t.Context(), id, step)
+	if err != nil {
+		h.t.Fatalf("trellistest: %v", err)
+	}
+	return runs
+}
+
+// Items returns the items of map step step in run id, in item order: for
+// each item the run that counts, its latest (an item that a retry of the
+// run ran again has one run per try).
+func (h *Harness) Items(id runtime.RunID, step string) []*runtime.RunResult {
+	h.t.Helper()
+	var out []*runtime.RunResult
+	for _, r := range h.ChildRuns(id, step) {
+		if n := len(out); n > 0 && out[n-1].Parent.Index == r.Parent.Index {
+			out[n-1] = r
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // JSON marshals v for use as a raw step output or input in tests.
 func JSON(t T, v any) json.RawMessage {
 	t.Helper()

@@ -17,7 +17,10 @@
 //     line per skipIf condition (any true skips the step), and its retries
 //     and timeout ("retry ×3, timeout 30s");
 //   - a sleep step is a stadium (Mermaid) or an oval (DOT) reading
-//     "sleep 24h";
+//     "sleep 24h", and so is a wait step, reading "wait for delivered by
+//     key, 72h then fail";
+//   - a map step's box reads "for each <items>", a child workflow step's
+//     "starts <workflow>";
 //   - the failure handler is a double-bordered box, connected to no step: a
 //     dashed edge leads to it from a "run fails" note, because it runs once
 //     when any step fails permanently, whichever step that is.
@@ -189,10 +192,26 @@ func build(w *spec.Workflow, opts Options) *graph {
 func stepNode(id string, s *spec.Step, status map[string]string) node {
 	n := node{id: id, step: s.Name, kind: codeStep, lines: []string{text(s.Name)}, status: statusKey(status[s.Name])}
 	full := []string{text(s.Name)}
-	if s.IsSleep() {
+	switch {
+	case s.IsSleep():
 		n.kind = sleepStep
 		n.lines = append(n.lines, "sleep "+duration(s.Sleep))
 		full = append(full, "durable sleep of "+duration(s.Sleep))
+	case s.IsWait():
+		n.kind = sleepStep // waits, running no code, as a sleep does
+		line, long := waitText(s.WaitFor)
+		n.lines = append(n.lines, line)
+		full = append(full, long)
+	case s.IsChild():
+		n.lines = append(n.lines, "starts "+text(s.Workflow.Name))
+		how := "its code builds the input"
+		if len(s.Workflow.Input) > 0 {
+			how = "its input built by expressions"
+		}
+		full = append(full, fmt.Sprintf("starts a run of workflow %s (%s) and waits for it", text(s.Workflow.Name), how))
+	case s.IsMap():
+		n.lines = append(n.lines, "for each "+truncate(text(s.ForEach.Items), maxCondition))
+		full = append(full, "runs once for each item of "+text(s.ForEach.Items))
 	}
 	n.lines = append(n.lines, skipLines(s.SkipIf)...)
 	if len(s.SkipIf) > 0 {
@@ -201,7 +220,7 @@ func stepNode(id string, s *spec.Step, status map[string]string) node {
 			full = append(full, "- "+text(c))
 		}
 	}
-	if !s.IsSleep() {
+	if !s.IsSleep() && !s.IsWait() {
 		if l := limits(s.Retry, s.Timeout); l != "" {
 			n.lines = append(n.lines, l)
 		}
@@ -230,6 +249,26 @@ const (
 )
 
 // skipLines are the label lines of a step's skipIf conditions.
+// waitText is the label line of a wait step ("wait for delivered by key,
+// 72h then skip") and its description in full.
+func waitText(w *spec.WaitFor) (line, long string) {
+	line = "wait for " + text(w.Event)
+	long = "waits for event " + text(w.Event) + " sent to the run"
+	if w.Key != "" {
+		line += " by key"
+		long += " or with key " + text(w.Key)
+	}
+	if w.Timeout > 0 {
+		then := spec.OnTimeoutFail
+		if w.SkipsOnTimeout() {
+			then = spec.OnTimeoutSkip
+		}
+		line += ", " + duration(w.Timeout) + " then " + then
+		long += fmt.Sprintf("; after %s without one it is %s", duration(w.Timeout), map[bool]string{true: "skipped", false: "failed"}[w.SkipsOnTimeout()])
+	}
+	return line, long
+}
+
 func skipLines(conds []string) []string {
 	var out []string
 	for i, c := range conds {
