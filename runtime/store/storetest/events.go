@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -164,5 +165,48 @@ func testSendToUnknownRun(t *testing.T, f *fixture) {
 	}
 	if got := f.task(id, stepA).Status; got != store.TaskWaiting {
 		t.Errorf("the run's wait is %s, want WAITING", got)
+	}
+}
+
+// testSendRacesAwait sends each wait's event while the wait begins, both
+// at once from goroutines of their own: whichever comes second must find
+// the other, so that every wait ends woken, none left waiting for an
+// event already sent.
+func testSendRacesAwait(t *testing.T, f *fixture) {
+	const n = 40
+	var claims []store.ClaimedTask
+	for range n {
+		id := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+		claims = append(claims, f.claimOne(id, stepA))
+	}
+	f.tick(time.Second)
+	key := func(i int) string { return fmt.Sprintf("k%d", i) }
+	start := make(chan struct{})
+	errs := make(chan error, 2*n)
+	for i, c := range claims {
+		go func() {
+			<-start
+			aw := store.Await{Attempt: attempt(c), Event: "done", Keyed: true, EventKey: key(i)}
+			_, err := f.s.Finish(f.ctx, store.Results{Now: f.now, Awaits: []store.Await{aw}})
+			errs <- err
+		}()
+		go func() {
+			<-start
+			ev := byKey(key(i), fmt.Sprintf(`{"v":%d}`, i))
+			_, err := f.s.SendEvents(f.ctx, store.SendEvents{Events: []store.NewEvent{ev}, Now: f.now})
+			errs <- err
+		}()
+	}
+	close(start)
+	for range 2 * n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range claims {
+		task := f.task(c.Key.Run, stepA)
+		if task.Status != store.TaskQueued || string(task.Output) != fmt.Sprintf(`{"v":%d}`, i) {
+			t.Errorf("wait %d is %s with output %s, want QUEUED (woken) with its event", i, task.Status, task.Output)
+		}
 	}
 }

@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AwaitDeadline", testAwaitDeadline},
 		{"AwaitEndsWithRun", testAwaitEndsWithRun},
 		{"SendToUnknownRun", testSendToUnknownRun},
+		{"SendRacesAwait", testSendRacesAwait},
 		{"ChildFailureWakesAtOnce", testChildFailureWakesAtOnce},
 		{"ParentEndCancelsChildren", testParentEndCancelsChildren},
 		{"ReleaseWokenParent", testReleaseWokenParent},
