@@ -29,6 +29,10 @@ type Retention struct {
 	Failed time.Duration
 	// Cancelled is how long a CANCELLED run is kept (default 7 days).
 	Cancelled time.Duration
+	// Events is how long an event sent with a key (Workflow.Send) is
+	// kept for the waits that begin after it was sent (default 7 days).
+	// Events sent to a run (Workflow.Signal) are kept as long as the run.
+	Events time.Duration
 	// BatchSize is the most runs one statement deletes (default 1000). A
 	// batch holds the locks of its runs, tasks and events until it
 	// commits, and the leader pauses after each for as long as it took,
@@ -48,6 +52,7 @@ const (
 	DefaultKeepCompleted  = 7 * 24 * time.Hour
 	DefaultKeepFailed     = 30 * 24 * time.Hour
 	DefaultKeepCancelled  = 7 * 24 * time.Hour
+	DefaultKeepEvents     = 7 * 24 * time.Hour
 	DefaultPurgeBatchSize = 1000
 	DefaultPurgeInterval  = time.Minute
 )
@@ -97,14 +102,28 @@ func (r Retention) Age(status RunStatus) (time.Duration, bool) {
 	return 0, false
 }
 
-// purges reports whether runs of some status are ever deleted.
+// purges reports whether runs of some status, or events, are ever
+// deleted.
 func (r Retention) purges() bool {
 	for _, st := range FinishedStatuses() {
 		if _, ok := r.Age(st); ok {
 			return true
 		}
 	}
-	return false
+	_, ok := r.eventsAge()
+	return ok
+}
+
+// eventsAge returns how long events sent with a key are kept, and false
+// when they are kept forever.
+func (r Retention) eventsAge() (time.Duration, bool) {
+	switch {
+	case r.Events == 0:
+		return DefaultKeepEvents, true
+	case r.Events < 0:
+		return 0, false
+	}
+	return r.Events, true
 }
 
 // setDefaults fills in zero fields and reports the fields that are
@@ -121,6 +140,15 @@ func (r *Retention) setDefaults() error {
 		case *a.age < minRetention:
 			errs = append(errs, fmt.Errorf("runtime.Config: Retention.%s is %v: keep runs at least %v (or runtime.KeepForever)", a.name, *a.age, minRetention))
 		}
+	}
+	switch {
+	case r.Events == 0:
+		r.Events = DefaultKeepEvents
+	case r.Events == KeepForever:
+	case r.Events < 0:
+		errs = append(errs, fmt.Errorf("runtime.Config: Retention.Events is %v: give a positive age, or runtime.KeepForever to keep events", r.Events))
+	case r.Events < minRetention:
+		errs = append(errs, fmt.Errorf("runtime.Config: Retention.Events is %v: keep events at least %v (or runtime.KeepForever)", r.Events, minRetention))
 	}
 	switch {
 	case r.BatchSize == 0:
@@ -222,14 +250,45 @@ func (e *Engine) purgeExpired(ctx context.Context) error {
 			return err
 		}
 	}
+	if age, ok := e.cfg.Retention.eventsAge(); ok && e.leader.Load() {
+		n, err := e.purgeEvents(ctx, e.clock.Now().Add(-age))
+		if n > 0 {
+			deleted = append(deleted, "events", n)
+		}
+		if err != nil {
+			e.logPurged(total, deleted, began)
+			return err
+		}
+	}
 	e.logPurged(total, deleted, began)
 	return nil
+}
+
+// purgeEvents deletes the events sent with a key before sentBefore, a
+// batch at a time, pausing after each full batch as purge does.
+func (e *Engine) purgeEvents(ctx context.Context, sentBefore time.Time) (int, error) {
+	total := 0
+	for e.leader.Load() {
+		began := e.clock.Now()
+		n, err := e.store.PurgeEvents(ctx, sentBefore, e.cfg.Retention.BatchSize)
+		if err != nil {
+			return total, fmt.Errorf("purging events: %w", err)
+		}
+		total += n
+		if n < e.cfg.Retention.BatchSize {
+			break
+		}
+		if err := clock.Sleep(ctx, e.clock, e.clock.Now().Sub(began)); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // logPurged logs a summary of a purge that deleted runs: how many of
 // each status, and how long it took.
 func (e *Engine) logPurged(total int, deleted []any, began time.Time) {
-	if total == 0 {
+	if len(deleted) == 0 {
 		return
 	}
 	args := append([]any{"runs", total}, deleted...)

@@ -235,7 +235,7 @@ func TestRetentionConfig(t *testing.T) {
 	}
 	want := runtime.Retention{
 		Completed: 7 * 24 * time.Hour, Failed: 30 * 24 * time.Hour, Cancelled: 7 * 24 * time.Hour,
-		BatchSize: 1000, Interval: time.Minute,
+		Events: 7 * 24 * time.Hour, BatchSize: 1000, Interval: time.Minute,
 	}
 	if got := e.Config().Retention; got != want {
 		t.Errorf("default retention = %+v, want %+v", got, want)
@@ -265,6 +265,7 @@ func TestRetentionConfig(t *testing.T) {
 		{runtime.Retention{Failed: 7}, "Retention.Failed is 7ns"},
 		{runtime.Retention{Cancelled: -24 * time.Hour}, "Retention.Cancelled is -24h0m0s: give a positive age, or runtime.KeepForever"},
 		{runtime.Retention{BatchSize: -1}, "Retention.BatchSize is -1"},
+		{runtime.Retention{Events: time.Second}, "Retention.Events is 1s: keep events at least 1m0s"},
 		{runtime.Retention{Interval: -time.Second}, "Retention.Interval is -1s"},
 	}
 	for _, tt := range bad {

@@ -31,6 +31,11 @@ type Retention interface {
 	// deleted oldest first, so successive calls with a Limit eat a
 	// backlog in order.
 	PurgeRuns(ctx context.Context, p Purge) (PurgeResult, error)
+	// PurgeEvents deletes up to limit events sent with a key (see Events)
+	// before sentBefore, oldest first, and reports how many it deleted.
+	// Events sent to a run go with the run (PurgeRuns); one sent with a
+	// key is kept for the waits that begin later, until it is purged.
+	PurgeEvents(ctx context.Context, sentBefore time.Time, limit int) (int, error)
 }
 
 // Purge selects the runs PurgeRuns deletes.

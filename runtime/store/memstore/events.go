@@ -178,3 +178,35 @@ func compareKeys(a, b store.TaskKey) int {
 	}
 	return a.Step - b.Step
 }
+
+// PurgeEvents implements store.Retention.
+func (s *Store) PurgeEvents(_ context.Context, sentBefore time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Oldest first across addresses: gather, sort by sending order.
+	var old []*sent
+	for _, list := range s.byKey {
+		for _, e := range list {
+			if e.at.Before(sentBefore) {
+				old = append(old, e)
+			}
+		}
+	}
+	slices.SortFunc(old, func(a, b *sent) int { return int(a.seq - b.seq) })
+	if limit > 0 && len(old) > limit {
+		old = old[:limit]
+	}
+	gone := make(map[*sent]bool, len(old))
+	for _, e := range old {
+		gone[e] = true
+	}
+	for addr, list := range s.byKey {
+		list = slices.DeleteFunc(list, func(e *sent) bool { return gone[e] })
+		if len(list) == 0 {
+			delete(s.byKey, addr)
+		} else {
+			s.byKey[addr] = list
+		}
+	}
+	return len(old), nil
+}

@@ -37,6 +37,11 @@ func (s *Store) PurgeRuns(_ context.Context, p store.Purge) (store.PurgeResult, 
 	}
 	for _, r := range picked {
 		delete(s.runs, r.rec.ID)
+		delete(s.byRun, r.rec.ID) // the events sent to it
+		s.forgetWaits(r)
+		for _, t := range r.tasks {
+			delete(s.children, t.rec.Key)
+		}
 		key := idemKey{r.rec.Workflow, r.rec.Tenant, r.rec.IdempotencyKey}
 		if r.rec.IdempotencyKey != "" && s.idem[key] == r.rec.ID {
 			delete(s.idem, key)

@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"math"
+	"time"
 	"errors"
 	"fmt"
 
@@ -170,4 +172,14 @@ func (s *Store) await(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 		return q.TasksWake(ctx, wake)
 	}
 	return nil
+}
+
+// PurgeEvents implements store.Retention: one statement, through the
+// index of keyed events by age.
+func (s *Store) PurgeEvents(ctx context.Context, sentBefore time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	n, err := s.q.SentEventsPurge(ctx, dbsqlc.SentEventsPurgeParams{SentBefore: sentBefore, Lim: int64(limit)})
+	return int(n), wrap(err, "purging events")
 }

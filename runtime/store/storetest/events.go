@@ -210,3 +210,31 @@ func testSendRacesAwait(t *testing.T, f *fixture) {
 		}
 	}
 }
+
+func testPurgeEvents(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	f.send(byKey("k1", `{"v":1}`), toRun(id, `{"v":0}`))
+	f.tick(time.Hour)
+	f.send(byKey("k1", `{"v":2}`), byKey("k2", `{"v":3}`))
+	n, err := f.s.PurgeEvents(f.ctx, f.now.Add(-time.Minute), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("PurgeEvents = %d, %v; want the one keyed event sent an hour ago", n, err)
+	}
+	if n, err := f.s.PurgeEvents(f.ctx, f.now.Add(-time.Minute), 10); err != nil || n != 0 {
+		t.Fatalf("PurgeEvents again = %d, %v; want none left that old", n, err)
+	}
+	a := f.claimOne(id, stepA)
+	f.finish(store.Results{Awaits: []store.Await{{Attempt: attempt(a), Event: "done", Keyed: true, EventKey: "k1"}}})
+	// The event sent to the run is kept with the run: it is the first.
+	f.wokenWith(id, `{"v":0}`)
+	f.tick(time.Second)
+	id2 := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	f.send(byKey("k2", `{"v":4}`))
+	if n, err := f.s.PurgeEvents(f.ctx, f.tick(time.Hour), 1); err != nil || n != 1 {
+		t.Fatalf("PurgeEvents with limit 1 = %d, %v", n, err)
+	}
+	a2 := f.claimOne(id2, stepA)
+	f.finish(store.Results{Awaits: []store.Await{{Attempt: attempt(a2), Event: "done", Keyed: true, EventKey: "k2"}}})
+	// Oldest first: k1's {"v":2} went, k2's two remain ({"v":3} predates the run).
+	f.wokenWith(id2, `{"v":4}`)
+}

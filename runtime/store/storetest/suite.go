@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AwaitEndsWithRun", testAwaitEndsWithRun},
 		{"SendToUnknownRun", testSendToUnknownRun},
 		{"SendRacesAwait", testSendRacesAwait},
+		{"PurgeEvents", testPurgeEvents},
 		{"ChildFailureWakesAtOnce", testChildFailureWakesAtOnce},
 		{"ParentEndCancelsChildren", testParentEndCancelsChildren},
 		{"ReleaseWokenParent", testReleaseWokenParent},
