@@ -2,10 +2,10 @@ package pgstore
 
 import (
 	"context"
-	"math"
-	"time"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
