@@ -19,7 +19,8 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- The scan reads lim runs whatever the documents match, so its cost is
 -- bounded; the last row tells where to go on.
 WITH scanned AS (
-    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input
+    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
+           parent_run_id, parent_step, parent_index
     FROM trellis_runs
     WHERE (@workflow::text = '' OR workflow = @workflow::text)
       AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -28,6 +29,7 @@ WITH scanned AS (
       AND (sqlc.narg(created_from)::timestamptz IS NULL OR created_at >= sqlc.narg(created_from)::timestamptz)
       AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
       AND (sqlc.narg(finished_from)::timestamptz IS NULL OR finished_at >= sqlc.narg(finished_from)::timestamptz)
+      AND (@parent::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = @parent::uuid)
       AND (sqlc.narg(after_created)::timestamptz IS NULL
            OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
     ORDER BY created_at DESC, id DESC
@@ -37,7 +39,8 @@ WITH scanned AS (
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
-       (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched
+       (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched,
+       parent_run_id, parent_step, parent_index
 FROM checked
 ORDER BY created_at DESC, id DESC;
 
@@ -140,3 +143,12 @@ SELECT run_id, count(*)::int AS events
 FROM trellis_events
 WHERE run_id = ANY (@ids::uuid[])
 GROUP BY run_id;
+
+-- name: OpsChildRunCounts :many
+-- The runs the steps of a run started, counted by step and status, from
+-- the index of child runs (schema/0012).
+SELECT parent_step::int AS step, status, count(*)::int AS runs
+FROM trellis_runs
+WHERE parent_run_id = @run_id::uuid
+GROUP BY parent_step, status
+ORDER BY parent_step, status;

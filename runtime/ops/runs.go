@@ -48,6 +48,9 @@ type RunFilter struct {
 	// since has no finish time until it ends again. The order stays the
 	// creation order.
 	FinishedFrom time.Time
+	// Parent keeps the runs started by the steps of that run: the items of
+	// its map steps and the runs of its child workflow steps.
+	Parent runtime.RunID
 	// Where is a CEL expression over the run's input, status, tenant and
 	// created (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
@@ -106,6 +109,20 @@ type Run struct {
 	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
 	// Failure is the step that failed a FAILED run, and its error.
 	Failure *runtime.Failure `json:"failure,omitempty"`
+	// Parent is the run whose step started this one, if any.
+	Parent *Parent `json:"parent,omitempty"`
+}
+
+// Parent is the run whose step started a run, and the run's place among
+// those the step started.
+type Parent struct {
+	ID runtime.RunID `json:"id"`
+	// Step is the name of the step; GetRun fills it in (listings leave it
+	// out, to read no other run).
+	Step string `json:"step,omitempty"`
+	// Index is the item's position, for an item of a map step; the
+	// attempt that started it, for a child workflow's run.
+	Index int `json:"index"`
 }
 
 // Duration is how long the run took, from creation to its end; false
@@ -143,7 +160,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	}
 	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
-		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom,
+		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom, Parent: f.Parent,
 		After: after, Limit: limit + 1, // one more: is there a next page?
 	}
 	var (
@@ -188,10 +205,14 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 }
 
 func listed(r store.Run, failure *runtime.Failure) Run {
-	return Run{
+	out := Run{
 		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant, IdempotencyKey: r.IdempotencyKey, Priority: r.Priority,
 		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), FinishedAt: timeOrNil(r.FinishedAt), Failure: failure,
 	}
+	if !r.Parent.IsZero() {
+		out.Parent = &Parent{ID: r.Parent.Task.Run, Index: r.Parent.Index}
+	}
+	return out
 }
 
 // A cursor is the creation time (Unix nanoseconds) and id of the last run
@@ -234,7 +255,7 @@ type RunDetail struct {
 type Step struct {
 	Index  int                `json:"index"`
 	Name   string             `json:"name"`
-	Kind   string             `json:"kind"` // code, sleep or onFailure
+	Kind   string             `json:"kind"` // code, sleep, wait, map, child or onFailure
 	Status runtime.TaskStatus `json:"status"`
 	// Attempts counts the claims of the step's task, across run retries.
 	Attempts int `json:"attempts"`
@@ -251,6 +272,10 @@ type Step struct {
 	WakeAt *time.Time `json:"wakeAt,omitempty"`
 	// Output is its output, once COMPLETED (absent for steps without one).
 	Output json.RawMessage `json:"output,omitempty"`
+	// Children counts the runs the step started, by status: the items of
+	// a map step, the runs of a child workflow step (one per attempt).
+	// trellis runs list -parent lists them.
+	Children map[runtime.RunStatus]int `json:"children,omitempty"`
 }
 
 // Duration is how long the step's latest attempt took, from its start to
@@ -284,8 +309,13 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 	}
 	started := map[int]time.Time{}
 	for _, ev := range events {
-		if ev.Type == runtime.EventStarted || ev.Type == runtime.EventSleeping {
+		switch ev.Type {
+		case runtime.EventStarted, runtime.EventSleeping:
 			started[ev.Step] = ev.At
+		case runtime.EventWaiting:
+			if _, ok := started[ev.Step]; !ok {
+				started[ev.Step] = ev.At
+			}
 		}
 	}
 	d := &RunDetail{Run: listed(r, failure), Input: json.RawMessage(r.Input), Steps: make([]Step, len(tasks))}
@@ -306,7 +336,37 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 		}
 		d.Steps[i] = s
 	}
+	if err := a.family(ctx, r, d); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// family fills in a run's parent's step name and its steps' child runs.
+func (a *Admin) family(ctx context.Context, r store.Run, d *RunDetail) error {
+	if d.Parent != nil {
+		if p, err := a.store.GetRun(ctx, d.Parent.ID); err == nil {
+			d.Parent.Step = stepName(a.stepNames(ctx, p.Version), r.Parent.Task.Step)
+		} else if !errors.Is(err, store.ErrNotFound) { // a purged parent leaves its id
+			return err
+		}
+	}
+	counts, err := a.store.ChildRunCounts(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range counts {
+		for i := range d.Steps {
+			if d.Steps[i].Index != c.Step {
+				continue
+			}
+			if d.Steps[i].Children == nil {
+				d.Steps[i].Children = map[runtime.RunStatus]int{}
+			}
+			d.Steps[i].Children[c.Status] += c.Runs
+		}
+	}
+	return nil
 }
 
 // Event is one entry of a run's event log.

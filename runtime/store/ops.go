@@ -52,6 +52,18 @@ type Ops interface {
 	// shows runs polls this one cheap read for all of them, and reads a
 	// run in full only when its count moved.
 	EventCounts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error)
+	// ChildRunCounts counts the runs the steps of run started (see
+	// Spawn), by step and status, in that order; a run without any has
+	// none. It reads an index of the child runs, not the runs.
+	ChildRunCounts(ctx context.Context, run uuid.UUID) ([]ChildRunCount, error)
+}
+
+// ChildRunCount is how many runs one step of a run started that are in
+// one status.
+type ChildRunCount struct {
+	Step   int
+	Status RunStatus
+	Runs   int
 }
 
 // ActivityQuery is the window RunActivity counts over: Buckets buckets of
@@ -127,6 +139,9 @@ type RunQuery struct {
 	// cancelled) at or after it; a run retried since has no finish time
 	// until it ends again. The listing's order stays the creation order.
 	FinishedFrom time.Time
+	// Parent, when set, keeps the runs started by the steps of that run
+	// (map items, child workflows).
+	Parent uuid.UUID
 	// After continues a listing: only runs that come after the cursor in
 	// the listing's order are returned. The cursor of a page's last run
 	// gives the next page, whatever was created meanwhile.

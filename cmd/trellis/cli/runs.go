@@ -118,6 +118,9 @@ type RunsFilterOptions struct {
 	// Since), whenever they were created.
 	FinishedSince  string
 	IdempotencyKey string
+	// Parent keeps the runs the steps of that run (an id) started: map
+	// items and child workflows.
+	Parent string
 	// Where is a CEL expression over input, status, tenant and created,
 	// type-checked against the input schema of Workflow.
 	Where string
@@ -133,6 +136,7 @@ func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
 	fs.StringVar(&o.FinishedSince, "finished-since", "", "only runs that finished (completed, failed or were cancelled) at or after this `time` (as -since),\n"+
 		"whenever they were created, e.g. -status FAILED -finished-since 1h")
 	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
+	fs.StringVar(&o.Parent, "parent", "", "only the runs the steps of this `run` started (map items, child workflows)")
 	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant and created selects\n"+
 		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
 }
@@ -159,6 +163,11 @@ func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
 	}
 	if f.FinishedFrom, err = parseTimeFlag("finished-since", o.FinishedSince, now); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Parent != "" {
+		if f.Parent, err = uuid.Parse(o.Parent); err != nil {
+			errs = append(errs, fmt.Errorf("-parent %q is not a run id", o.Parent))
+		}
 	}
 	if o.Where != "" && o.Workflow == "" {
 		errs = append(errs, errors.New("-where needs -workflow: the expression is type-checked against that workflow's input schema"))
@@ -367,6 +376,24 @@ func priorityName(p int) string {
 	return fmt.Sprintf("%d (%s)", p, spec.PriorityName(p))
 }
 
+// childrenNote sums up the runs a step started: "3 child runs: 2
+// COMPLETED, 1 RUNNING".
+func childrenNote(counts map[runtime.RunStatus]int) string {
+	total := 0
+	var parts []string
+	for _, st := range ops.RunStatuses() {
+		if n := counts[st]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	noun := "child runs"
+	if total == 1 {
+		noun = "child run"
+	}
+	return fmt.Sprintf("%d %s: %s", total, noun, strings.Join(parts, ", "))
+}
+
 // writeRun prints a run: a header, the failure, the steps as a table, then
 // the input and outputs as indented JSON.
 func writeRun(w io.Writer, r *ops.RunDetail) error {
@@ -374,6 +401,13 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	h.row("Run:", r.ID.String())
 	h.row("Workflow:", r.Workflow+" ("+r.Version+")")
 	h.row("Tenant:", r.Tenant)
+	if p := r.Parent; p != nil {
+		step := p.Step
+		if step == "" {
+			step = "?" // the parent run was purged
+		}
+		h.row("Started by:", fmt.Sprintf("run %s, step %s (index %d)", p.ID, step, p.Index))
+	}
 	if r.IdempotencyKey != "" {
 		h.row("Idempotency key:", r.IdempotencyKey)
 	}
@@ -404,11 +438,16 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 			note = truncate("next attempt "+timestamp(s.WakeAt)+": "+s.Error, 60)
 		case s.Worker != "":
 			note = "on worker " + s.Worker
+		case len(s.Children) > 0 && note == "":
+			note = childrenNote(s.Children)
 		}
 		t.row(s.Name, s.Kind, string(s.Status), fmt.Sprint(s.Attempts), timestamp(s.StartedAt), took, note)
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if slices.ContainsFunc(r.Steps, func(s ops.Step) bool { return len(s.Children) > 0 }) {
+		fmt.Fprintf(w, "\nChild runs: trellis runs list -parent %s\n", r.ID)
 	}
 	fmt.Fprintln(w, "\nInput:")
 	indentJSON(w, "  ", r.Input)
@@ -476,7 +515,7 @@ func (o RunsActOptions) Validate() error {
 		return errors.New("give the ids of the runs or filters that select them, not both")
 	}
 	if len(o.Runs) == 0 && !o.given() {
-		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -finished-since, -idempotency-key, -where)")
+		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -finished-since, -idempotency-key, -parent, -where)")
 	}
 	if len(o.Runs) > 0 && (o.DryRun || o.Yes) {
 		return errors.New("-dry-run and -yes go with filters: runs given by id are acted on as given")

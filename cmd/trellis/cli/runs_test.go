@@ -729,3 +729,52 @@ func TestRunsBulkCancelRetry(t *testing.T) {
 		t.Errorf("cancel with nothing selected printed %q", out)
 	}
 }
+
+type lineCharger struct{}
+
+func (lineCharger) ChargeLine(_ context.Context, item wf.OrdersChargeLineItem) (wf.OrdersChargeLineOutput, error) {
+	return wf.OrdersChargeLineOutput{SKU: item.SKU, ChargeID: "ch-" + item.SKU}, nil
+}
+
+func (lineCharger) Total(_ context.Context, _ wf.OrdersInput, p wf.OrdersTotalParents) (wf.OrdersTotalOutput, error) {
+	return wf.OrdersTotalOutput{Charges: int64(len(p.ChargeLine))}, nil
+}
+
+// TestRunsChildren shows the runs a map step started: counted on the
+// parent's step, listed with -parent, each naming its parent.
+func TestRunsChildren(t *testing.T) {
+	e := newOpsEnv(t)
+	orders, err := wf.RegisterOrders(e.h.Engine, lineCharger{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := orders.Run(t.Context(), wf.OrdersInput{OrderID: "o-1", Lines: []wf.OrdersInputLinesItem{
+		{SKU: "a", Cents: 1}, {SKU: "b", Cents: 2}, {SKU: "free", Cents: 0}, {SKU: "c", Cents: 3},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("runs", "show", res.ID.String())
+	for _, want := range []string{"3 child runs: 3 COMPLETED", "Child runs: trellis runs list -parent " + res.ID.String()} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q:\n%s", want, out)
+		}
+	}
+	var page ops.RunPage
+	e.json(&page, "runs", "list", "-parent", res.ID.String())
+	if len(page.Runs) != 3 {
+		t.Fatalf("runs list -parent = %d runs, want the 3 items", len(page.Runs))
+	}
+	for _, r := range page.Runs {
+		if r.Parent == nil || r.Parent.ID != res.ID || r.Workflow != "orders/charge-line" {
+			t.Errorf("item %s: workflow %s, parent %+v", r.ID, r.Workflow, r.Parent)
+		}
+	}
+	item := page.Runs[len(page.Runs)-1] // the oldest: item 0
+	if out := e.ok("runs", "show", item.ID.String()); !regexp.MustCompile(`Started by: +run `+res.ID.String()+`, step charge-line \(index 0\)`).MatchString(out) {
+		t.Errorf("runs show of an item:\n%s", out)
+	}
+	if code, _, stderr := e.exec("runs", "list", "-parent", "nope"); code != ExitUsage || !strings.Contains(stderr, `-parent "nope" is not a run id`) {
+		t.Errorf("runs list -parent nope = %d, %s", code, stderr)
+	}
+}

@@ -87,6 +87,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
 		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
 		!q.FinishedFrom.IsZero() && (r.FinishedAt.IsZero() || r.FinishedAt.Before(q.FinishedFrom)),
+		q.Parent != uuid.Nil && r.Parent.Task.Run != q.Parent,
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}
@@ -206,6 +207,29 @@ func (s *Store) EventCounts(_ context.Context, ids []uuid.UUID) (map[uuid.UUID]i
 	for _, id := range ids {
 		if r, ok := s.runs[id]; ok {
 			out[id] = len(r.events)
+		}
+	}
+	return out, nil
+}
+
+// ChildRunCounts implements store.Ops.
+func (s *Store) ChildRunCounts(_ context.Context, id uuid.UUID) ([]store.ChildRunCount, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, nil
+	}
+	var out []store.ChildRunCount
+	for _, t := range r.tasks {
+		counts := map[store.RunStatus]int{}
+		for _, k := range s.children[t.rec.Key] {
+			counts[k.rec.Status]++
+		}
+		for _, st := range []store.RunStatus{store.RunCancelled, store.RunCompleted, store.RunFailed, store.RunRunning} {
+			if n := counts[st]; n > 0 {
+				out = append(out, store.ChildRunCount{Step: t.rec.Key.Step, Status: st, Runs: n})
+			}
 		}
 	}
 	return out, nil

@@ -62,6 +62,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
 	}
+	p.Parent = q.Parent // the nil id for any
 	statuses := []string{""}
 	if !q.FinishedFrom.IsZero() && len(q.Statuses) == 0 {
 		// Only ended runs have a finish time; one status at a time lets
@@ -117,7 +118,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Input: r.Input,
+			Input: r.Input, Parent: parentRef(r.ParentRunID, r.ParentStep, r.ParentIndex),
 		})
 	}
 	return out, reached, nil
@@ -230,6 +231,19 @@ func (s *Store) EventCounts(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID
 	}
 	for _, r := range rows {
 		out[r.RunID] = int(r.Events)
+	}
+	return out, nil
+}
+
+// ChildRunCounts implements store.Ops.
+func (s *Store) ChildRunCounts(ctx context.Context, run uuid.UUID) ([]store.ChildRunCount, error) {
+	rows, err := s.q.OpsChildRunCounts(ctx, run)
+	if err != nil {
+		return nil, wrap(err, "counting child runs")
+	}
+	out := make([]store.ChildRunCount, len(rows))
+	for i, r := range rows {
+		out[i] = store.ChildRunCount{Step: int(r.Step), Status: store.RunStatus(r.Status), Runs: int(r.Runs)}
 	}
 	return out, nil
 }

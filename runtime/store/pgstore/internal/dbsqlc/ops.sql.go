@@ -100,6 +100,42 @@ func (q *Queries) OpsActivityFinished(ctx context.Context, arg OpsActivityFinish
 	return items, nil
 }
 
+const opsChildRunCounts = `-- name: OpsChildRunCounts :many
+SELECT parent_step::int AS step, status, count(*)::int AS runs
+FROM trellis_runs
+WHERE parent_run_id = $1::uuid
+GROUP BY parent_step, status
+ORDER BY parent_step, status
+`
+
+type OpsChildRunCountsRow struct {
+	Step   int32
+	Status string
+	Runs   int32
+}
+
+// The runs the steps of a run started, counted by step and status, from
+// the index of child runs (schema/0012).
+func (q *Queries) OpsChildRunCounts(ctx context.Context, runID uuid.UUID) ([]OpsChildRunCountsRow, error) {
+	rows, err := q.db.Query(ctx, opsChildRunCounts, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsChildRunCountsRow{}
+	for rows.Next() {
+		var i OpsChildRunCountsRow
+		if err := rows.Scan(&i.Step, &i.Status, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsCustomPlans = `-- name: OpsCustomPlans :exec
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode
 `
@@ -234,7 +270,8 @@ func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
 
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
-    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input
+    SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
+           parent_run_id, parent_step, parent_index
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -243,16 +280,18 @@ WITH scanned AS (
       AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
       AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
       AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
-      AND ($9::timestamptz IS NULL
-           OR (created_at, id) < ($9::timestamptz, $10::uuid))
+      AND ($9::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = $9::uuid)
+      AND ($10::timestamptz IS NULL
+           OR (created_at, id) < ($10::timestamptz, $11::uuid))
     ORDER BY created_at DESC, id DESC
-    LIMIT $11
+    LIMIT $12
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, (cardinality($12::jsonb[]) = 0 OR s.input::jsonb @> ANY ($12::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($13::jsonb[]) = 0 OR s.input::jsonb @> ANY ($13::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
-       (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched
+       (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
+       parent_run_id, parent_step, parent_index
 FROM checked
 ORDER BY created_at DESC, id DESC
 `
@@ -266,6 +305,7 @@ type OpsRunsScanParams struct {
 	CreatedFrom    *time.Time
 	CreatedTo      *time.Time
 	FinishedFrom   *time.Time
+	Parent         uuid.UUID
 	AfterCreated   *time.Time
 	AfterID        uuid.UUID
 	Lim            int32
@@ -286,6 +326,9 @@ type OpsRunsScanRow struct {
 	FinishedAt     *time.Time
 	Input          []byte
 	Matched        pgtype.Bool
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -309,6 +352,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 		arg.CreatedFrom,
 		arg.CreatedTo,
 		arg.FinishedFrom,
+		arg.Parent,
 		arg.AfterCreated,
 		arg.AfterID,
 		arg.Lim,
@@ -335,6 +379,9 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.FinishedAt,
 			&i.Input,
 			&i.Matched,
+			&i.ParentRunID,
+			&i.ParentStep,
+			&i.ParentIndex,
 		); err != nil {
 			return nil, err
 		}
