@@ -771,7 +771,7 @@ func TestRunsChildren(t *testing.T) {
 		}
 	}
 	item := page.Runs[len(page.Runs)-1] // the oldest: item 0
-	if out := e.ok("runs", "show", item.ID.String()); !regexp.MustCompile(`Started by: +run `+res.ID.String()+`, step charge-line \(index 0\)`).MatchString(out) {
+	if out := e.ok("runs", "show", item.ID.String()); !regexp.MustCompile(`Started by: +run ` + res.ID.String() + `, step charge-line \(index 0\)`).MatchString(out) {
 		t.Errorf("runs show of an item:\n%s", out)
 	}
 	if code, _, stderr := e.exec("runs", "list", "-parent", "nope"); code != ExitUsage || !strings.Contains(stderr, `-parent "nope" is not a run id`) {
