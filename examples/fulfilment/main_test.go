@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/effectivelabs/trellis/examples/fulfilment/workflow"
+	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
 func TestDemoMemory(t *testing.T) { testDemo(t, memstore.New()) }
@@ -36,5 +41,63 @@ func testDemo(t *testing.T, st store.Store) {
 	}
 	if strings.Contains(out.String(), "GIFT-NOTE") {
 		t.Errorf("the free line was charged:\n%s", out.String())
+	}
+}
+
+// TestDeliveryConfirmed is the test-kit example of the README: the
+// customer confirms delivery after the two days in transit.
+func TestDeliveryConfirmed(t *testing.T) {
+	ctx := t.Context()
+	h := trellistest.New(t)
+	steps := &warehouse{out: io.Discard, clock: h.Clock, start: h.Start}
+	if _, err := workflow.RegisterShipment(h.Engine, steps); err != nil { // the child's steps run here too
+		t.Fatal(err)
+	}
+	client, err := workflow.RegisterFulfilment(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(ctx, orders[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(48 * time.Hour) // charged, shipped, two days in transit
+	if _, err := client.SendDeliveryConfirmed(ctx, orders[0].OrderID, workflow.FulfilmentDeliveryConfirmedEvent{SignedBy: "Ada"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.Wait(ctx, ref.ID) // confirm-delivery completes, close runs
+	if err != nil || res.ConfirmDelivery == nil || res.ConfirmDelivery.SignedBy != "Ada" {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	if items := h.Items(ref.ID, "charge-line"); len(items) != 2 || items[1].Status != runtime.RunCompleted {
+		t.Errorf("items of charge-line: %+v (one run per charged line)", items)
+	}
+	if ships := h.ChildRuns(ref.ID, "ship"); len(ships) != 1 || ships[0].Workflow != "shipment" {
+		t.Errorf("runs of ship: %+v", ships)
+	}
+}
+
+// TestNoConfirmation: three days without the event skip the wait, and the
+// order is closed with a support ticket.
+func TestNoConfirmation(t *testing.T) {
+	ctx := t.Context()
+	h := trellistest.New(t)
+	steps := &warehouse{out: io.Discard, clock: h.Clock, start: h.Start}
+	if _, err := workflow.RegisterShipment(h.Engine, steps); err != nil {
+		t.Fatal(err)
+	}
+	client, err := workflow.RegisterFulfilment(h.Engine, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(ctx, orders[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(48*time.Hour + 72*time.Hour)
+	res, err := client.Result(ctx, ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted || res.Steps.ConfirmDelivery != runtime.TaskSkipped ||
+		!strings.HasSuffix(res.Close.Summary, "support ticket opened") {
+		t.Fatalf("Result = %+v, %v", res, err)
 	}
 }
