@@ -27,6 +27,7 @@ type runsForm struct {
 	Since    string
 	Until    string
 	Finished string // finished since
+	Parent   string // a run id: the runs its steps started
 	Where    string
 	Limit    string
 	After    string
@@ -66,6 +67,7 @@ func (f runsForm) query(after string) url.Values {
 	set("since", f.Since)
 	set("until", f.Until)
 	set("finished", f.Finished)
+	set("parent", f.Parent)
 	set("where", f.Where)
 	set("limit", f.Limit)
 	set("after", after)
@@ -78,7 +80,8 @@ func readRunsForm(q url.Values) runsForm {
 		Workflow: strings.TrimSpace(q.Get("workflow")), Tenant: q.Get("tenant"), Key: q.Get("key"),
 		Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")),
 		Finished: strings.TrimSpace(q.Get("finished")), Where: strings.TrimSpace(q.Get("where")),
-		Limit: strings.TrimSpace(q.Get("limit")), After: strings.TrimSpace(q.Get("after")),
+		Parent: strings.TrimSpace(q.Get("parent")),
+		Limit:  strings.TrimSpace(q.Get("limit")), After: strings.TrimSpace(q.Get("after")),
 	}
 	for _, v := range q["status"] {
 		for _, s := range strings.Split(v, ",") {
@@ -121,6 +124,11 @@ func (f runsForm) filter(now time.Time, workflows []string) (ops.RunFilter, erro
 	}
 	if rf.FinishedFrom, err = parseTime(f.Finished, now); err != nil {
 		return rf, &paramError{"finished", err}
+	}
+	if f.Parent != "" {
+		if rf.Parent, err = uuid.Parse(f.Parent); err != nil {
+			return rf, &paramError{"parent", fmt.Errorf("%q is not a run id", f.Parent)}
+		}
 	}
 	if f.Limit != "" {
 		n, err := strconv.Atoi(f.Limit)
@@ -255,6 +263,9 @@ func describe(f ops.RunFilter, form runsForm) string {
 	}
 	if form.Finished != "" {
 		parts = append(parts, "finished since "+f.FinishedFrom.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if f.Parent != uuid.Nil {
+		parts = append(parts, "started by run "+f.Parent.String())
 	}
 	if f.Where != "" {
 		parts = append(parts, "where "+f.Where)
