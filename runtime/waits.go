@@ -105,13 +105,13 @@ func (e *Engine) collectWait(ctx context.Context, c store.ClaimedTask, def *Defi
 
 // Signal sends the event named event to run id, a run of w: its steps
 // waiting for that event receive payload, now or when they begin to
-// wait (see the README's Events). The payload must satisfy the event's
-// schema (an *EventError says where it does not). An id that names no
-// run of w is refused with ErrRunNotFound. WithTx sends it inside the
-// caller's transaction (on Postgres); no other option applies.
-func (w *Workflow) Signal(ctx context.Context, id RunID, event string, payload json.RawMessage, opts ...RunOption) error {
-	_, err := w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Run: id, Payload: payload}}, opts)
-	return err
+// wait (see the README's Events). It returns how many waiting steps it
+// woke. The payload must satisfy the event's schema (an *EventError says
+// where it does not). An id that names no run of w is refused with
+// ErrRunNotFound. WithTx sends it inside the caller's transaction (on
+// Postgres); no other option applies.
+func (w *Workflow) Signal(ctx context.Context, id RunID, event string, payload json.RawMessage, opts ...RunOption) (int, error) {
+	return w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Run: id, Payload: payload}}, opts)
 }
 
 // Send sends the event named event with key: the steps waiting for that

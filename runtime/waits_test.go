@@ -89,8 +89,8 @@ func testEventWait(t *testing.T, h *trellistest.Harness) {
 			t.Fatalf("Send = %d, %v; want 1 wait woken", n, err)
 		}
 		h.RunUntilIdle()
-		if err := wf.Signal(ctx, id, "reviewed", json.RawMessage(`{"stars":5}`)); err != nil {
-			t.Fatal(err)
+		if n, err := wf.Signal(ctx, id, "reviewed", json.RawMessage(`{"stars":5}`)); err != nil || n != 1 {
+			t.Fatalf("Signal = %d, %v; want 1 wait woken", n, err)
 		}
 		h.RunUntilIdle()
 		res := h.Result(id)
@@ -155,7 +155,7 @@ func testEventWait(t *testing.T, h *trellistest.Harness) {
 			t.Errorf("unknown event: %v", err)
 		}
 		missing := runtime.RunID{1}
-		if err := wf.Signal(ctx, missing, "reviewed", json.RawMessage(`{"stars":1}`)); !errors.Is(err, runtime.ErrRunNotFound) {
+		if _, err := wf.Signal(ctx, missing, "reviewed", json.RawMessage(`{"stars":1}`)); !errors.Is(err, runtime.ErrRunNotFound) {
 			t.Errorf("to no run: %v", err)
 		}
 	})

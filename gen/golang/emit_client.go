@@ -231,7 +231,8 @@ func (e *emitter) events(recv *jen.Statement) {
 			ctx.Clone(), jen.Id("id").Qual(runtimePkg, "RunID"), jen.Id("payload").Id(payload), opts.Clone(),
 		).Error().Block(
 			encode(),
-			jen.Return(jen.Id("c").Dot("workflow").Dot("Signal").Call(jen.Id("ctx"), jen.Id("id"), jen.Lit(name), jen.Id("raw"), jen.Id("opts").Op("..."))),
+			jen.List(jen.Id("_"), jen.Err()).Op("=").Id("c").Dot("workflow").Dot("Signal").Call(jen.Id("ctx"), jen.Id("id"), jen.Lit(name), jen.Id("raw"), jen.Id("opts").Op("...")),
+			jen.Return(jen.Err()),
 		))
 		if !ep.keyed {
 			continue

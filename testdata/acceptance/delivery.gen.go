@@ -423,7 +423,8 @@ func (c *DeliveryClient) SignalDelivered(ctx context.Context, id runtime.RunID, 
 	if err != nil {
 		return fmt.Errorf("encoding event delivered: %w", err)
 	}
-	return c.workflow.Signal(ctx, id, "delivered", raw, opts...)
+	_, err = c.workflow.Signal(ctx, id, "delivered", raw, opts...)
+	return err
 }
 
 // SendDelivered sends event delivered with key: the steps waiting for
@@ -450,7 +451,8 @@ func (c *DeliveryClient) SignalReview(ctx context.Context, id runtime.RunID, pay
 	if err != nil {
 		return fmt.Errorf("encoding event review: %w", err)
 	}
-	return c.workflow.Signal(ctx, id, "review", raw, opts...)
+	_, err = c.workflow.Signal(ctx, id, "review", raw, opts...)
+	return err
 }
 
 // CreateSchedule creates a cron schedule that starts a delivery run with input

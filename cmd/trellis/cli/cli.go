@@ -49,6 +49,7 @@ func Commands() []Command {
 		QueueCommand{},
 		WorkflowsCommand{},
 		SchedulesCommand{},
+		EventsCommand{},
 		DashboardCommand{},
 		BenchCommand{},
 	}

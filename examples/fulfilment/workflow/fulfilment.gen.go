@@ -372,7 +372,8 @@ func (c *FulfilmentClient) SignalDeliveryConfirmed(ctx context.Context, id runti
 	if err != nil {
 		return fmt.Errorf("encoding event delivery-confirmed: %w", err)
 	}
-	return c.workflow.Signal(ctx, id, "delivery-confirmed", raw, opts...)
+	_, err = c.workflow.Signal(ctx, id, "delivery-confirmed", raw, opts...)
+	return err
 }
 
 // SendDeliveryConfirmed sends event delivery-confirmed with key: the steps

@@ -392,7 +392,8 @@ func (c *FulfilClient) SignalPickedUp(ctx context.Context, id runtime.RunID, pay
 	if err != nil {
 		return fmt.Errorf("encoding event picked-up: %w", err)
 	}
-	return c.workflow.Signal(ctx, id, "picked-up", raw, opts...)
+	_, err = c.workflow.Signal(ctx, id, "picked-up", raw, opts...)
+	return err
 }
 
 // SendPickedUp sends event picked-up with key: the steps waiting for picked-up
@@ -419,7 +420,8 @@ func (c *FulfilClient) SignalCancelled(ctx context.Context, id runtime.RunID, pa
 	if err != nil {
 		return fmt.Errorf("encoding event cancelled: %w", err)
 	}
-	return c.workflow.Signal(ctx, id, "cancelled", raw, opts...)
+	_, err = c.workflow.Signal(ctx, id, "cancelled", raw, opts...)
+	return err
 }
 
 // CreateSchedule creates a cron schedule that starts a fulfil run with input

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/ops"
+)
+
+// EventsCommand is trellis events: it sends an event to the waits of a
+// run, or by key, as a workflow's generated client would.
+type EventsCommand struct {
+	// Clock stamps the events sent; nil is the system clock.
+	Clock clock.Clock
+}
+
+// Name implements Command.
+func (EventsCommand) Name() string { return "events" }
+
+// Summary implements Command.
+func (EventsCommand) Summary() string {
+	return "send an event to a run's waiting steps, or by key (send)"
+}
+
+// EventsSendOptions are the options of trellis events send.
+type EventsSendOptions struct {
+	OpsOptions
+	Workflow, Event string
+	// Run is the id of the run to send the event to; Key the key to send
+	// it with (one of them).
+	Run, Key string
+	// Tenant is the tenant of the runs a keyed event reaches.
+	Tenant string
+	// Payload is the event's payload, a JSON object.
+	Payload string
+}
+
+// Validate reports what is wrong with the options, naming each flag.
+func (o EventsSendOptions) Validate() error {
+	var errs []error
+	switch {
+	case o.Run == "" && o.Key == "":
+		errs = append(errs, errors.New("give -run RUN to send the event to a run, or -key KEY to send it by key"))
+	case o.Run != "" && o.Key != "":
+		errs = append(errs, errors.New("give -run or -key, not both"))
+	case o.Run != "":
+		if _, err := uuid.Parse(o.Run); err != nil {
+			errs = append(errs, fmt.Errorf("-run %q is not a run id", o.Run))
+		}
+	}
+	if o.Tenant != "" && o.Run != "" {
+		errs = append(errs, errors.New("-tenant goes with -key: an event sent to a run reaches that run, whatever its tenant"))
+	}
+	if !json.Valid([]byte(o.Payload)) {
+		errs = append(errs, fmt.Errorf("the payload %q is not JSON: give the event's payload as a JSON object, such as '{\"signedBy\": \"ada\"}'", o.Payload))
+	}
+	return errors.Join(errs...)
+}
+
+// Run implements Command.
+func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	sub := ""
+	if len(args) > 0 {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "help", "":
+		w := stdout
+		if sub == "" {
+			w = stderr
+		}
+		c.usage(w)
+		if sub == "" {
+			return ExitUsage
+		}
+		return ExitOK
+	case "send":
+		o := EventsSendOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
+		fs := newFlagSet("events send", "[flags] WORKFLOW EVENT PAYLOAD",
+			"Send event EVENT of workflow WORKFLOW with PAYLOAD (a JSON object), checked against\n"+
+				"the event's schema in the workflow's newest stored version: to one run (-run),\n"+
+				"whose steps waiting for it receive it, or by key (-key), for the steps waiting\n"+
+				"for it with that key in runs of the tenant (-tenant). A step that begins to\n"+
+				"wait later receives it then. It prints how many waiting steps it woke.")
+		addOpsFlags(fs, &o.OpsOptions)
+		fs.StringVar(&o.Run, "run", "", "send the event to this `run`")
+		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
+		fs.StringVar(&o.Tenant, "tenant", "", "with -key: the `tenant` of the runs it reaches (default: the default tenant)")
+		positional, code := parseInterspersed(fs, args, stderr)
+		if code >= 0 {
+			return code
+		}
+		if len(positional) != 3 {
+			fmt.Fprintln(stderr, "trellis events send: give a workflow, an event and its payload: trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD")
+			return ExitUsage
+		}
+		o.Workflow, o.Event, o.Payload = positional[0], positional[1], positional[2]
+		return EventsSend(ctx, o, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "trellis events: unknown subcommand %q\n\n", sub)
+	c.usage(stderr)
+	return ExitUsage
+}
+
+func (EventsCommand) usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: trellis events send [flags] WORKFLOW EVENT PAYLOAD
+
+	trellis events send -run RUN WORKFLOW EVENT PAYLOAD              to one run
+	trellis events send -key KEY [-tenant T] WORKFLOW EVENT PAYLOAD  by key
+
+Takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.
+`)
+}
+
+// EventsSend runs trellis events send with opts and returns its exit
+// code.
+func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		e := ops.SendEvent{Workflow: o.Workflow, Event: o.Event, Key: o.Key, Tenant: o.Tenant, Payload: json.RawMessage(o.Payload)}
+		if o.Run != "" {
+			e.Run = uuid.MustParse(o.Run)
+		}
+		sent, err := a.SendEvent(ctx, e)
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, sent)
+		}
+		to := "run " + o.Run
+		if o.Run == "" {
+			to = "key " + o.Key
+		}
+		steps := "steps"
+		if sent.Woken == 1 {
+			steps = "step"
+		}
+		_, err = fmt.Fprintf(stdout, "sent %s of %s to %s: woke %d waiting %s\n", o.Event, o.Workflow, to, sent.Woken, steps)
+		return -1, err
+	})
+}
