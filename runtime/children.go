@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,9 +24,6 @@ import (
 // The step's timeout bounds each child run: at its deadline the run is
 // cancelled and the attempt times out. A parent run that ends otherwise
 // than completed cancels its running child runs (the stores' rule).
-
-// errNoChildOutput marks a child run that completed with no outputs.
-var errNoChildOutput = errors.New("no outputs")
 
 // compileChild compiles the input expressions of child workflow step i,
 // if it has any.
@@ -168,12 +164,12 @@ func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Def
 		}
 		return fail(fmt.Sprintf("timed out after %v: workflow %s (run %s) was cancelled", step.Timeout, name, run.ID), true), nil
 	case run.Status == store.RunFailed:
-		return fail(fmt.Sprintf("workflow %s failed (run %s): %s", name, run.ID, childFailure(ctx, e, run)), false), nil
+		return fail(fmt.Sprintf("workflow %s failed (run %s): %s", name, run.ID, e.childFailure(ctx, run)), false), nil
 	case run.Status != store.RunCompleted:
 		return fail(fmt.Sprintf("workflow %s was %s (run %s)", name, run.Status, run.ID), false), nil
 	}
 	out, err := e.childOutputs(ctx, run)
-	if err != nil && !errors.Is(err, errNoChildOutput) {
+	if err != nil {
 		return store.Results{}, err
 	}
 	if verr := def.validateOutput(step.Index, out); verr != nil {
@@ -211,7 +207,7 @@ func (e *Engine) childOutputs(ctx context.Context, run *store.RunWithTasks) (jso
 }
 
 // childFailure says which step of a failed child run failed, and how.
-func childFailure(ctx context.Context, e *Engine, run *store.RunWithTasks) string {
+func (e *Engine) childFailure(ctx context.Context, run *store.RunWithTasks) string {
 	def, err := e.definition(ctx, run.Version)
 	if err != nil || run.FailedStep < 0 || run.FailedStep >= len(def.graph.Steps) {
 		return run.Error
