@@ -115,29 +115,40 @@ func (p *Program) Source() string { return p.source }
 // Compile parses and type-checks expr. It returns every problem found;
 // a program is returned only when there are none.
 func (e *Env) Compile(expr string) (*Program, []Issue) {
+	return compile(e, expr, func(out *types.Type) string {
+		if !out.IsExactType(types.BoolType) {
+			return fmt.Sprintf("condition must be a boolean expression, but %q has type %s", expr, out)
+		}
+		return ""
+	}, func(prg cel.Program, _ *types.Type) *Program { return &Program{source: expr, prg: prg} })
+}
+
+// compile parses and type-checks expr over input and parents, refusing
+// a selection of a step that is not a parent and a type that want does
+// not accept (it says why, or returns ""), and returns what build makes
+// of the program and its type. It returns every problem found.
+func compile[T any](e *Env, expr string, want func(*types.Type) string, build func(cel.Program, *types.Type) T) (T, []Issue) {
+	var zero T
 	parsed, iss := e.cel.Parse(expr)
 	if iss.Err() != nil {
-		return nil, issues(iss)
+		return zero, issues(iss)
 	}
 	if bad := e.nonParents(parsed); len(bad) > 0 {
-		return nil, bad
+		return zero, bad
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
-		return nil, issues(iss)
+		return zero, issues(iss)
 	}
-	if !checked.OutputType().IsExactType(types.BoolType) {
-		return nil, []Issue{{Line: 1, Column: 1, Message: fmt.Sprintf(
-			"condition must be a boolean expression, but %q has type %s", expr, checked.OutputType())}}
+	out := checked.OutputType()
+	if msg := want(out); msg != "" {
+		return zero, []Issue{{Line: 1, Column: 1, Message: msg}}
 	}
-	prg, err := e.cel.Program(checked,
-		cel.CostLimit(costLimit),
-		cel.InterruptCheckFrequency(100),
-	)
+	prg, err := e.cel.Program(checked, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
-		return nil, []Issue{{Line: 1, Column: 1, Message: err.Error()}}
+		return zero, []Issue{{Line: 1, Column: 1, Message: err.Error()}}
 	}
-	return &Program{source: expr, prg: prg}, nil
+	return build(prg, out), nil
 }
 
 // Parse checks only the syntax of a condition, for when the schemas it

@@ -30,35 +30,24 @@ func (x *ListExpr) Source() string { return x.source }
 // parents.load.rows.filter(r, r.amount > 0). It returns every problem
 // found; an expression is returned only when there are none.
 func (e *Env) CompileList(expr string) (*ListExpr, []Issue) {
-	parsed, iss := e.cel.Parse(expr)
-	if iss.Err() != nil {
-		return nil, issues(iss)
-	}
-	if bad := e.nonParents(parsed); len(bad) > 0 {
-		return nil, bad
-	}
-	checked, iss := e.cel.Check(parsed)
-	if iss.Err() != nil {
-		return nil, issues(iss)
-	}
-	out := checked.OutputType()
-	if out.Kind() != types.ListKind {
-		return nil, []Issue{{Line: 1, Column: 1, Message: fmt.Sprintf(
-			"forEach must be a list, but %q has type %s", expr, out)}}
-	}
-	item, err := e.schemaOf(out.Parameters()[0])
-	if err != nil {
-		return nil, []Issue{{Line: 1, Column: 1, Message: fmt.Sprintf("the items of %q: %v", expr, err)}}
-	}
-	raw, err := json.Marshal(item)
-	if err != nil {
-		return nil, []Issue{{Line: 1, Column: 1, Message: err.Error()}}
-	}
-	prg, err := e.cel.Program(checked, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
-	if err != nil {
-		return nil, []Issue{{Line: 1, Column: 1, Message: err.Error()}}
-	}
-	return &ListExpr{source: expr, prg: prg, ItemSchema: string(raw)}, nil
+	var itemSchema string
+	return compile(e, expr, func(out *types.Type) string {
+		if out.Kind() != types.ListKind {
+			return fmt.Sprintf("forEach must be a list, but %q has type %s", expr, out)
+		}
+		item, err := e.schemaOf(out.Parameters()[0])
+		if err != nil {
+			return fmt.Sprintf("the items of %q: %v", expr, err)
+		}
+		raw, err := json.Marshal(item)
+		if err != nil {
+			return err.Error()
+		}
+		itemSchema = string(raw)
+		return ""
+	}, func(prg cel.Program, _ *types.Type) *ListExpr {
+		return &ListExpr{source: expr, prg: prg, ItemSchema: itemSchema}
+	})
 }
 
 // schemaOf describes values of a CEL type as a JSON Schema: the schema an

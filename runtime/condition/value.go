@@ -27,22 +27,9 @@ func (x *ValueExpr) Source() string { return x.source }
 // expression is returned only when there are none. Whether the value
 // fits where it goes is Assignable's to say.
 func (e *Env) CompileValue(expr string) (*ValueExpr, []Issue) {
-	parsed, iss := e.cel.Parse(expr)
-	if iss.Err() != nil {
-		return nil, issues(iss)
-	}
-	if bad := e.nonParents(parsed); len(bad) > 0 {
-		return nil, bad
-	}
-	checked, iss := e.cel.Check(parsed)
-	if iss.Err() != nil {
-		return nil, issues(iss)
-	}
-	prg, err := e.cel.Program(checked, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
-	if err != nil {
-		return nil, []Issue{{Line: 1, Column: 1, Message: err.Error()}}
-	}
-	return &ValueExpr{source: expr, prg: prg, typ: checked.OutputType(), env: e}, nil
+	return compile(e, expr, func(*types.Type) string { return "" }, func(prg cel.Program, out *types.Type) *ValueExpr {
+		return &ValueExpr{source: expr, prg: prg, typ: out, env: e}
+	})
 }
 
 // Eval evaluates the expression and returns its value as JSON.
