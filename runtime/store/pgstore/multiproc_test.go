@@ -101,6 +101,10 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	if _, err := multiproc.RegisterBulk(engine, &bulkSteps{rec}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
 		log.Error("start", "error", err)
 		return 1
@@ -201,6 +205,7 @@ type cluster struct {
 	chaos   *multiproc.ChaosClient
 	limited *multiproc.LimitedClient
 	paced   *multiproc.PacedClient
+	bulk    *multiproc.BulkClient
 	workers map[string]*exec.Cmd
 	logs    []string // log files of every worker started
 }
@@ -250,8 +255,12 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bulk, err := multiproc.NewBulkClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		limited: limited, paced: paced, workers: map[string]*exec.Cmd{}}
+		limited: limited, paced: paced, bulk: bulk, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.
