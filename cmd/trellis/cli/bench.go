@@ -60,6 +60,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		sleepers  = fs.Int("sleepers", def.Sleepers, "sleeping runs of the sleep scenario")
 		sleep     = fs.Duration("sleep", def.Sleep, "how long each of them sleeps")
 		purgeRuns = fs.Int("purge-runs", def.PurgeRuns, "finished runs past their retention the purge scenario inserts for the leader to delete")
+		mapItems  = fs.Int("map-items", def.MapItems, "items of the map scenario's map step")
 		engine    bench.EngineSettings
 		opts      BenchOptions
 		keep      bool
@@ -101,7 +102,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		dst *int
 		v   int
 	}{"runs": {&opts.Runs, *runs}, "memory-runs": {&opts.MemoryRuns, *memRuns}, "max-backlog": {&opts.MaxBacklog, *backlog}, "sleepers": {&opts.Sleepers, *sleepers},
-		"purge-runs": {&opts.PurgeRuns, *purgeRuns},
+		"purge-runs": {&opts.PurgeRuns, *purgeRuns}, "map-items": {&opts.MapItems, *mapItems},
 	}
 	for name, f := range ints {
 		if set[name] {

@@ -19,11 +19,13 @@ const (
 	ScenarioMemory     = "memory"
 	// ScenarioFlow: burn-downs under concurrency limits and priorities.
 	ScenarioFlow = "flow"
+	// ScenarioMap: one run's map step over MapItems items.
+	ScenarioMap = "map"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory, ScenarioFlow}
+	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory, ScenarioFlow, ScenarioMap}
 }
 
 // Options configure a bench run. Start from DefaultOptions (or
@@ -66,6 +68,8 @@ type Options struct {
 	// retention, that the purge scenario inserts for the leader to delete
 	// while a burn-down of Runs runs is worked.
 	PurgeRuns int
+	// MapItems is the number of items of the map scenario's one run.
+	MapItems int
 	// Engine holds the settings of every engine that executes steps.
 	Engine EngineSettings
 	// Keep keeps each scenario's schema instead of dropping it.
@@ -96,6 +100,7 @@ func DefaultOptions() Options {
 		Sleepers:        100000,
 		Sleep:           30 * time.Second,
 		PurgeRuns:       300000,
+		MapItems:        10000,
 	}
 }
 
@@ -115,6 +120,7 @@ func QuickOptions() Options {
 	o.Sleepers = 500
 	o.Sleep = 3 * time.Second
 	o.PurgeRuns = 3000
+	o.MapItems = 1000
 	return o
 }
 
@@ -149,6 +155,7 @@ func (o Options) Validate() error {
 		{"fairness backlog", int64(o.FairnessBacklog)}, {"fairness tenants", int64(o.FairnessTenants)},
 		{"fairness runs", int64(o.FairnessRuns)}, {"fairness workers", int64(o.FairnessWorkers)},
 		{"sleepers", int64(o.Sleepers)}, {"sleep", int64(o.Sleep)}, {"purge runs", int64(o.PurgeRuns)},
+		{"map items", int64(o.MapItems)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

@@ -33,6 +33,7 @@ func Report(w io.Writer, r *Results) {
 	reportLatency(w, r)
 	reportFairness(w, r)
 	reportSleep(w, r)
+	reportMap(w, r)
 	reportPurge(w, r)
 	reportFlow(w, r)
 	if len(r.Errors) > 0 {
@@ -189,6 +190,26 @@ func reportSleep(w io.Writer, r *Results) {
 	t.add("finishing", dur(s.Finish), "last WOKEN event to the last run COMPLETED")
 	t.write(w)
 	writeNotes(w, "sleep", s.Notes)
+}
+
+func reportMap(w io.Writer, r *Results) {
+	m := r.Map
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nMAP  one run whose map step runs a no-op item %s times, each item a run of its own, on one engine in this process\n",
+		count(int64(m.Items)))
+	t := &table{indent: "  ", right: []bool{false, true}}
+	t.add("spawn", dur(m.Spawn), fmt.Sprintf("the transaction creating every item run and queueing it: %d statements (4, and 2 per 10,000 items)", m.SpawnStatements))
+	t.add("ready", dur(m.Ready), "from the trigger to the first item STARTED")
+	t.add("items", rate(m.ItemsPerSec)+" items/s", fmt.Sprintf("first item STARTED to the last COMPLETED, %s", dur(m.ItemsElapsed)))
+	t.add("fan-in", dur(m.FanIn), "last item COMPLETED to the map step COMPLETED with every output, in item order")
+	if m.DBCPUPerItem > 0 {
+		t.add("database CPU", dur(m.DBCPUPerItem)+" per item", "Postgres processes' user and system time, trigger to completion")
+	}
+	t.add("WAL", bytesIEC(m.WALPerItem)+" per item", "write-ahead log written, trigger to completion")
+	t.write(w)
+	writeNotes(w, "map", m.Notes)
 }
 
 func reportPurge(w io.Writer, r *Results) {

@@ -26,6 +26,7 @@ type Results struct {
 	Fairness *Fairness    `json:"fairness,omitempty"`
 	Sleep    *Sleep       `json:"sleep,omitempty"`
 	Purge    *Purge       `json:"purge,omitempty"`
+	Map      *Map         `json:"map,omitempty"`
 	// Errors are the scenarios (or cases) that failed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -45,6 +46,7 @@ type Sizes struct {
 	Sleepers        int           `json:"sleepers"`
 	Sleep           time.Duration `json:"sleep_ns"`
 	PurgeRuns       int           `json:"purge_runs"`
+	MapItems        int           `json:"map_items"`
 }
 
 // Environment is where the figures were measured.
@@ -74,7 +76,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			Runs: o.Runs, MemoryRuns: o.MemoryRuns, SteadyDuration: o.SteadyDuration, SteadyWarmup: o.SteadyWarmup,
 			MaxBacklog: o.MaxBacklog, LatencyRuns: o.LatencyRuns, FairnessBacklog: o.FairnessBacklog,
 			FairnessTenants: o.FairnessTenants, FairnessRuns: o.FairnessRuns, FairnessWorkers: o.FairnessWorkers,
-			Sleepers: o.Sleepers, Sleep: o.Sleep, PurgeRuns: o.PurgeRuns,
+			Sleepers: o.Sleepers, Sleep: o.Sleep, PurgeRuns: o.PurgeRuns, MapItems: o.MapItems,
 		},
 	}
 	if o.needsPostgres() {
@@ -131,6 +133,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		case ScenarioFlow:
 			t, err := RunFlow(ctx, o)
 			res.Flow = append(res.Flow, t...)
+			fail(s, err)
+		case ScenarioMap:
+			m, err := RunMap(ctx, o)
+			if err == nil {
+				res.Map = &m
+			}
 			fail(s, err)
 		}
 	}

@@ -248,3 +248,21 @@ func TestRunDropsSchemasAndKeepsOnRequest(t *testing.T) {
 		t.Errorf("schemas %v: want one, dropped", seen)
 	}
 }
+
+func TestMap(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	o.MapItems = 500
+	m, err := RunMap(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Items != 500 || m.ItemsPerSec <= 0 || m.Spawn <= 0 || m.Ready <= 0 || m.FanIn < 0 || m.WALPerItem <= 0 {
+		t.Errorf("map figures: %+v", m)
+	}
+	// The spawn is a few statements in one transaction, however many
+	// items: begin, lock, wait, insert runs, insert tasks, queue, commit.
+	if m.SpawnStatements < 3 || m.SpawnStatements > 12 {
+		t.Errorf("the spawn ran %d statements, want a handful whatever the items", m.SpawnStatements)
+	}
+}
