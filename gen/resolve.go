@@ -84,11 +84,11 @@ func (r *resolver) Resolve(from, name, file string) (*workflow.Workflow, error) 
 			for _, n := range names {
 				all = append(all, n)
 			}
-			return nil, fmt.Errorf("no workflow file in %s declares workflow %q%s; put it beside this file, or name its file with file:", displayDir(dir), name, nameHint(name, all))
+			return nil, fmt.Errorf("no workflow file in %s declares workflow %q%s; put it beside this file, or name its file with file", displayDir(dir), name, nameHint(name, all))
 		case 1:
 			path = candidates[0]
 		default:
-			return nil, fmt.Errorf("workflow %q is declared by more than one file in %s (%s); name one with file:", name, displayDir(dir), strings.Join(bases(candidates), ", "))
+			return nil, fmt.Errorf("workflow %q is declared by more than one file in %s (%s); name the one to start with file", name, displayDir(dir), strings.Join(bases(candidates), ", "))
 		}
 	}
 	key := filepath.Clean(path)

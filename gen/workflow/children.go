@@ -82,7 +82,7 @@ func childOutputSchema(child *Workflow, pos Pos) (*Schema, error) {
 			}
 			delete(node, "$defs")
 		}
-		var prop any = renameRefs(node, s.Name)
+		prop := renameRefs(node, s.Name)
 		if s.IsMap() {
 			prop = map[string]any{"type": "array", "items": prop}
 		}

@@ -198,8 +198,11 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 		return res, err
 	}
 	var outputs []struct{ N int }
-	if err := json.Unmarshal(out.Outputs["each"], &outputs); err != nil || len(outputs) != o.MapItems {
-		return res, fmt.Errorf("the map's output holds %d items (%v), want %d", len(outputs), err, o.MapItems)
+	if err := json.Unmarshal(out.Outputs["each"], &outputs); err != nil {
+		return res, fmt.Errorf("decoding the map's output: %w", err)
+	}
+	if len(outputs) != o.MapItems {
+		return res, fmt.Errorf("the map's output holds %d items, want %d", len(outputs), o.MapItems)
 	}
 	for i, x := range outputs {
 		if x.N != i {
