@@ -39,7 +39,8 @@ func TestChildRunsLinked(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.page("/runs/"+res.ID.String(), 200)
-	for _, want := range []string{"Child runs", "3 completed", `href="/runs?parent=` + res.ID.String() + `"`} {
+	for _, want := range []string{"Child runs", "3 completed", `href="/runs?parent=` + res.ID.String() + `"`, "k-waiting",
+		"square: waited"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the run page lacks %q", want)
 		}

@@ -130,6 +130,8 @@ func newTimeline(run *ops.RunDetail, events []ops.Event, now time.Time) timeline
 			state[ev.Step] = &open{kind: "backoff", attempt: ev.Attempt, from: ev.At}
 		case runtime.EventSleeping:
 			state[ev.Step] = &open{kind: "sleeping", attempt: ev.Attempt, from: ev.At}
+		case runtime.EventWaiting:
+			state[ev.Step] = &open{kind: "waiting", attempt: ev.Attempt, from: ev.At}
 		case runtime.EventSkipped, runtime.EventCancelled:
 			if i, ok := rows[ev.Step]; ok {
 				tl.Rows[i].Events = append(tl.Rows[i].Events, timelineMark{
@@ -140,7 +142,7 @@ func newTimeline(run *ops.RunDetail, events []ops.Event, now time.Time) timeline
 	}
 	for step, o := range state {
 		end := tl.End
-		if o.kind == "backoff" || o.kind == "sleeping" || run.FinishedAt == nil {
+		if o.kind == "backoff" || o.kind == "sleeping" || o.kind == "waiting" || run.FinishedAt == nil {
 			end = now
 			if end.Before(o.from) {
 				end = o.from
@@ -179,6 +181,8 @@ func spanTitle(step string, s span) string {
 		return fmt.Sprintf("%s: waited %s before its next attempt", step, took)
 	case "sleeping":
 		return fmt.Sprintf("%s: slept %s", step, took)
+	case "waiting":
+		return fmt.Sprintf("%s: waited %s for its child runs or its event", step, took)
 	}
 	return fmt.Sprintf("%s: queued %s from %s", step, took, s.From.Format("15:04:05.000"))
 }

@@ -340,7 +340,7 @@ func TestStatus(t *testing.T) {
 		Steps:     []spec.Step{{Name: "a"}, {Name: "b", Parents: []string{"a"}}, {Name: "c", Parents: []string{"a"}}, {Name: "d", Parents: []string{"b", "c"}}},
 		OnFailure: &spec.OnFailure{Name: "h"},
 	}
-	opts := Options{Status: map[string]string{"a": "COMPLETED", "b": "completed", "c": "FAILED", "h": "waiting", "d": ""}}
+	opts := Options{Status: map[string]string{"a": "COMPLETED", "b": "completed", "c": "FAILED", "h": "paused", "d": ""}}
 	mmd, err := Render(w, Mermaid, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -349,8 +349,8 @@ func TestStatus(t *testing.T) {
 		"    class step_a,step_b status_completed\n" +
 		"    classDef status_failed fill:#ffc9c9,stroke:#e03131,color:#000\n" +
 		"    class step_c status_failed\n" +
-		"    classDef status_waiting fill:#e9ecef,stroke:#868e96,color:#000\n" +
-		"    class on_failure status_waiting\n"
+		"    classDef status_paused fill:#e9ecef,stroke:#868e96,color:#000\n" +
+		"    class on_failure status_paused\n"
 	if !strings.HasSuffix(string(mmd), wantMermaid) {
 		t.Errorf("Mermaid classes: got\n%s\nwant it to end with\n%s", mmd, wantMermaid)
 	}

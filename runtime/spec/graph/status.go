@@ -42,6 +42,8 @@ func statusColours(key string) colours {
 		return colours{"#a5d8ff", "#1971c2"}
 	case "sleeping":
 		return colours{"#e5dbff", "#7048e8"}
+	case "waiting":
+		return colours{"#c3fae8", "#0ca678"}
 	case "retrying":
 		return colours{"#ffec99", "#f08c00"}
 	case "completed":
