@@ -48,6 +48,15 @@ func (d *Definition) compileChild(i int, env *condition.Env) error {
 	return nil
 }
 
+// childFields are the compiled input expressions of child workflow step
+// i, by field; nil when its code builds the input.
+func (d *Definition) childFields(i int) map[string]*condition.ValueExpr {
+	if d.childInputs == nil {
+		return nil
+	}
+	return d.childInputs[i]
+}
+
 // childInput builds the input of a child workflow step's run from its
 // input expressions.
 func (d *Definition) childInput(ctx context.Context, step *dag.Step, input []byte, parents map[string]json.RawMessage) (json.RawMessage, error) {
@@ -56,7 +65,7 @@ func (d *Definition) childInput(ctx context.Context, step *dag.Step, input []byt
 	if err != nil {
 		return nil, fmt.Errorf("input of workflow %s: %w", d.spec.Steps[step.Index].Workflow.Name, err)
 	}
-	fields := d.childInputs[step.Index]
+	fields := d.childFields(step.Index)
 	names := make([]string, 0, len(fields))
 	for name := range fields {
 		names = append(names, name)

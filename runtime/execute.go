@@ -111,7 +111,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
 			continue
-		case step.Kind == store.KindMap || step.Kind == store.KindChild && def.childInputs[step.Index] != nil:
+		case step.Kind == store.KindMap || step.Kind == store.KindChild && def.childFields(step.Index) != nil:
 			var sp store.Spawn
 			if step.Kind == store.KindMap {
 				sp, err = e.spawnItems(ctx, c, def, step, completed)

@@ -59,12 +59,20 @@ func (d *Definition) compileEvents(env func() (*condition.InputEnv, error)) erro
 	return nil
 }
 
+// waitKey is the compiled key of wait step i, or nil when it has none.
+func (d *Definition) waitKey(i int) *condition.KeyExpr {
+	if d.waitKeys == nil {
+		return nil
+	}
+	return d.waitKeys[i]
+}
+
 // await is the result of a claimed wait task: it waits for its event,
 // keyed when its step declares a key, until its timeout.
 func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Await, error) {
 	w := def.spec.Steps[step.Index].WaitFor
 	a := store.Await{Attempt: attemptOf(c), Event: w.Event}
-	if x := def.waitKeys[step.Index]; x != nil {
+	if x := def.waitKey(step.Index); x != nil {
 		key, err := x.Eval(ctx, c.Input)
 		if err != nil {
 			return a, fmt.Errorf("waitFor key of step %s: %w", step.Name, err)

@@ -160,3 +160,47 @@ func testEventWait(t *testing.T, h *trellistest.Harness) {
 		}
 	})
 }
+
+// TestLoneKindsOfSteps runs workflows whose only wait has no key and whose
+// only child workflow step builds its input in code: what the definition
+// compiles for keys and input expressions is then absent, not empty.
+func TestLoneKindsOfSteps(t *testing.T) {
+	h := trellistest.New(t)
+	ctx := t.Context()
+	waits, err := h.Engine.Register(&runtime.WorkflowSpec{
+		Name: "lone-wait", InputSchema: `{"type":"object"}`,
+		Events: []runtime.EventSpec{{Name: "go", Schema: `{"type":"object"}`}},
+		Steps:  []runtime.StepSpec{{Name: "wait", WaitFor: &runtime.WaitForSpec{Event: "go"}}},
+	}, runtime.Handlers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := waits.Trigger(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	if _, err := waits.Signal(ctx, ref.ID, "go", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := waits.Wait(ctx, ref.ID); err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("lone wait: %+v, %v", res, err)
+	}
+	if _, err := h.Engine.Register(&runtime.WorkflowSpec{
+		Name: "leaf", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "only"}},
+	}, runtime.Handlers{Steps: map[string]runtime.StepFunc{"only": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil }}}); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := h.Engine.Register(&runtime.WorkflowSpec{
+		Name: "lone-child", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{{Name: "start", Workflow: &runtime.ChildWorkflowSpec{Name: "leaf"}}},
+	}, runtime.Handlers{Steps: map[string]runtime.StepFunc{"start": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := parent.Run(ctx, nil); err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("lone child: %+v, %v", res, err)
+	}
+}
