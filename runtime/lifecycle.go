@@ -268,8 +268,8 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 	}()
 	for batch.Len() < maxFlush {
 		lc.p.drain(batch, maxFlush)
-		if batch.Len() >= maxFlush || len(lc.p.slots) == 0 || e.cfg.BatchWindow <= 0 {
-			return // no step running: nothing more is coming soon
+		if batch.Len() >= maxFlush || lc.p.inCode.Load() == 0 || e.cfg.BatchWindow <= 0 {
+			return // no step's code is running: nothing more is coming soon
 		}
 		if t == nil {
 			t = e.clock.NewTimer(e.cfg.BatchWindow)

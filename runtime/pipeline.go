@@ -26,6 +26,11 @@ type pipeline struct {
 	results chan store.Results // from steps and the planner to the recorder
 	steps   sync.WaitGroup     // running steps
 	running atomic.Int64       // steps whose result is not yet in results
+	// inCode counts the steps whose code has not returned: when none has,
+	// no result is about to come, and the recorder need not wait for
+	// one (running, and the slots, count a step until its result is
+	// handed over, which comes after).
+	inCode atomic.Int64
 	// stepEnded is signalled when a step stops running, with a result or
 	// without one (dropped: its run ended, or its task was lost).
 	stepEnded chan struct{}
@@ -104,6 +109,7 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 		p.results <- immediate
 	}
 	p.running.Add(int64(len(jobs)))
+	p.inCode.Add(int64(len(jobs)))
 	for _, j := range jobs {
 		p.steps.Add(1)
 		go func() {
@@ -119,6 +125,7 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 				p.steps.Done()
 			}()
 			res, ok := e.execute(p.stepCtx, j)
+			p.inCode.Add(-1)
 			if !ok {
 				return
 			}
