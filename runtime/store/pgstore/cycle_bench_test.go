@@ -1,0 +1,120 @@
+package pgstore_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+)
+
+// BenchmarkTaskCycle is what a task of a chain of five costs the
+// database: each op claims 100 tasks and records their results, as an
+// engine does, with a backlog of 2,000 queued tasks of 10 tenants kept up
+// (untimed) by new runs. It reports the server's CPU for the claim and for
+// the results per task (claim-pg-µs/task, finish-pg-µs/task), read from
+// /proc with a local server on Linux: steadier than throughput, so that
+// a change to the hot statements can be measured alone. Run it with
+// -benchtime 300x -count 5 or so; VACUUM runs every 20 ops, as the
+// leader's maintenance would.
+func BenchmarkTaskCycle(b *testing.B) {
+	const (
+		batch   = 100
+		backlog = 2000
+		steps   = 5
+		tenants = 10
+	)
+	_, schema := pgtest.PoolWithSchema(b)
+	ctx := b.Context()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	s := pgstore.New(pool)
+	now := time.Now()
+	n := 0
+	children := make([][]int, steps)
+	for i := range steps - 1 {
+		children[i] = []int{i + 1}
+	}
+	create := func(count int) {
+		runs := make([]store.NewRun, count)
+		for i := range runs {
+			tasks := make([]store.NewTask, steps)
+			for j := range tasks {
+				tasks[j] = store.NewTask{Step: j, Kind: store.KindCode, Plain: true, MaxAttempts: 1}
+				if j > 0 {
+					tasks[j].Parents, tasks[j].Pending = []int{j - 1}, 1
+				}
+			}
+			runs[i] = store.NewRun{
+				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
+				Input: []byte(`{}`), Tasks: tasks,
+			}
+			n++
+		}
+		if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	create(backlog)
+	var claimCPU, finishCPU time.Duration
+	cpuKnown := true
+	claim := store.Claim{Worker: "bench", Limit: batch, Now: now}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		create(batch / steps)
+		if i%20 == 0 {
+			if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) trellis_ready, trellis_leases, trellis_tasks, trellis_runs`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t0, ok0 := cpuTime(backend)
+		b.StartTimer()
+		got, err := s.ClaimTasks(ctx, claim)
+		b.StopTimer()
+		t1, ok1 := cpuTime(backend)
+		if err != nil || len(got) != batch {
+			b.Fatalf("claimed %d tasks, %v; want %d", len(got), err, batch)
+		}
+		r := store.Results{Now: now}
+		for _, c := range got {
+			r.Completions = append(r.Completions, store.Completion{
+				Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: children[c.Key.Step],
+			})
+		}
+		b.StartTimer()
+		_, err = s.Finish(ctx, r)
+		b.StopTimer()
+		t2, ok2 := cpuTime(backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		claimCPU += t1 - t0
+		finishCPU += t2 - t1
+		cpuKnown = cpuKnown && ok0 && ok1 && ok2
+		b.StartTimer()
+	}
+	if cpuKnown {
+		per := float64(b.N * batch)
+		b.ReportMetric(float64(claimCPU.Microseconds())/per, "claim-pg-µs/task")
+		b.ReportMetric(float64(finishCPU.Microseconds())/per, "finish-pg-µs/task")
+	}
+}
