@@ -5,9 +5,9 @@
 -- orders them by key, so that concurrent inserts with keys in common wait
 -- on each other's keys in one order and never deadlock. Returns the ids
 -- of the runs created.
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at,
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved_sinks, trace_context, created_at,
                           parent_run_id, parent_step, parent_index)
-SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved_sinks,
        nullif(i.trace_context, ''), @now,
        nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
@@ -17,7 +17,7 @@ FROM (
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@workflows::text[]) AS workflow, unnest(@versions::text[]) AS version,
                unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
-               unnest(@priorities::smallint[]) AS priority, unnest(@inputs::json[]) AS input, unnest(@unresolved::int[]) AS unresolved,
+               unnest(@priorities::smallint[]) AS priority, unnest(@inputs::json[]) AS input, unnest(@unresolved_sinks::int[]) AS unresolved_sinks,
                unnest(@trace_contexts::text[]) AS trace_context, unnest(@parent_run_ids::uuid[]) AS parent_run_id,
                unnest(@parent_steps::smallint[]) AS parent_step, unnest(@parent_indexes::int[]) AS parent_index
     ) AS u
@@ -100,11 +100,22 @@ WITH target AS MATERIALIZED (
 SELECT id FROM reopened ORDER BY id;
 
 -- name: RunsRecount :exec
--- Recomputes how many tasks of each run of ids are unresolved.
+-- Recomputes how many sinks of each run of ids are unresolved, marking
+-- its sinks first (a run finished before schema/0014 has none marked).
+WITH marked AS (
+    UPDATE trellis_tasks t
+    SET sink = true
+    WHERE t.run_id = ANY (@ids::uuid[]) AND NOT t.sink AND t.kind <> trellis_kind_on_failure()
+      AND NOT EXISTS (SELECT 1 FROM trellis_tasks c WHERE c.run_id = t.run_id AND t.step = ANY (c.parents))
+    RETURNING t.run_id, t.status
+)
 UPDATE trellis_runs r
-SET unresolved = (
+SET unresolved_sinks = (
     SELECT count(*) FROM trellis_tasks t
-    WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+    WHERE t.run_id = r.id AND t.sink AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+) + (
+    -- This statement does not see the sinks it marked.
+    SELECT count(*) FROM marked m WHERE m.run_id = r.id AND m.status NOT IN ('COMPLETED', 'SKIPPED')
 )
 WHERE r.id = ANY (@ids::uuid[]);
 

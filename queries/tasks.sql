@@ -5,11 +5,11 @@
 -- Rate limits apply when tasks are claimed (trellis_pace).
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
-                               rate_key, rate_interval, rate_burst, updated_at)
+                               rate_key, rate_interval, rate_burst, sink, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
-           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), @now
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink, @now
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
@@ -18,7 +18,7 @@ WITH inserted AS (
                unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts,
                unnest(@limit_keys::text[]) AS limit_key, unnest(@limit_maxes::int[]) AS limit_max,
                unnest(@rate_keys::text[]) AS rate_key, unnest(@rate_intervals::bigint[]) AS rate_interval,
-               unnest(@rate_bursts::int[]) AS rate_burst
+               unnest(@rate_bursts::int[]) AS rate_burst, unnest(@sinks::boolean[]) AS sink
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
@@ -61,8 +61,9 @@ WHERE t.status = 'RUNNING';
 
 -- name: TasksComplete :many
 -- Completes (or skips) running tasks, resolves their children, queues the
--- children that became ready and completes runs with nothing unresolved,
--- in one statement. Returns a row per stale result and per finished run.
+-- children that became ready and completes runs with no unresolved sink
+-- (only a sink's result updates its run: see schema/0014), in one
+-- statement. Returns a row per stale result and per finished run.
 -- It first locks the runs' rows in id order (see the lock order in the
 -- schema): input waits for the count of locked, so every lock is taken
 -- before any row changes.
@@ -84,7 +85,7 @@ WITH locked AS (
         output = i.output, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.kind, t.sink, i.skipped, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -108,17 +109,17 @@ WITH locked AS (
     WHERE s.ready
 ), runs AS (
     -- A run whose task was applied is running (ending a run cancels its
-    -- tasks, but the failure handler, which does not count here). That
-    -- is tested only where a run completes: as a filter, r.status =
-    -- 'RUNNING' could be planned as a read of every running run through
-    -- the status index, which stale statistics make look cheap.
+    -- tasks, but the failure handler, which is no sink). That is tested
+    -- only where a run completes: as a filter, r.status = 'RUNNING' could
+    -- be planned as a read of every running run through the status
+    -- index, which stale statistics make look cheap.
     UPDATE trellis_runs r
-    SET unresolved = r.unresolved - c.n,
-        status = CASE WHEN r.unresolved - c.n = 0 AND r.status = 'RUNNING' THEN 'COMPLETED' ELSE r.status END,
-        finished_at = CASE WHEN r.unresolved - c.n = 0 AND r.status = 'RUNNING' THEN @now ELSE r.finished_at END
-    FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> trellis_kind_on_failure() GROUP BY run_id) c
+    SET unresolved_sinks = r.unresolved_sinks - c.n,
+        status = CASE WHEN r.unresolved_sinks - c.n = 0 AND r.status = 'RUNNING' THEN 'COMPLETED' ELSE r.status END,
+        finished_at = CASE WHEN r.unresolved_sinks - c.n = 0 AND r.status = 'RUNNING' THEN @now ELSE r.finished_at END
+    FROM (SELECT run_id, count(*) AS n FROM applied WHERE sink GROUP BY run_id) c
     WHERE r.id = c.run_id
-    RETURNING r.id, r.unresolved = 0 AND r.status = 'COMPLETED' AS finished
+    RETURNING r.id, r.unresolved_sinks = 0 AND r.status = 'COMPLETED' AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')

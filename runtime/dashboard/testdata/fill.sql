@@ -21,11 +21,11 @@ SELECT gen_random_uuid() AS id, i,
        now() - interval '30 days' + i * (interval '30 days' / :runs) AS created_at
 FROM generate_series(1, :runs) AS i;
 
-INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, failed_step, error, created_at, finished_at)
+INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, failed_step, error, created_at, finished_at)
 SELECT f.id, r.workflow, r.version, 'tenant-' || (f.i / 1000 % 10), f.status,
        json_build_object('mode', CASE WHEN f.status = 'FAILED' THEN 'fail' ELSE 'ok' END,
                          'label', (ARRAY['checkout', 'refund', 'signup', 'renewal', 'upgrade'])[f.i % 5 + 1]),
-       r.unresolved, r.failed_step, r.error, f.created_at, f.created_at + (r.finished_at - r.created_at)
+       r.unresolved_sinks, r.failed_step, r.error, f.created_at, f.created_at + (r.finished_at - r.created_at)
 FROM fill_runs f
 JOIN fill_template t ON t.status = f.status
 JOIN trellis_runs r ON r.id = t.id;

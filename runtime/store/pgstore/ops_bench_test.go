@@ -31,7 +31,7 @@ import (
 // false} (100,000 customers, a tenth of the runs gold, a third express),
 // else {}. Only trellis_runs: listing reads nothing else.
 const fillRuns = `
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved,
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, status, input, unresolved_sinks,
                           failed_step, error, created_at, finished_at)
 SELECT gen_random_uuid(),
        CASE WHEN i % 10000 = 0 THEN 'rare' ELSE 'workflow-' || ((i / 7) % 20) END,

@@ -82,15 +82,15 @@ WITH tenants AS (
     SELECT 'tenant-' || g, nextval('trellis_tenant_group') FROM generate_series(0, 9) AS g
     RETURNING tenant, grp
 ), runs AS (
-    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, created_at)
-    SELECT gen_random_uuid(), 'w', 'w@1', 'tenant-' || (i % 10), 'RUNNING', '{}', 6, now()
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, created_at)
+    SELECT gen_random_uuid(), 'w', 'w@1', 'tenant-' || (i % 10), 'RUNNING', '{}', 1, now()
     FROM generate_series(1, $1::int) AS i
     RETURNING id, tenant
 ), tasks AS (
-    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, updated_at)
+    INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, sink, updated_at)
     SELECT r.id, s, 0, CASE WHEN s = 0 THEN 'QUEUED' ELSE 'PENDING' END,
            CASE WHEN s = 0 THEN '{}'::smallint[] ELSE ARRAY[s - 1]::smallint[] END,
-           CASE WHEN s = 0 THEN 0 ELSE 1 END, true, 1, now()
+           CASE WHEN s = 0 THEN 0 ELSE 1 END, true, 1, s = $2::int - 1, now()
     FROM runs r CROSS JOIN generate_series(0, $2::int - 1) AS s
 )
 -- Each tenant's runs one block apart, as trellis_enqueue queues new runs
@@ -137,7 +137,7 @@ func explainIn(t *testing.T, pool *pgxpool.Pool, q tracedQuery, mode string) str
 // a history.
 const fillFinishedRuns = `
 WITH runs AS (
-    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, created_at, finished_at)
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, created_at, finished_at)
     SELECT gen_random_uuid(), 'w', 'w@1', 'tenant-' || (i % 10), 'COMPLETED', '{}', 0,
            now() - interval '1 day', now() - interval '1 day'
     FROM generate_series(1, $1::int) AS i

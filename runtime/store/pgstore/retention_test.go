@@ -25,7 +25,7 @@ import (
 // after it was created, across 20 workflows and 1,000 tenants.
 const fillHistory = `
 WITH runs AS (
-    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, failed_step, error,
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, failed_step, error,
                               created_at, finished_at)
     SELECT gen_random_uuid(), 'workflow-' || (i % 20), 'v1', 'tenant-' || ((i * 7919) % 1000), s.status, '{}',
            CASE WHEN s.status = 'COMPLETED' THEN 0 ELSE 6 END,

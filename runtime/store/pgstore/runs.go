@@ -113,7 +113,9 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			tasks.Tenants = append(tasks.Tenants, r.Tenant)
 			tasks.Workflows = append(tasks.Workflows, r.Workflow)
 			tasks.Priorities = append(tasks.Priorities, priority(r))
-			for _, t := range r.Tasks {
+			sink := sinks(r.Tasks)
+			for i, t := range r.Tasks {
+				tasks.Sinks = append(tasks.Sinks, sink[i])
 				tasks.RunIds = append(tasks.RunIds, r.ID)
 				tasks.Steps = append(tasks.Steps, int16(t.Step))
 				tasks.Kinds = append(tasks.Kinds, kindToDB(t.Kind))
@@ -154,12 +156,29 @@ func byKey(runs []store.NewRun) []store.NewRun {
 	return sorted
 }
 
+// sinks says which of a run's tasks are sinks: tasks no other task waits
+// for, the failure handler aside. The run completes when its sinks are
+// resolved (see schema/0014).
+func sinks(tasks []store.NewTask) []bool {
+	parent := make(map[int]bool, len(tasks))
+	for _, t := range tasks {
+		for _, p := range t.Parents {
+			parent[p] = true
+		}
+	}
+	out := make([]bool, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.Kind != store.KindOnFailure && !parent[t.Step]
+	}
+	return out
+}
+
 func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 	p := dbsqlc.RunsInsertParams{Now: now}
 	for _, r := range runs {
 		unresolved := 0
-		for _, t := range r.Tasks {
-			if t.Kind != store.KindOnFailure {
+		for _, sink := range sinks(r.Tasks) {
+			if sink {
 				unresolved++
 			}
 		}
@@ -170,7 +189,7 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.IdempotencyKeys = append(p.IdempotencyKeys, r.IdempotencyKey)
 		p.Priorities = append(p.Priorities, priority(r))
 		p.Inputs = append(p.Inputs, r.Input)
-		p.Unresolved = append(p.Unresolved, int32(unresolved))
+		p.UnresolvedSinks = append(p.UnresolvedSinks, int32(unresolved))
 		p.TraceContexts = append(p.TraceContexts, r.TraceContext)
 		p.ParentRunIds = append(p.ParentRunIds, r.Parent.Task.Run)
 		p.ParentSteps = append(p.ParentSteps, int16(r.Parent.Task.Step))

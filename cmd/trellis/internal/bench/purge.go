@@ -56,7 +56,7 @@ const historyTenant = "history"
 // the 30 days that ended 31 days before $6, past every default retention.
 const fillHistory = `
 WITH runs AS (
-    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved, failed_step, error,
+    INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, failed_step, error,
                               created_at, finished_at)
     SELECT gen_random_uuid(), $4, $5, '` + historyTenant + `', s.status, '{}',
            CASE WHEN s.status = 'COMPLETED' THEN 0 ELSE 6 END,

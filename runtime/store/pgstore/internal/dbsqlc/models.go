@@ -74,23 +74,23 @@ type TrellisReady struct {
 }
 
 type TrellisRun struct {
-	ID             uuid.UUID
-	Workflow       string
-	Version        string
-	Tenant         string
-	IdempotencyKey pgtype.Text
-	Status         string
-	Input          []byte
-	Unresolved     int32
-	FailedStep     int32
-	Error          pgtype.Text
-	CreatedAt      time.Time
-	FinishedAt     *time.Time
-	TraceContext   pgtype.Text
-	Priority       int16
-	ParentRunID    pgtype.UUID
-	ParentStep     pgtype.Int2
-	ParentIndex    pgtype.Int4
+	ID              uuid.UUID
+	Workflow        string
+	Version         string
+	Tenant          string
+	IdempotencyKey  pgtype.Text
+	Status          string
+	Input           []byte
+	UnresolvedSinks int32
+	FailedStep      int32
+	Error           pgtype.Text
+	CreatedAt       time.Time
+	FinishedAt      *time.Time
+	TraceContext    pgtype.Text
+	Priority        int16
+	ParentRunID     pgtype.UUID
+	ParentStep      pgtype.Int2
+	ParentIndex     pgtype.Int4
 }
 
 type TrellisSchedule struct {
@@ -141,6 +141,7 @@ type TrellisTask struct {
 	RateBurst     pgtype.Int4
 	RateTurn      pgtype.Bool
 	Awaiting      pgtype.Int4
+	Sink          bool
 }
 
 type TrellisTenant struct {

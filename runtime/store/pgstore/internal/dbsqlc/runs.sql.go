@@ -396,19 +396,19 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 }
 
 const runsInsert = `-- name: RunsInsert :many
-INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved, trace_context, created_at,
+INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved_sinks, trace_context, created_at,
                           parent_run_id, parent_step, parent_index)
-SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved,
+SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved_sinks,
        nullif(i.trace_context, ''), $1,
        nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END
 FROM (
-    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, row_number() OVER () AS ord
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved_sinks, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, row_number() OVER () AS ord
     FROM (
         SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
                unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
-               unnest($7::smallint[]) AS priority, unnest($8::json[]) AS input, unnest($9::int[]) AS unresolved,
+               unnest($7::smallint[]) AS priority, unnest($8::json[]) AS input, unnest($9::int[]) AS unresolved_sinks,
                unnest($10::text[]) AS trace_context, unnest($11::uuid[]) AS parent_run_id,
                unnest($12::smallint[]) AS parent_step, unnest($13::int[]) AS parent_index
     ) AS u
@@ -427,7 +427,7 @@ type RunsInsertParams struct {
 	IdempotencyKeys []string
 	Priorities      []int16
 	Inputs          [][]byte
-	Unresolved      []int32
+	UnresolvedSinks []int32
 	TraceContexts   []string
 	ParentRunIds    []uuid.UUID
 	ParentSteps     []int16
@@ -450,7 +450,7 @@ func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.
 		arg.IdempotencyKeys,
 		arg.Priorities,
 		arg.Inputs,
-		arg.Unresolved,
+		arg.UnresolvedSinks,
 		arg.TraceContexts,
 		arg.ParentRunIds,
 		arg.ParentSteps,
@@ -486,15 +486,26 @@ func (q *Queries) RunsLock(ctx context.Context, ids []uuid.UUID) error {
 }
 
 const runsRecount = `-- name: RunsRecount :exec
+WITH marked AS (
+    UPDATE trellis_tasks t
+    SET sink = true
+    WHERE t.run_id = ANY ($1::uuid[]) AND NOT t.sink AND t.kind <> trellis_kind_on_failure()
+      AND NOT EXISTS (SELECT 1 FROM trellis_tasks c WHERE c.run_id = t.run_id AND t.step = ANY (c.parents))
+    RETURNING t.run_id, t.status
+)
 UPDATE trellis_runs r
-SET unresolved = (
+SET unresolved_sinks = (
     SELECT count(*) FROM trellis_tasks t
-    WHERE t.run_id = r.id AND t.kind <> trellis_kind_on_failure() AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+    WHERE t.run_id = r.id AND t.sink AND t.status NOT IN ('COMPLETED', 'SKIPPED')
+) + (
+    -- This statement does not see the sinks it marked.
+    SELECT count(*) FROM marked m WHERE m.run_id = r.id AND m.status NOT IN ('COMPLETED', 'SKIPPED')
 )
 WHERE r.id = ANY ($1::uuid[])
 `
 
-// Recomputes how many tasks of each run of ids are unresolved.
+// Recomputes how many sinks of each run of ids are unresolved, marking
+// its sinks first (a run finished before schema/0014 has none marked).
 func (q *Queries) RunsRecount(ctx context.Context, ids []uuid.UUID) error {
 	_, err := q.db.Exec(ctx, runsRecount, ids)
 	return err

@@ -165,7 +165,7 @@ WITH locked AS (
         output = i.output, updated_at = greatest($8::timestamptz, t.updated_at), finished_at = greatest($8::timestamptz, t.updated_at)
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, i.skipped, i.detail, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.kind, t.sink, i.skipped, i.detail, t.updated_at AS at
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -189,17 +189,17 @@ WITH locked AS (
     WHERE s.ready
 ), runs AS (
     -- A run whose task was applied is running (ending a run cancels its
-    -- tasks, but the failure handler, which does not count here). That
-    -- is tested only where a run completes: as a filter, r.status =
-    -- 'RUNNING' could be planned as a read of every running run through
-    -- the status index, which stale statistics make look cheap.
+    -- tasks, but the failure handler, which is no sink). That is tested
+    -- only where a run completes: as a filter, r.status = 'RUNNING' could
+    -- be planned as a read of every running run through the status
+    -- index, which stale statistics make look cheap.
     UPDATE trellis_runs r
-    SET unresolved = r.unresolved - c.n,
-        status = CASE WHEN r.unresolved - c.n = 0 AND r.status = 'RUNNING' THEN 'COMPLETED' ELSE r.status END,
-        finished_at = CASE WHEN r.unresolved - c.n = 0 AND r.status = 'RUNNING' THEN $8 ELSE r.finished_at END
-    FROM (SELECT run_id, count(*) AS n FROM applied WHERE kind <> trellis_kind_on_failure() GROUP BY run_id) c
+    SET unresolved_sinks = r.unresolved_sinks - c.n,
+        status = CASE WHEN r.unresolved_sinks - c.n = 0 AND r.status = 'RUNNING' THEN 'COMPLETED' ELSE r.status END,
+        finished_at = CASE WHEN r.unresolved_sinks - c.n = 0 AND r.status = 'RUNNING' THEN $8 ELSE r.finished_at END
+    FROM (SELECT run_id, count(*) AS n FROM applied WHERE sink GROUP BY run_id) c
     WHERE r.id = c.run_id
-    RETURNING r.id, r.unresolved = 0 AND r.status = 'COMPLETED' AS finished
+    RETURNING r.id, r.unresolved_sinks = 0 AND r.status = 'COMPLETED' AS finished
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
@@ -244,8 +244,9 @@ type TasksCompleteRow struct {
 }
 
 // Completes (or skips) running tasks, resolves their children, queues the
-// children that became ready and completes runs with nothing unresolved,
-// in one statement. Returns a row per stale result and per finished run.
+// children that became ready and completes runs with no unresolved sink
+// (only a sink's result updates its run: see schema/0014), in one
+// statement. Returns a row per stale result and per finished run.
 // It first locks the runs' rows in id order (see the lock order in the
 // schema): input waits for the count of locked, so every lock is taken
 // before any row changes.
@@ -404,11 +405,11 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
-                               rate_key, rate_interval, rate_burst, updated_at)
+                               rate_key, rate_interval, rate_burst, sink, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
-           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), $1
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink, $1
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
@@ -417,7 +418,7 @@ WITH inserted AS (
                unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts,
                unnest($9::text[]) AS limit_key, unnest($10::int[]) AS limit_max,
                unnest($11::text[]) AS rate_key, unnest($12::bigint[]) AS rate_interval,
-               unnest($13::int[]) AS rate_burst
+               unnest($13::int[]) AS rate_burst, unnest($14::boolean[]) AS sink
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
@@ -426,8 +427,8 @@ WITH inserted AS (
 ), roots AS (
     SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
     FROM inserted i
-    JOIN (SELECT unnest($14::uuid[]) AS id, unnest($15::text[]) AS tenant, unnest($16::text[]) AS workflow,
-                 unnest($17::smallint[]) AS priority) AS r
+    JOIN (SELECT unnest($15::uuid[]) AS id, unnest($16::text[]) AS tenant, unnest($17::text[]) AS workflow,
+                 unnest($18::smallint[]) AS priority) AS r
         ON r.id = i.run_id
     WHERE i.status = 'QUEUED'
 )
@@ -450,6 +451,7 @@ type TasksInsertParams struct {
 	RateKeys      []string
 	RateIntervals []int64
 	RateBursts    []int32
+	Sinks         []bool
 	Runs          []uuid.UUID
 	Tenants       []string
 	Workflows     []string
@@ -475,6 +477,7 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.RateKeys,
 		arg.RateIntervals,
 		arg.RateBursts,
+		arg.Sinks,
 		arg.Runs,
 		arg.Tenants,
 		arg.Workflows,
