@@ -61,6 +61,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		sleep     = fs.Duration("sleep", def.Sleep, "how long each of them sleeps")
 		purgeRuns = fs.Int("purge-runs", def.PurgeRuns, "finished runs past their retention the purge scenario inserts for the leader to delete")
 		mapItems  = fs.Int("map-items", def.MapItems, "items of the map scenario's map step")
+		history   = fs.Int("history-runs", def.HistoryRuns, "finished runs the history scenario inserts (history is run only when -scenarios names it)")
 		engine    bench.EngineSettings
 		opts      BenchOptions
 		keep      bool
@@ -103,6 +104,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		v   int
 	}{"runs": {&opts.Runs, *runs}, "memory-runs": {&opts.MemoryRuns, *memRuns}, "max-backlog": {&opts.MaxBacklog, *backlog}, "sleepers": {&opts.Sleepers, *sleepers},
 		"purge-runs": {&opts.PurgeRuns, *purgeRuns}, "map-items": {&opts.MapItems, *mapItems},
+		"history-runs": {&opts.HistoryRuns, *history},
 	}
 	for name, f := range ints {
 		if set[name] {

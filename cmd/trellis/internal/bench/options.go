@@ -21,11 +21,22 @@ const (
 	ScenarioFlow = "flow"
 	// ScenarioMap: one run's map step over MapItems items.
 	ScenarioMap = "map"
+	// ScenarioHistory: burn-downs with and without HistoryRuns finished
+	// runs in the tables. Not run unless asked for: its history takes
+	// minutes to insert, and gigabytes.
+	ScenarioHistory = "history"
 )
 
 // Scenarios lists every scenario in the order Run runs them.
 func Scenarios() []string {
-	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory, ScenarioFlow, ScenarioMap}
+	return []string{ScenarioThroughput, ScenarioLatency, ScenarioFairness, ScenarioSleep, ScenarioPurge, ScenarioMemory, ScenarioFlow, ScenarioMap,
+		ScenarioHistory}
+}
+
+// defaultScenarios are the scenarios a run takes unless told: all but
+// history.
+func defaultScenarios() []string {
+	return slices.DeleteFunc(Scenarios(), func(s string) bool { return s == ScenarioHistory })
 }
 
 // Options configure a bench run. Start from DefaultOptions (or
@@ -70,6 +81,9 @@ type Options struct {
 	PurgeRuns int
 	// MapItems is the number of items of the map scenario's one run.
 	MapItems int
+	// HistoryRuns is the number of finished runs the history scenario
+	// inserts.
+	HistoryRuns int
 	// Engine holds the settings of every engine that executes steps.
 	Engine EngineSettings
 	// Keep keeps each scenario's schema instead of dropping it.
@@ -85,7 +99,7 @@ type Options struct {
 // several seconds on a small machine.
 func DefaultOptions() Options {
 	return Options{
-		Scenarios:       Scenarios(),
+		Scenarios:       defaultScenarios(),
 		Workers:         []int{1, 2, 4},
 		Runs:            15000,
 		MemoryRuns:      20000,
@@ -101,6 +115,7 @@ func DefaultOptions() Options {
 		Sleep:           30 * time.Second,
 		PurgeRuns:       300000,
 		MapItems:        10000,
+		HistoryRuns:     2_000_000,
 	}
 }
 
@@ -121,6 +136,7 @@ func QuickOptions() Options {
 	o.Sleep = 3 * time.Second
 	o.PurgeRuns = 3000
 	o.MapItems = 1000
+	o.HistoryRuns = 20000
 	return o
 }
 
@@ -155,7 +171,7 @@ func (o Options) Validate() error {
 		{"fairness backlog", int64(o.FairnessBacklog)}, {"fairness tenants", int64(o.FairnessTenants)},
 		{"fairness runs", int64(o.FairnessRuns)}, {"fairness workers", int64(o.FairnessWorkers)},
 		{"sleepers", int64(o.Sleepers)}, {"sleep", int64(o.Sleep)}, {"purge runs", int64(o.PurgeRuns)},
-		{"map items", int64(o.MapItems)},
+		{"map items", int64(o.MapItems)}, {"history runs", int64(o.HistoryRuns)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

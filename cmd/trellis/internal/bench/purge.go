@@ -207,6 +207,7 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 		}
 	}
 	began := time.Now()
+	cpuFrom, cpuOK := serverCPU()
 	if err := c.startWorkers(ctx, 1); err != nil {
 		return res, err
 	}
@@ -214,6 +215,7 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
 		return res, err
 	}
+	cpuTo, cpuToOK := serverCPU()
 	if err := c.stopWorkers(); err != nil {
 		return res, err
 	}
@@ -238,6 +240,9 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: 1,
 		Runs: c.o.Runs, Tasks: total, Elapsed: w.elapsed(),
 		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(c.o.Runs, w.elapsed()), Notes: c.notes,
+	}
+	if cpuOK && cpuToOK && cpuTo > cpuFrom {
+		res.DBCPUPerTask = (cpuTo - cpuFrom) / time.Duration(total)
 	}
 	c.notes = nil
 	return res, nil

@@ -35,6 +35,7 @@ func Report(w io.Writer, r *Results) {
 	reportSleep(w, r)
 	reportMap(w, r)
 	reportPurge(w, r)
+	reportHistory(w, r)
 	reportFlow(w, r)
 	if len(r.Errors) > 0 {
 		fmt.Fprintln(w, "\nFAILED")
@@ -230,6 +231,43 @@ func reportPurge(w io.Writer, r *Results) {
 	t.add("batch p99", dur(p.Batches.P99), fmt.Sprintf("(max %s)", dur(p.Batches.Max)))
 	t.write(w)
 	writeNotes(w, "purge", append(append(p.Notes, p.Baseline.Notes...), p.WithPurge.Notes...))
+}
+
+func reportHistory(w io.Writer, r *Results) {
+	h := r.History
+	if h == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nHISTORY  a %s burn-down of %s runs on one worker, on an empty schema, then with %s finished runs\n",
+		h.Empty.Workflow, count(int64(h.Empty.Runs)), count(int64(h.HistoryRuns)))
+	fmt.Fprintf(w, "         (6 tasks and 18 events each, inserted, vacuumed and analyzed in %s; %s of tables and indexes)\n",
+		dur(h.HistoryInsert), bytesIEC(float64(h.TableBytes)))
+	fmt.Fprintln(w, "         in the tables, twice: first a burst the statistics do not know, then again")
+	t := &table{indent: "  ", right: []bool{false, true, true}}
+	claim := func(i int) string {
+		if i >= len(h.ClaimMs) {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f ms a claim", h.ClaimMs[i])
+	}
+	cpu := func(t Throughput) string {
+		if t.DBCPUPerTask <= 0 {
+			return ""
+		}
+		return fmt.Sprintf("; %d µs of database CPU a task", t.DBCPUPerTask.Microseconds())
+	}
+	t.add("empty", rate(h.Empty.TasksPerSec)+" tasks/s", claim(0), fmt.Sprintf("%s tasks in %s%s", count(int64(h.Empty.Tasks)), dur(h.Empty.Elapsed), cpu(h.Empty)))
+	for i, b := range h.WithHistory {
+		t.add(fmt.Sprintf("with history %d", i+1), rate(b.TasksPerSec)+" tasks/s", claim(i+1),
+			fmt.Sprintf("%s of empty%s", percent(b.TasksPerSec/h.Empty.TasksPerSec), cpu(b)))
+	}
+	t.write(w)
+	fmt.Fprintf(w, "  the slower burn-down with the history ran at %s of the empty one's rate\n", percent(h.Ratio))
+	notes := h.Notes
+	for _, b := range append([]Throughput{h.Empty}, h.WithHistory...) {
+		notes = append(notes, b.Notes...)
+	}
+	writeNotes(w, "history", notes)
 }
 
 // writeNotes prints a case's notes (worker log problems and the like).

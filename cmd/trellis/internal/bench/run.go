@@ -27,6 +27,7 @@ type Results struct {
 	Sleep    *Sleep       `json:"sleep,omitempty"`
 	Purge    *Purge       `json:"purge,omitempty"`
 	Map      *Map         `json:"map,omitempty"`
+	History  *History     `json:"history,omitempty"`
 	// Errors are the scenarios (or cases) that failed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -47,6 +48,7 @@ type Sizes struct {
 	Sleep           time.Duration `json:"sleep_ns"`
 	PurgeRuns       int           `json:"purge_runs"`
 	MapItems        int           `json:"map_items"`
+	HistoryRuns     int           `json:"history_runs"`
 }
 
 // Environment is where the figures were measured.
@@ -76,7 +78,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			Runs: o.Runs, MemoryRuns: o.MemoryRuns, SteadyDuration: o.SteadyDuration, SteadyWarmup: o.SteadyWarmup,
 			MaxBacklog: o.MaxBacklog, LatencyRuns: o.LatencyRuns, FairnessBacklog: o.FairnessBacklog,
 			FairnessTenants: o.FairnessTenants, FairnessRuns: o.FairnessRuns, FairnessWorkers: o.FairnessWorkers,
-			Sleepers: o.Sleepers, Sleep: o.Sleep, PurgeRuns: o.PurgeRuns, MapItems: o.MapItems,
+			Sleepers: o.Sleepers, Sleep: o.Sleep, PurgeRuns: o.PurgeRuns, MapItems: o.MapItems, HistoryRuns: o.HistoryRuns,
 		},
 	}
 	if o.needsPostgres() {
@@ -138,6 +140,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			m, err := RunMap(ctx, o)
 			if err == nil {
 				res.Map = &m
+			}
+			fail(s, err)
+		case ScenarioHistory:
+			h, err := RunHistory(ctx, o)
+			if err == nil {
+				res.History = &h
 			}
 			fail(s, err)
 		}

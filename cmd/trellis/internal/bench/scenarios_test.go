@@ -266,3 +266,31 @@ func TestMap(t *testing.T) {
 		t.Errorf("the spawn ran %d statements, want a handful whatever the items", m.SpawnStatements)
 	}
 }
+
+func TestHistory(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	o.HistoryRuns = 2000
+	h, err := RunHistory(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.HistoryRuns != o.HistoryRuns || h.HistoryInsert <= 0 || h.TableBytes <= 0 || len(h.WithHistory) != 2 {
+		t.Fatalf("history = %+v", h)
+	}
+	slowest := h.WithHistory[0].TasksPerSec
+	for i, b := range append([]Throughput{h.Empty}, h.WithHistory...) {
+		if b.Runs != o.Runs || b.Tasks != 6*o.Runs || b.Workers != 1 || b.TasksPerSec <= 0 {
+			t.Errorf("burn-down = %+v, want %d runs on one worker", b, o.Runs)
+		}
+		if i > 0 {
+			slowest = min(slowest, b.TasksPerSec)
+		}
+	}
+	if h.Ratio != slowest/h.Empty.TasksPerSec {
+		t.Errorf("ratio %v, want the slower burn-down with the history over the empty one: %+v", h.Ratio, h)
+	}
+	if len(h.ClaimMs) != 0 && len(h.ClaimMs) != 3 {
+		t.Errorf("claim times %v, want none or one per burn-down", h.ClaimMs)
+	}
+}
