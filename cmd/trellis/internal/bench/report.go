@@ -189,8 +189,12 @@ func reportSleep(w io.Writer, r *Results) {
 	t.add("lateness p99", dur(s.Lateness.P99), fmt.Sprintf("(max %s)", dur(s.Lateness.Max)))
 	t.add("firing", dur(s.Firing), fmt.Sprintf("first to last WOKEN event; the wake times spread over %s", dur(s.WakeSpread)))
 	t.add("finishing", dur(s.Finish), "last WOKEN event to the last run COMPLETED")
+	t.add("woken", rate(s.WokenTasksPerSec)+" tasks/s", "first WOKEN event to the last run COMPLETED, two tasks a run")
+	t.add("reference", rate(s.Reference.TasksPerSec)+" tasks/s",
+		fmt.Sprintf("burn-down of %s runs of two no-op steps by an engine of the same settings in this process", count(int64(s.Reference.Runs))))
+	t.add("woken / reference", percent(s.WokenRatio), "how close waking comes to working a backlog")
 	t.write(w)
-	writeNotes(w, "sleep", s.Notes)
+	writeNotes(w, "sleep", append(s.Notes, s.Reference.Notes...))
 }
 
 func reportMap(w io.Writer, r *Results) {

@@ -186,6 +186,13 @@ func TestSleep(t *testing.T) {
 	if s.Insert <= 0 || s.Asleep < s.Insert || s.Firing < 0 || s.Finish < 0 {
 		t.Errorf("phase durations: %+v", s)
 	}
+	r := s.Reference
+	if r.Runs != o.Sleepers || r.Tasks != 2*o.Sleepers || r.TasksPerSec <= 0 || r.Workflow != "pair" {
+		t.Errorf("reference burn-down = %+v, want %d runs of two tasks", r, o.Sleepers)
+	}
+	if s.WokenTasksPerSec <= 0 || s.WokenRatio != s.WokenTasksPerSec/r.TasksPerSec {
+		t.Errorf("woken rate %v, ratio %v against %v", s.WokenTasksPerSec, s.WokenRatio, r.TasksPerSec)
+	}
 }
 
 func TestPurge(t *testing.T) {

@@ -47,7 +47,15 @@ type Sleep struct {
 	Firing     time.Duration `json:"firing_ns"`
 	// Finish is from the last WOKEN event to the last run's completion.
 	Finish time.Duration `json:"finish_ns"`
-	Notes  []string      `json:"notes,omitempty"`
+	// WokenTasksPerSec is the sleepers' two tasks a run (the woken sleep
+	// task, completed, then the no-op step) over Firing plus Finish. It
+	// is compared with Reference: a burn-down of as many runs of two
+	// no-op steps by an engine of the same settings in this process;
+	// WokenRatio is the first over the second.
+	WokenTasksPerSec float64    `json:"woken_tasks_per_sec"`
+	Reference        Throughput `json:"reference"`
+	WokenRatio       float64    `json:"woken_ratio"`
+	Notes            []string   `json:"notes,omitempty"`
 }
 
 // RunSleep runs the sleep scenario.
@@ -64,51 +72,129 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 		}
 		err = errors.Join(err, db.close(context.WithoutCancel(ctx), o.Keep))
 	}()
+	res = Sleep{Sleepers: o.Sleepers, Sleep: o.Sleep}
+	if err := sleepers(ctx, o, db, sh, &res); err != nil {
+		return res, err
+	}
+	log.Info("burn-down of as many runs of two no-op steps, for reference")
+	if res.Reference, err = pairBurnDown(ctx, o, db); err != nil {
+		return res, fmt.Errorf("the reference burn-down: %w", err)
+	}
+	res.WokenTasksPerSec = perSecond(2*o.Sleepers, res.Firing+res.Finish)
+	res.WokenRatio = res.WokenTasksPerSec / res.Reference.TasksPerSec
+	log.Info("done", "woken tasks/s", int(res.WokenTasksPerSec), "reference tasks/s", int(res.Reference.TasksPerSec))
+	return res, nil
+}
+
+// sleepEngine starts an engine in this process on db with o's settings
+// and shapes registered; stop stops it and adds its log's problems to
+// notes.
+func sleepEngine(ctx context.Context, o Options, db *database, worker string, shapes ...shape) (
+	wfs map[string]*runtime.Workflow, stop func(notes *[]string) error, err error,
+) {
 	// The engine gets a pool of its own, as a worker process would.
+	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(db.url, db.schema))
+	if err != nil {
+		return nil, nil, err
+	}
+	logs := &logTail{}
+	cfg := runtime.Config{Store: pgstore.New(pool), WorkerID: worker, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	o.Engine.apply(&cfg)
+	shutdown := o.Engine.withTelemetry(&cfg)
+	engine, err := runtime.New(cfg)
+	if err == nil {
+		wfs, err = register(engine, shapes...)
+	}
+	if err == nil {
+		err = engine.Start(ctx)
+	}
+	if err != nil {
+		_ = shutdown(context.WithoutCancel(ctx))
+		pool.Close()
+		return nil, nil, fmt.Errorf("starting the engine: %w", err)
+	}
+	return wfs, func(notes *[]string) error {
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		err := engine.Stop(stop)
+		_ = shutdown(stop)
+		pool.Close()
+		*notes = append(*notes, logs.problems()...)
+		return err
+	}, nil
+}
+
+// pairBurnDown inserts o.Sleepers runs of two no-op steps, then starts
+// an engine in this process and measures how fast it works through them.
+func pairBurnDown(ctx context.Context, o Options, db *database) (res Throughput, err error) {
+	sh := pairShape()
+	// An engine that is not started triggers runs only.
 	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(db.url, db.schema))
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
-	logs := &logTail{}
-	cfg := runtime.Config{Store: pgstore.New(pool), WorkerID: "bench-sleeper", Logger: slog.New(slog.NewTextHandler(logs, nil))}
-	o.Engine.apply(&cfg)
-	shutdown := o.Engine.withTelemetry(&cfg)
-	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
-	engine, err := runtime.New(cfg)
-	if err != nil {
-		return res, fmt.Errorf("creating the engine: %w", err)
-	}
-	wfs, err := register(engine, sh)
+	trigger, err := runtime.New(runtime.Config{Store: pgstore.New(pool)})
 	if err != nil {
 		return res, err
 	}
-	if err := engine.Start(ctx); err != nil {
-		return res, fmt.Errorf("starting the engine: %w", err)
+	wfs, err := register(trigger, sh)
+	if err != nil {
+		return res, err
 	}
-	defer func() {
-		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		err = errors.Join(err, engine.Stop(stop))
-		res.Notes = append(res.Notes, logs.problems()...)
-	}()
+	if err := insertRuns(ctx, wfs[sh.spec.Name], o.Sleepers); err != nil {
+		return res, err
+	}
+	began := time.Now()
+	_, stop, err := sleepEngine(ctx, o, db, "bench-pair", sh)
+	if err != nil {
+		return res, err
+	}
+	total := 2 * o.Sleepers
+	err = waitRunsDone(ctx, db.pool, 50*time.Millisecond, caseTimeout(total))
+	err = errors.Join(err, stop(&res.Notes))
+	if err != nil {
+		return res, err
+	}
+	w, err := burnWindowSince(ctx, db.pool, began)
+	if err != nil {
+		return res, err
+	}
+	if w.completed != total {
+		return res, fmt.Errorf("%d COMPLETED events for %d tasks", w.completed, total)
+	}
+	return Throughput{
+		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: 1, Runs: o.Sleepers, Tasks: total,
+		Elapsed: w.elapsed(), TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Sleepers, w.elapsed()),
+		Notes: res.Notes,
+	}, nil
+}
+
+// sleepers inserts the sleeping runs and measures them (all of Sleep but
+// the reference).
+func sleepers(ctx context.Context, o Options, db *database, sh shape, res *Sleep) (err error) {
+	log := o.logger().With("scenario", "sleep", "sleepers", o.Sleepers, "sleep", o.Sleep)
+	wfs, stop, err := sleepEngine(ctx, o, db, "bench-sleeper", sh)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stop(&res.Notes)) }()
 	// Let the engine settle (leadership, listening) before the baseline.
 	if err := sleepCtx(ctx, time.Second); err != nil {
-		return res, err
+		return err
 	}
-	res = Sleep{Sleepers: o.Sleepers, Sleep: o.Sleep}
 	res.IdleGoroutines, res.IdleHeap = liveMemory()
 
 	log.Info("inserting sleepers")
 	t0 := time.Now()
 	if err := insertRuns(ctx, wfs[sh.spec.Name], o.Sleepers); err != nil {
-		return res, err
+		return err
 	}
 	res.Insert = time.Since(t0)
 	log.Info("waiting until all sleep", "inserted in", res.Insert.Round(time.Millisecond))
 	res.MostAsleep, err = waitAsleep(ctx, db.pool, o.Sleepers, o.Sleep+caseTimeout(o.Sleepers))
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Asleep = time.Since(t0)
 	res.AsleepGoroutines, res.AsleepHeap = liveMemory()
@@ -116,21 +202,21 @@ func RunSleep(ctx context.Context, o Options) (res Sleep, err error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d runs were asleep at once: the first woke before the last fell asleep; raise -sleep", res.MostAsleep, o.Sleepers))
 	}
 	if res.TableBytes, err = tableBytes(ctx, db.pool); err != nil {
-		return res, err
+		return err
 	}
 	res.BytesPerRun = float64(res.TableBytes) / float64(o.Sleepers)
 	log.Info("all asleep; waiting for them to wake and finish", "after", res.Asleep.Round(time.Millisecond))
 	if err := waitRunsDone(ctx, db.pool, 250*time.Millisecond, o.Sleep+caseTimeout(2*o.Sleepers)); err != nil {
-		return res, err
+		return err
 	}
 	if err := checkAllCompleted(ctx, db.pool); err != nil {
-		return res, err
+		return err
 	}
-	if err := lateness(ctx, db.pool, &res); err != nil {
-		return res, err
+	if err := lateness(ctx, db.pool, res); err != nil {
+		return err
 	}
-	log.Info("done", "lateness p50", res.Lateness.P50, "p99", res.Lateness.P99)
-	return res, nil
+	log.Info("woken", "lateness p50", res.Lateness.P50, "p99", res.Lateness.P99)
+	return nil
 }
 
 // liveMemory collects garbage and returns the goroutine count and the

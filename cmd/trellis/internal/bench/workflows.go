@@ -26,6 +26,7 @@ const (
 	diamondName = "bench-diamond"
 	singleName  = "bench-single"
 	sleepName   = "bench-sleep"
+	pairName    = "bench-pair"
 )
 
 // Labels the report and Throughput.Workflow use.
@@ -57,6 +58,12 @@ func diamondShape() shape {
 // singleShape is one step: the tasks of the fairness scenarios.
 func singleShape() shape {
 	return newShape("single", singleName, []step{{name: "only"}})
+}
+
+// pairShape is two no-op steps, a -> b: the sleep scenario's runs without
+// the sleep.
+func pairShape() shape {
+	return newShape("pair", pairName, []step{{name: "a"}, {name: "b", parents: []string{"a"}}})
 }
 
 // sleepShape is a durable sleep followed by a no-op step.
