@@ -189,12 +189,24 @@ func reportSleep(w io.Writer, r *Results) {
 	t.add("lateness p99", dur(s.Lateness.P99), fmt.Sprintf("(max %s)", dur(s.Lateness.Max)))
 	t.add("firing", dur(s.Firing), fmt.Sprintf("first to last WOKEN event; the wake times spread over %s", dur(s.WakeSpread)))
 	t.add("finishing", dur(s.Finish), "last WOKEN event to the last run COMPLETED")
+	t.add("to sleep", costText(s.AsleepCost), "per run, first trigger until every run slept (trigger, claim, SLEEPING, timer)")
+	t.add("to wake", costText(s.WakeCost), "per run, then until the last completed (timer fired, sleep completed, no-op step)")
 	t.add("woken", rate(s.WokenTasksPerSec)+" tasks/s", "first WOKEN event to the last run COMPLETED, two tasks a run")
 	t.add("reference", rate(s.Reference.TasksPerSec)+" tasks/s",
 		fmt.Sprintf("burn-down of %s runs of two no-op steps by an engine of the same settings in this process", count(int64(s.Reference.Runs))))
 	t.add("woken / reference", percent(s.WokenRatio), "how close waking comes to working a backlog")
 	t.write(w)
 	writeNotes(w, "sleep", append(s.Notes, s.Reference.Notes...))
+}
+
+// costText is a phase's cost per run: database CPU (when measured) and
+// WAL.
+func costText(c Cost) string {
+	wal := bytesIEC(c.WALPerRun) + " WAL"
+	if c.DBCPUPerRun <= 0 {
+		return wal
+	}
+	return fmt.Sprintf("%d µs CPU, %s", c.DBCPUPerRun.Microseconds(), wal)
 }
 
 func reportMap(w io.Writer, r *Results) {

@@ -186,6 +186,9 @@ func TestSleep(t *testing.T) {
 	if s.Insert <= 0 || s.Asleep < s.Insert || s.Firing < 0 || s.Finish < 0 {
 		t.Errorf("phase durations: %+v", s)
 	}
+	if s.AsleepCost.WALPerRun <= 0 || s.WakeCost.WALPerRun <= 0 {
+		t.Errorf("costs per sleeping run: %+v, %+v", s.AsleepCost, s.WakeCost)
+	}
 	r := s.Reference
 	if r.Runs != o.Sleepers || r.Tasks != 2*o.Sleepers || r.TasksPerSec <= 0 || r.Workflow != "pair" {
 		t.Errorf("reference burn-down = %+v, want %d runs of two tasks", r, o.Sleepers)

@@ -47,6 +47,13 @@ type Sleep struct {
 	Firing     time.Duration `json:"firing_ns"`
 	// Finish is from the last WOKEN event to the last run's completion.
 	Finish time.Duration `json:"finish_ns"`
+	// AsleepCost is what putting a run to sleep cost the database, per
+	// run: from before the first trigger until every run slept (the
+	// trigger, the claim of the sleep step, its SLEEPING result and its
+	// timer). WakeCost is from then until the last run completed (firing
+	// the timer, completing the sleep step, the no-op step).
+	AsleepCost Cost `json:"asleep_cost"`
+	WakeCost   Cost `json:"wake_cost"`
 	// WokenTasksPerSec is the sleepers' two tasks a run (the woken sleep
 	// task, completed, then the no-op step) over Firing plus Finish. It
 	// is compared with Reference: a burn-down of as many runs of two
@@ -186,6 +193,10 @@ func sleepers(ctx context.Context, o Options, db *database, sh shape, res *Sleep
 	res.IdleGoroutines, res.IdleHeap = liveMemory()
 
 	log.Info("inserting sleepers")
+	meter, err := startCost(ctx, db.pool)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := insertRuns(ctx, wfs[sh.spec.Name], o.Sleepers); err != nil {
 		return err
@@ -197,6 +208,9 @@ func sleepers(ctx context.Context, o Options, db *database, sh shape, res *Sleep
 		return err
 	}
 	res.Asleep = time.Since(t0)
+	if res.AsleepCost, meter, err = meter.lap(ctx, o.Sleepers); err != nil {
+		return err
+	}
 	res.AsleepGoroutines, res.AsleepHeap = liveMemory()
 	if res.MostAsleep < o.Sleepers {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d runs were asleep at once: the first woke before the last fell asleep; raise -sleep", res.MostAsleep, o.Sleepers))
@@ -207,6 +221,9 @@ func sleepers(ctx context.Context, o Options, db *database, sh shape, res *Sleep
 	res.BytesPerRun = float64(res.TableBytes) / float64(o.Sleepers)
 	log.Info("all asleep; waiting for them to wake and finish", "after", res.Asleep.Round(time.Millisecond))
 	if err := waitRunsDone(ctx, db.pool, 250*time.Millisecond, o.Sleep+caseTimeout(2*o.Sleepers)); err != nil {
+		return err
+	}
+	if res.WakeCost, _, err = meter.lap(ctx, o.Sleepers); err != nil {
 		return err
 	}
 	if err := checkAllCompleted(ctx, db.pool); err != nil {
@@ -300,4 +317,49 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Cost is what a phase cost the database per run: its processes' CPU
+// (zero when the server is not on this machine) and the write-ahead log
+// it wrote.
+type Cost struct {
+	DBCPUPerRun time.Duration `json:"db_cpu_per_run_ns"`
+	WALPerRun   float64       `json:"wal_per_run_bytes"`
+}
+
+// costMeter reads the server's CPU and WAL position at the start of a
+// phase.
+type costMeter struct {
+	pool  *pgxpool.Pool
+	cpu   time.Duration
+	cpuOK bool
+	wal   string
+}
+
+func startCost(ctx context.Context, pool *pgxpool.Pool) (costMeter, error) {
+	m := costMeter{pool: pool}
+	m.cpu, m.cpuOK = serverCPU()
+	var err error
+	m.wal, err = walPosition(ctx, pool)
+	return m, err
+}
+
+// lap returns the cost per run of the n runs since m started, and a
+// meter started now. (The WAL includes the harness's own polling, a few
+// bytes a poll.)
+func (m costMeter) lap(ctx context.Context, n int) (Cost, costMeter, error) {
+	var c Cost
+	wal, err := walSince(ctx, m.pool, m.wal)
+	if err != nil {
+		return c, m, err
+	}
+	c.WALPerRun = float64(wal) / float64(n)
+	next, err := startCost(ctx, m.pool)
+	if err != nil {
+		return c, m, err
+	}
+	if m.cpuOK && next.cpuOK && next.cpu > m.cpu {
+		c.DBCPUPerRun = (next.cpu - m.cpu) / time.Duration(n)
+	}
+	return c, next, nil
 }
