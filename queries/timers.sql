@@ -1,22 +1,34 @@
+-- name: TimersDue :many
+-- Up to lim timers due at now, for TimersFire: read without a lock, so
+-- that their runs can be locked first (see the lock order in the schema).
+SELECT m.run_id, m.step
+FROM trellis_timers m
+WHERE m.wake_at <= @now
+ORDER BY m.wake_at
+LIMIT @lim;
+
 -- name: TimersFire :many
--- Fires up to lim timers due at now: sleeping tasks wake (queued to be
--- completed), retrying tasks are queued for their next attempt, tasks
--- put off by their rate limit (QUEUED, see trellis_pace) are queued for
--- their turn, and waiting tasks whose deadline passed wake (their wait
--- row goes; see schema/0013). Returns the timers that fired, with when
--- each was due.
+-- Fires those of the given timers (TimersDue) still due and not locked by
+-- another transaction, their runs locked first (RunsLock): a sleep step (kind sleep) that slept is
+-- woken and left RUNNING, to be completed in the same transaction
+-- (TasksComplete, with the children it returns); another sleeping task
+-- is woken and queued to be completed by a worker; a retrying task is
+-- queued for its next attempt; a task put off by its rate limit (QUEUED,
+-- see trellis_pace) is queued for its turn; a waiting task whose deadline
+-- passed wakes (its wait row goes; see schema/0013) and is queued. Returns
+-- the timers that fired, with when each was due.
 WITH due AS (
     SELECT m.run_id, m.step
     FROM trellis_timers m
-    WHERE m.wake_at <= @now
-    ORDER BY m.wake_at
-    LIMIT @lim
+    WHERE m.run_id = ANY (@run_ids::uuid[])
+      AND (m.run_id, m.step) IN (SELECT unnest(@run_ids::uuid[]), unnest(@steps::smallint[]))
+      AND m.wake_at <= @now
     FOR UPDATE SKIP LOCKED
 ), fired AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of every timer.
     DELETE FROM trellis_timers m
-    WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
+    WHERE m.run_id = ANY (@run_ids::uuid[])
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
@@ -25,7 +37,8 @@ WITH due AS (
     -- goes), a QUEUED one (put off) for its turn, a WAITING one (its
     -- deadline passed) wakes at its deadline.
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = greatest(@now::timestamptz, t.updated_at),
+    SET status = CASE WHEN before.status = 'SLEEPING' AND t.kind = trellis_kind_sleep() THEN 'RUNNING' ELSE 'QUEUED' END,
+        updated_at = greatest(@now::timestamptz, t.updated_at),
         rate_turn = CASE WHEN before.status = 'QUEUED' THEN true END,
         awaiting = NULL,
         wake_at = CASE before.status WHEN 'RETRYING' THEN NULL WHEN 'WAITING' THEN f.wake_at ELSE t.wake_at END
@@ -33,7 +46,8 @@ WITH due AS (
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED', 'WAITING')
     RETURNING t.run_id, t.step, t.attempt, before.status IN ('SLEEPING', 'WAITING') AS wake, before.status = 'QUEUED' AS turn,
-              before.status = 'WAITING' AS deadline, t.updated_at AS at, f.wake_at AS due
+              before.status = 'WAITING' AS deadline, before.status = 'SLEEPING' AND t.kind = trellis_kind_sleep() AS complete,
+              t.updated_at AS at, f.wake_at AS due
 ), turns AS (
     -- Tasks queued for their turn are in the ready queue's count now.
     DELETE FROM trellis_paced p
@@ -52,10 +66,19 @@ WITH due AS (
 ), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
+    WHERE NOT k.complete
 )
 -- queued is read through a scalar subquery, which runs once: joined, it
--- could run once per woken task.
-SELECT run_id, step, wake, due FROM woken WHERE (SELECT n FROM queued) >= 0;
+-- could run once per woken task. The children of a sleep step to
+-- complete are the tasks that name it among their parents.
+SELECT k.run_id, k.step, k.attempt, k.wake, coalesce(k.complete, false)::boolean AS complete, k.due,
+       CASE WHEN k.complete THEN ARRAY(
+           SELECT c.step FROM trellis_tasks c WHERE c.run_id = k.run_id AND k.step = ANY (c.parents) ORDER BY c.step
+       ) ELSE '{}' END::smallint[] AS children,
+       r.workflow, r.version, r.tenant
+FROM woken k
+JOIN trellis_runs r ON r.id = k.run_id
+WHERE (SELECT n FROM queued) >= 0;
 
 -- name: TimerNext :one
 SELECT wake_at FROM trellis_timers ORDER BY wake_at LIMIT 1;

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -140,6 +141,7 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 		now := e.clock.Now()
 		fired, err := e.store.FireTimers(ctx, now, batch)
 		e.metrics.timersFired(ctx, fired, now)
+		e.afterTimers(ctx, fired)
 		total += len(fired)
 		if err != nil {
 			return total, err
@@ -147,6 +149,36 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 		if len(fired) < batch {
 			return total, nil
 		}
+	}
+}
+
+// afterTimers does for the sleep steps FireTimers completed what
+// afterFinish does for results: it counts them and their finished runs,
+// and wakes whoever waits on those runs and the claim loop (children may
+// be queued).
+func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
+	completed := false
+	for _, t := range fired {
+		if !t.Completed {
+			continue
+		}
+		completed = true
+		if e.metrics != nil {
+			step := fmt.Sprintf("step %d", t.Key.Step)
+			if def, err := e.definition(ctx, t.Version); err == nil && t.Key.Step < len(def.graph.Steps) {
+				step = def.graph.Steps[t.Key.Step].Name
+			}
+			e.metrics.taskEnded(ctx, t.Workflow, step, t.Tenant, outcomeCompleted)
+			if t.RunFinished {
+				e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(t.Workflow, t.Tenant, outcomeCompleted))
+			}
+		}
+		if t.RunFinished {
+			e.runFinished(t.Key.Run)
+		}
+	}
+	if completed {
+		e.wake()
 	}
 }
 

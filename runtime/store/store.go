@@ -292,12 +292,14 @@ type Tasks interface {
 
 // Timers fires durable timers.
 type Timers interface {
-	// FireTimers atomically takes up to Limit timers due at Now and queues
+	// FireTimers atomically takes up to Limit timers due at Now and acts on
 	// their tasks: a retrying task is queued for its next attempt (QUEUED
-	// event), a sleeping task is queued to be completed (WOKEN event). A
-	// timer fires once. It returns the timers it fired, in no particular
-	// order, each with the time it was due, so that the caller can tell how
-	// late they fired.
+	// event); a sleep step (KindSleep) that slept completes (WOKEN, then
+	// COMPLETED), its children resolved and its run completed as Finish
+	// would, with no worker claiming it; any other sleeping task is queued
+	// to be completed (WOKEN event). A timer fires once. It returns the
+	// timers it fired, in no particular order, each with the time it was
+	// due, so that the caller can tell how late they fired.
 	FireTimers(ctx context.Context, now time.Time, limit int) ([]FiredTimer, error)
 	// NextTimer returns when the earliest pending timer is due, or false
 	// when there is none.
@@ -738,6 +740,11 @@ type FiredTimer struct {
 	// Due is when the timer was due: it fired late by the time FireTimers
 	// was given less Due.
 	Due time.Time
+	// Completed is true for a sleep step completed by FireTimers, and
+	// RunFinished when its run completed with it. Workflow, Version and
+	// Tenant are its run's.
+	Completed, RunFinished    bool
+	Workflow, Version, Tenant string
 }
 
 // QueueDepth is what QueueDepth counts.

@@ -72,6 +72,32 @@ func (s *Store) owned(a store.Attempt) (*task, bool) {
 	return t, true
 }
 
+// complete records a completion of t, which runs in c's attempt: its
+// children are resolved and queued when ready, and its run completes when
+// nothing is left. It reports whether it queued a task. Callers hold s.mu.
+func (s *Store) complete(t *task, c store.Completion, now time.Time, res *store.FinishResult) (queued bool) {
+	run := t.run
+	status, typ := store.TaskCompleted, store.EventCompleted
+	if c.Skipped {
+		status, typ = store.TaskSkipped, store.EventSkipped
+	}
+	at := s.setStatus(t, status, now)
+	t.rec.Output = append([]byte(nil), c.Output...)
+	s.event(run, c.Key.Step, typ, c.Attempt.Attempt, at, c.Detail)
+	for _, child := range dag.Resolve(run.pending, c.Children) {
+		if ct := run.tasks[child]; ct.rec.Status == store.TaskPending && run.rec.Status == store.RunRunning {
+			// Queued no earlier than the parent that resolved it.
+			s.event(run, child, store.EventQueued, ct.rec.Attempt, s.admit(ct, false, at), "")
+			queued = true
+		}
+	}
+	if run.unresolved == 0 && run.rec.Status == store.RunRunning {
+		s.endRun(run, store.RunCompleted, now)
+		res.Finished = append(res.Finished, run.rec.ID)
+	}
+	return queued
+}
+
 // StartTasks implements store.Tasks.
 func (s *Store) StartTasks(_ context.Context, tasks []store.Attempt, now time.Time) error {
 	s.mu.Lock()
@@ -96,25 +122,7 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 			res.Stale = append(res.Stale, c.Attempt)
 			continue
 		}
-		run := t.run
-		status, typ := store.TaskCompleted, store.EventCompleted
-		if c.Skipped {
-			status, typ = store.TaskSkipped, store.EventSkipped
-		}
-		at := s.setStatus(t, status, r.Now)
-		t.rec.Output = append([]byte(nil), c.Output...)
-		s.event(run, c.Key.Step, typ, c.Attempt.Attempt, at, c.Detail)
-		for _, child := range dag.Resolve(run.pending, c.Children) {
-			if ct := run.tasks[child]; ct.rec.Status == store.TaskPending && run.rec.Status == store.RunRunning {
-				// Queued no earlier than the parent that resolved it.
-				s.event(run, child, store.EventQueued, ct.rec.Attempt, s.admit(ct, false, at), "")
-				queued = true
-			}
-		}
-		if run.unresolved == 0 && run.rec.Status == store.RunRunning {
-			s.endRun(run, store.RunCompleted, r.Now)
-			res.Finished = append(res.Finished, run.rec.ID)
-		}
+		queued = s.complete(t, c, r.Now, &res) || queued
 	}
 	for _, rt := range r.Retries {
 		t, ok := s.owned(rt.Attempt)

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -20,9 +21,21 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 		s.timers.pop()
 		t := tm.task
 		sleep := t.rec.Status == store.TaskSleeping
+		ft := store.FiredTimer{Key: t.rec.Key, Sleep: sleep, Due: tm.at,
+			Workflow: t.run.rec.Workflow, Version: t.run.rec.Version, Tenant: t.run.rec.Tenant}
 		switch t.rec.Status {
 		case store.TaskSleeping:
-			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
+			if t.rec.Kind != store.KindSleep {
+				s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, s.enqueue(t, true, now), "")
+				break
+			}
+			// A sleep step completes here, as Finish would complete it.
+			at := s.setStatus(t, store.TaskRunning, now)
+			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, at, "")
+			var res store.FinishResult
+			c := store.Completion{Attempt: store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}, Woken: true, Children: s.childrenOf(t)}
+			s.complete(t, c, now, &res)
+			ft.Completed, ft.RunFinished = true, len(res.Finished) > 0
 		case store.TaskRetrying:
 			t.rec.WakeAt = time.Time{} // queued for a new attempt, not woken
 			s.event(t.run, t.rec.Key.Step, store.EventQueued, t.rec.Attempt, s.enqueue(t, false, now), "")
@@ -37,7 +50,7 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 		default:
 			continue
 		}
-		fired = append(fired, store.FiredTimer{Key: t.rec.Key, Sleep: sleep, Due: tm.at})
+		fired = append(fired, ft)
 	}
 	if len(fired) > 0 {
 		s.notify(store.Notification{Kind: store.TasksReady})
@@ -54,4 +67,15 @@ func (s *Store) NextTimer(_ context.Context) (time.Time, bool, error) {
 		return time.Time{}, false, nil
 	}
 	return tm.at, true, nil
+}
+
+// childrenOf returns the steps of t's run that name t among their parents.
+func (s *Store) childrenOf(t *task) []int {
+	var out []int
+	for _, c := range t.run.tasks {
+		if slices.Contains(c.parents, t.rec.Key.Step) {
+			out = append(out, c.rec.Key.Step)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -15,18 +16,68 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// FireTimers implements store.Timers.
+// FireTimers implements store.Timers: one transaction that reads the due
+// timers, locks their runs (first, as every transaction that changes
+// tasks of existing runs does: cancelling a run, say, locks it and then
+// drops its timers), fires the timers still due, and completes the sleep
+// steps that woke (TasksComplete, as Finish does).
 func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]store.FiredTimer, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.q.TimersFire(ctx, dbsqlc.TimersFireParams{Now: now, Lim: int32(limit)})
+	var fired []store.FiredTimer
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		fired = nil
+		due, err := q.TimersDue(ctx, dbsqlc.TimersDueParams{Now: now, Lim: int32(limit)})
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		p := dbsqlc.TimersFireParams{Now: now}
+		for _, d := range due {
+			p.RunIds = append(p.RunIds, d.RunID)
+			p.Steps = append(p.Steps, d.Step)
+		}
+		if err := q.RunsLock(ctx, p.RunIds); err != nil {
+			return err
+		}
+		rows, err := q.TimersFire(ctx, p)
+		if err != nil {
+			return err
+		}
+		done := store.Results{Now: now}
+		for _, r := range rows {
+			key := store.TaskKey{Run: r.RunID, Step: int(r.Step)}
+			fired = append(fired, store.FiredTimer{Key: key, Sleep: r.Wake, Due: r.Due, Completed: r.Complete,
+				Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant})
+			if r.Complete {
+				children := make([]int, len(r.Children))
+				for i, c := range r.Children {
+					children[i] = int(c)
+				}
+				done.Completions = append(done.Completions, store.Completion{
+					Attempt: store.Attempt{Key: key, Attempt: int(r.Attempt)}, Woken: true, Children: children,
+				})
+			}
+		}
+		var res store.FinishResult
+		if err := s.complete(ctx, q, done, &res); err != nil {
+			return err
+		}
+		if len(res.Stale) > 0 {
+			return fmt.Errorf("%d woken sleep steps were not running", len(res.Stale))
+		}
+		finished := map[uuid.UUID]bool{}
+		for _, id := range res.Finished {
+			finished[id] = true
+		}
+		for i := range fired { // once per run
+			fired[i].RunFinished = fired[i].Completed && finished[fired[i].Key.Run]
+			delete(finished, fired[i].Key.Run)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, wrap(err, "firing timers")
-	}
-	fired := make([]store.FiredTimer, len(rows))
-	for i, r := range rows {
-		fired[i] = store.FiredTimer{Key: store.TaskKey{Run: r.RunID, Step: int(r.Step)}, Sleep: r.Wake, Due: r.Due}
 	}
 	return fired, nil
 }

@@ -87,30 +87,6 @@ func testReleaseCounted(t *testing.T, f *fixture) {
 	}
 }
 
-func testReleaseWoken(t *testing.T, f *fixture) {
-	id := uuid.Must(uuid.NewV7())
-	_, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
-		ID: id, Workflow: "nap", Version: "nap@v1", Tenant: "default", Input: []byte(`{}`),
-		Tasks: []store.NewTask{{Step: 0, Kind: store.KindSleep, MaxAttempts: 1}},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := f.claimOne(id, 0)
-	f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(a), For: time.Minute}}})
-	if n, _ := f.fire(f.tick(time.Minute), 10); n != 1 {
-		t.Fatal("the sleep did not wake")
-	}
-	woken := f.claimOne(id, 0)
-	if got, _ := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(woken)}, Now: f.now}); len(got.Requeued) != 1 {
-		t.Fatal("the woken sleep was not released")
-	}
-	again := f.claimOne(id, 0)
-	if !again.Woken || again.Attempt != woken.Attempt || again.Plain {
-		t.Errorf("claim after release = %+v, want the woken sleep to complete", again)
-	}
-}
-
 func testCreateByID(t *testing.T, f *fixture) {
 	id := uuid.Must(uuid.NewV7())
 	run := store.NewRun{ID: id, Workflow: "diamond", Version: "diamond@v1", Tenant: "default", Input: []byte(`{}`), Tasks: diamondTasks(1)}

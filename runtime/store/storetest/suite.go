@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -55,10 +56,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"FailureCancelsAndQueuesHandlerOnce", testFailure},
 		{"RetryWaitsOnDurableTimer", testRetry},
 		{"SleepAndWake", testSleep},
+		{"SleepStepCompletesWhenItsTimerFires", testSleepStepCompletes},
 		{"EventWakeTimes", testEventWakeTimes},
 		{"Heartbeat", testHeartbeat},
 		{"ReleaseTasks", testRelease},
-		{"ReleaseWokenSleep", testReleaseWoken},
 		{"ReleaseCounted", testReleaseCounted},
 		{"StuckTasks", testStuckTasks},
 		{"QueueDepth", testQueueDepth},
@@ -562,6 +563,87 @@ func testSleep(t *testing.T, f *fixture) {
 	}
 	if got := f.claim(10); len(got) != 2 {
 		t.Errorf("children queued after waking: %d, want 2", len(got))
+	}
+}
+
+// testSleepStepCompletes: a sleep step (KindSleep) completes when its
+// timer fires, with no claim: WOKEN then COMPLETED, its children queued;
+// a run that ends with a sleep step completes there, once, with its
+// RunFinished notification; and a sleep step whose run was cancelled
+// while it slept does not wake.
+func testSleepStepCompletes(t *testing.T, f *fixture) {
+	notes, err := f.s.Listen(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nap -> {b, c}; c -> rest (a sleep step that ends the run).
+	tasks := []store.NewTask{
+		{Step: 0, Kind: store.KindSleep, MaxAttempts: 1},
+		{Step: 1, Kind: store.KindCode, Parents: []int{0}, Pending: 1, Plain: true, MaxAttempts: 1},
+		{Step: 2, Kind: store.KindCode, Parents: []int{0}, Pending: 1, Plain: true, MaxAttempts: 1},
+		{Step: 3, Kind: store.KindSleep, Parents: []int{2}, Pending: 1, MaxAttempts: 1},
+	}
+	create := func() uuid.UUID {
+		id := uuid.Must(uuid.NewV7())
+		if _, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
+			ID: id, Workflow: "naps", Version: "naps@v1", Tenant: "default", Input: []byte(`{}`), Tasks: tasks,
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	sleep := func(c store.ClaimedTask) {
+		f.finish(store.Results{Sleeps: []store.Sleep{{Attempt: attempt(c), For: time.Hour}}})
+	}
+	id, cancelled := create(), create()
+	sleep(f.claimOne(id, 0))
+	sleep(f.claimOne(cancelled, 0))
+	if _, err := f.s.CancelRuns(f.ctx, []uuid.UUID{cancelled}, f.now); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := f.s.FireTimers(f.ctx, f.tick(2*time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.FiredTimer{{Key: store.TaskKey{Run: id, Step: 0}, Sleep: true, Completed: true,
+		Workflow: "naps", Version: "naps@v1", Tenant: "default"}}
+	if diff := cmp.Diff(want, fired, cmpopts.IgnoreFields(store.FiredTimer{}, "Due")); diff != "" {
+		t.Fatalf("fired (-want +got):\n%s", diff)
+	}
+	trail := []store.EventType{store.EventQueued, store.EventSleeping, store.EventWoken, store.EventCompleted}
+	if diff := cmp.Diff(trail, f.trail(id, 0)); diff != "" {
+		t.Errorf("trail of the sleep step (-want +got):\n%s", diff)
+	}
+	if got := f.claim(10); len(got) != 2 || got[0].Key.Run != id || got[1].Key.Run != id {
+		t.Fatalf("claimed %+v, want the sleep step's two children", got)
+	} else {
+		r := store.Results{Now: f.now}
+		for _, c := range got {
+			r.Completions = append(r.Completions, store.Completion{Attempt: attempt(c), Children: map[int][]int{2: {3}}[c.Key.Step]})
+		}
+		f.finish(r)
+	}
+	sleep(f.claimOne(id, 3))
+	fired, err = f.s.FireTimers(f.ctx, f.tick(2*time.Hour), 10)
+	if err != nil || len(fired) != 1 || !fired[0].Completed || !fired[0].RunFinished {
+		t.Fatalf("firing the last sleep = %+v, %v; want it completed and its run finished", fired, err)
+	}
+	if run, err := f.s.GetRun(f.ctx, id); err != nil || run.Status != store.RunCompleted {
+		t.Fatalf("run = %+v, %v; want COMPLETED", run, err)
+	}
+	for deadline := time.After(10 * time.Second); ; {
+		var n store.Notification
+		select {
+		case n = <-notes:
+		case <-deadline:
+			t.Fatal("no RunFinished notification for the run its sleep step completed")
+		}
+		if n.Kind == store.RunFinished && n.Run == id {
+			break
+		}
+	}
+	if got := f.claim(10); len(got) != 0 {
+		t.Errorf("claimed %+v after the run completed", got)
 	}
 }
 

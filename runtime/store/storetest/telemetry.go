@@ -155,8 +155,10 @@ func testFiredTimers(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	want := map[store.TaskKey]store.FiredTimer{
-		{Run: retried, Step: stepA}: {Key: store.TaskKey{Run: retried, Step: stepA}, Due: retryAt},
-		{Run: slept, Step: stepA}:   {Key: store.TaskKey{Run: slept, Step: stepA}, Sleep: true, Due: wakeAt},
+		{Run: retried, Step: stepA}: {Key: store.TaskKey{Run: retried, Step: stepA}, Due: retryAt,
+			Workflow: "diamond", Version: "diamond@v1", Tenant: "default"},
+		{Run: slept, Step: stepA}: {Key: store.TaskKey{Run: slept, Step: stepA}, Sleep: true, Due: wakeAt,
+			Workflow: "diamond", Version: "diamond@v1", Tenant: "default"},
 	}
 	got := map[store.TaskKey]store.FiredTimer{}
 	for _, ft := range fired {

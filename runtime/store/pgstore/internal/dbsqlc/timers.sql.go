@@ -23,19 +23,59 @@ func (q *Queries) TimerNext(ctx context.Context) (time.Time, error) {
 	return wake_at, err
 }
 
+const timersDue = `-- name: TimersDue :many
+SELECT m.run_id, m.step
+FROM trellis_timers m
+WHERE m.wake_at <= $1
+ORDER BY m.wake_at
+LIMIT $2
+`
+
+type TimersDueParams struct {
+	Now time.Time
+	Lim int32
+}
+
+type TimersDueRow struct {
+	RunID uuid.UUID
+	Step  int16
+}
+
+// Up to lim timers due at now, for TimersFire: read without a lock, so
+// that their runs can be locked first (see the lock order in the schema).
+func (q *Queries) TimersDue(ctx context.Context, arg TimersDueParams) ([]TimersDueRow, error) {
+	rows, err := q.db.Query(ctx, timersDue, arg.Now, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TimersDueRow{}
+	for rows.Next() {
+		var i TimersDueRow
+		if err := rows.Scan(&i.RunID, &i.Step); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const timersFire = `-- name: TimersFire :many
 WITH due AS (
     SELECT m.run_id, m.step
     FROM trellis_timers m
-    WHERE m.wake_at <= $1
-    ORDER BY m.wake_at
-    LIMIT $2
+    WHERE m.run_id = ANY ($1::uuid[])
+      AND (m.run_id, m.step) IN (SELECT unnest($1::uuid[]), unnest($2::smallint[]))
+      AND m.wake_at <= $3
     FOR UPDATE SKIP LOCKED
 ), fired AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of every timer.
     DELETE FROM trellis_timers m
-    WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
+    WHERE m.run_id = ANY ($1::uuid[])
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
@@ -44,7 +84,8 @@ WITH due AS (
     -- goes), a QUEUED one (put off) for its turn, a WAITING one (its
     -- deadline passed) wakes at its deadline.
     UPDATE trellis_tasks t
-    SET status = 'QUEUED', updated_at = greatest($1::timestamptz, t.updated_at),
+    SET status = CASE WHEN before.status = 'SLEEPING' AND t.kind = trellis_kind_sleep() THEN 'RUNNING' ELSE 'QUEUED' END,
+        updated_at = greatest($3::timestamptz, t.updated_at),
         rate_turn = CASE WHEN before.status = 'QUEUED' THEN true END,
         awaiting = NULL,
         wake_at = CASE before.status WHEN 'RETRYING' THEN NULL WHEN 'WAITING' THEN f.wake_at ELSE t.wake_at END
@@ -52,7 +93,8 @@ WITH due AS (
     JOIN trellis_tasks before ON before.run_id = f.run_id AND before.step = f.step
     WHERE t.run_id = f.run_id AND t.step = f.step AND t.status IN ('SLEEPING', 'RETRYING', 'QUEUED', 'WAITING')
     RETURNING t.run_id, t.step, t.attempt, before.status IN ('SLEEPING', 'WAITING') AS wake, before.status = 'QUEUED' AS turn,
-              before.status = 'WAITING' AS deadline, t.updated_at AS at, f.wake_at AS due
+              before.status = 'WAITING' AS deadline, before.status = 'SLEEPING' AND t.kind = trellis_kind_sleep() AS complete,
+              t.updated_at AS at, f.wake_at AS due
 ), turns AS (
     -- Tasks queued for their turn are in the ready queue's count now.
     DELETE FROM trellis_paced p
@@ -71,32 +113,51 @@ WITH due AS (
 ), queued AS (
     SELECT trellis_enqueue(array_agg(k.run_id), array_agg(k.step), array_agg(k.wake), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true))) AS n
     FROM woken k JOIN trellis_runs r ON r.id = k.run_id
+    WHERE NOT k.complete
 )
-SELECT run_id, step, wake, due FROM woken WHERE (SELECT n FROM queued) >= 0
+SELECT k.run_id, k.step, k.attempt, k.wake, coalesce(k.complete, false)::boolean AS complete, k.due,
+       CASE WHEN k.complete THEN ARRAY(
+           SELECT c.step FROM trellis_tasks c WHERE c.run_id = k.run_id AND k.step = ANY (c.parents) ORDER BY c.step
+       ) ELSE '{}' END::smallint[] AS children,
+       r.workflow, r.version, r.tenant
+FROM woken k
+JOIN trellis_runs r ON r.id = k.run_id
+WHERE (SELECT n FROM queued) >= 0
 `
 
 type TimersFireParams struct {
-	Now time.Time
-	Lim int32
+	RunIds []uuid.UUID
+	Steps  []int16
+	Now    time.Time
 }
 
 type TimersFireRow struct {
-	RunID uuid.UUID
-	Step  int16
-	Wake  bool
-	Due   time.Time
+	RunID    uuid.UUID
+	Step     int16
+	Attempt  int32
+	Wake     bool
+	Complete bool
+	Due      time.Time
+	Children []int16
+	Workflow string
+	Version  string
+	Tenant   string
 }
 
-// Fires up to lim timers due at now: sleeping tasks wake (queued to be
-// completed), retrying tasks are queued for their next attempt, tasks
-// put off by their rate limit (QUEUED, see trellis_pace) are queued for
-// their turn, and waiting tasks whose deadline passed wake (their wait
-// row goes; see schema/0013). Returns the timers that fired, with when
-// each was due.
+// Fires those of the given timers (TimersDue) still due and not locked by
+// another transaction, their runs locked first (RunsLock): a sleep step (kind sleep) that slept is
+// woken and left RUNNING, to be completed in the same transaction
+// (TasksComplete, with the children it returns); another sleeping task
+// is woken and queued to be completed by a worker; a retrying task is
+// queued for its next attempt; a task put off by its rate limit (QUEUED,
+// see trellis_pace) is queued for its turn; a waiting task whose deadline
+// passed wakes (its wait row goes; see schema/0013) and is queued. Returns
+// the timers that fired, with when each was due.
 // queued is read through a scalar subquery, which runs once: joined, it
-// could run once per woken task.
+// could run once per woken task. The children of a sleep step to
+// complete are the tasks that name it among their parents.
 func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]TimersFireRow, error) {
-	rows, err := q.db.Query(ctx, timersFire, arg.Now, arg.Lim)
+	rows, err := q.db.Query(ctx, timersFire, arg.RunIds, arg.Steps, arg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +168,14 @@ func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]Timer
 		if err := rows.Scan(
 			&i.RunID,
 			&i.Step,
+			&i.Attempt,
 			&i.Wake,
+			&i.Complete,
 			&i.Due,
+			&i.Children,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
 		); err != nil {
 			return nil, err
 		}
