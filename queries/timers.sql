@@ -1,15 +1,24 @@
 -- name: TimersDue :many
--- Up to lim timers due at now, for TimersFire: read without a lock, so
--- that their runs can be locked first (see the lock order in the schema).
+-- Locks up to lim timers due at now (skipping those locked elsewhere),
+-- for TimersFire in the same transaction.
 SELECT m.run_id, m.step
 FROM trellis_timers m
 WHERE m.wake_at <= @now
 ORDER BY m.wake_at
-LIMIT @lim;
+LIMIT @lim
+FOR UPDATE SKIP LOCKED;
+
+-- name: TimersLockRuns :many
+-- Locks those of the runs of due timers that no other transaction holds,
+-- in id order, and returns them. It never waits: the caller holds timers
+-- already, and a transaction that holds a run (cancelling it, say) may
+-- wait for that run's timers. A busy run's timers are left for the next
+-- round.
+SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: TimersFire :many
--- Fires those of the given timers (TimersDue) still due and not locked by
--- another transaction, their runs locked first (RunsLock): a sleep step (kind sleep) that slept is
+-- Fires the given timers, which the caller has locked (TimersDue), as
+-- their runs (TimersLockRuns): a sleep step (kind sleep) that slept is
 -- woken and left RUNNING, to be completed in the same transaction
 -- (TasksComplete, with the children it returns); another sleeping task
 -- is woken and queued to be completed by a worker; a retrying task is
@@ -18,17 +27,14 @@ LIMIT @lim;
 -- passed wakes (its wait row goes; see schema/0013) and is queued. Returns
 -- the timers that fired, with when each was due.
 WITH due AS (
-    SELECT m.run_id, m.step
-    FROM trellis_timers m
-    WHERE m.run_id = ANY (@run_ids::uuid[])
-      AND (m.run_id, m.step) IN (SELECT unnest(@run_ids::uuid[]), unnest(@steps::smallint[]))
-      AND m.wake_at <= @now
-    FOR UPDATE SKIP LOCKED
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step
 ), fired AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
-    -- would be planned as a scan of every timer.
+    -- would be planned as a scan of every timer, and so would the array
+    -- given as such: a custom plan sees a thousand ids and prices a scan
+    -- below a thousand lookups (10 ms against 3 with 100,000 timers set).
     DELETE FROM trellis_timers m
-    WHERE m.run_id = ANY (@run_ids::uuid[])
+    WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (

@@ -16,11 +16,13 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 )
 
-// FireTimers implements store.Timers: one transaction that reads the due
-// timers, locks their runs (first, as every transaction that changes
-// tasks of existing runs does: cancelling a run, say, locks it and then
-// drops its timers), fires the timers still due, and completes the sleep
-// steps that woke (TasksComplete, as Finish does).
+// FireTimers implements store.Timers: one transaction that locks the due
+// timers and those of their runs no other transaction holds, fires the
+// timers of the runs it locked, and completes the sleep steps that woke
+// (TasksComplete, as Finish does). A run held elsewhere (its results being
+// recorded, or the run cancelled, which also drops its timers) keeps its
+// timers for the next round: waiting for it while holding timers could
+// deadlock.
 func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]store.FiredTimer, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -32,13 +34,27 @@ func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]sto
 		if err != nil || len(due) == 0 {
 			return err
 		}
+		runs := make([]uuid.UUID, len(due))
+		for i, d := range due {
+			runs[i] = d.RunID
+		}
+		locked, err := q.TimersLockRuns(ctx, runs)
+		if err != nil {
+			return err
+		}
+		held := make(map[uuid.UUID]bool, len(locked))
+		for _, id := range locked {
+			held[id] = true
+		}
 		p := dbsqlc.TimersFireParams{Now: now}
 		for _, d := range due {
-			p.RunIds = append(p.RunIds, d.RunID)
-			p.Steps = append(p.Steps, d.Step)
+			if held[d.RunID] {
+				p.RunIds = append(p.RunIds, d.RunID)
+				p.Steps = append(p.Steps, d.Step)
+			}
 		}
-		if err := q.RunsLock(ctx, p.RunIds); err != nil {
-			return err
+		if len(p.RunIds) == 0 {
+			return nil
 		}
 		rows, err := q.TimersFire(ctx, p)
 		if err != nil {

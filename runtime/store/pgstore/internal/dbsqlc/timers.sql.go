@@ -29,6 +29,7 @@ FROM trellis_timers m
 WHERE m.wake_at <= $1
 ORDER BY m.wake_at
 LIMIT $2
+FOR UPDATE SKIP LOCKED
 `
 
 type TimersDueParams struct {
@@ -41,8 +42,8 @@ type TimersDueRow struct {
 	Step  int16
 }
 
-// Up to lim timers due at now, for TimersFire: read without a lock, so
-// that their runs can be locked first (see the lock order in the schema).
+// Locks up to lim timers due at now (skipping those locked elsewhere),
+// for TimersFire in the same transaction.
 func (q *Queries) TimersDue(ctx context.Context, arg TimersDueParams) ([]TimersDueRow, error) {
 	rows, err := q.db.Query(ctx, timersDue, arg.Now, arg.Lim)
 	if err != nil {
@@ -65,17 +66,14 @@ func (q *Queries) TimersDue(ctx context.Context, arg TimersDueParams) ([]TimersD
 
 const timersFire = `-- name: TimersFire :many
 WITH due AS (
-    SELECT m.run_id, m.step
-    FROM trellis_timers m
-    WHERE m.run_id = ANY ($1::uuid[])
-      AND (m.run_id, m.step) IN (SELECT unnest($1::uuid[]), unnest($2::smallint[]))
-      AND m.wake_at <= $3
-    FOR UPDATE SKIP LOCKED
+    SELECT unnest($1::uuid[]) AS run_id, unnest($2::smallint[]) AS step
 ), fired AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
-    -- would be planned as a scan of every timer.
+    -- would be planned as a scan of every timer, and so would the array
+    -- given as such: a custom plan sees a thousand ids and prices a scan
+    -- below a thousand lookups (10 ms against 3 with 100,000 timers set).
     DELETE FROM trellis_timers m
-    WHERE m.run_id = ANY ($1::uuid[])
+    WHERE m.run_id = ANY (ARRAY(SELECT run_id FROM due))
       AND (m.run_id, m.step) IN (SELECT run_id, step FROM due)
     RETURNING m.run_id, m.step, m.wake_at
 ), woken AS (
@@ -144,8 +142,8 @@ type TimersFireRow struct {
 	Tenant   string
 }
 
-// Fires those of the given timers (TimersDue) still due and not locked by
-// another transaction, their runs locked first (RunsLock): a sleep step (kind sleep) that slept is
+// Fires the given timers, which the caller has locked (TimersDue), as
+// their runs (TimersLockRuns): a sleep step (kind sleep) that slept is
 // woken and left RUNNING, to be completed in the same transaction
 // (TasksComplete, with the children it returns); another sleeping task
 // is woken and queued to be completed by a worker; a retrying task is
@@ -180,6 +178,35 @@ func (q *Queries) TimersFire(ctx context.Context, arg TimersFireParams) ([]Timer
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const timersLockRuns = `-- name: TimersLockRuns :many
+SELECT id FROM trellis_runs WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+`
+
+// Locks those of the runs of due timers that no other transaction holds,
+// in id order, and returns them. It never waits: the caller holds timers
+// already, and a transaction that holds a run (cancelling it, say) may
+// wait for that run's timers. A busy run's timers are left for the next
+// round.
+func (q *Queries) TimersLockRuns(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, timersLockRuns, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
