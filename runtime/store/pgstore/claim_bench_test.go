@@ -43,24 +43,8 @@ func benchmarkClaim(b *testing.B, tenantLimit int) {
 		running = 500
 		tenants = 10
 	)
-	_, schema := pgtest.PoolWithSchema(b)
 	ctx := b.Context()
-	// One connection, so that every claim runs in the backend measured.
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	var backend int
-	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
-		b.Fatal(err)
-	}
+	pool, backend := onePool(b)
 	s := pgstore.New(pool)
 	now := time.Now()
 	n := 0
@@ -123,6 +107,29 @@ func benchmarkClaim(b *testing.B, tenantLimit int) {
 	if cpuKnown {
 		b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "pg-cpu-ms/op")
 	}
+}
+
+// onePool returns a pool of one connection on a schema of its own, so
+// that every statement runs in the backend whose CPU cpuTime reads, and
+// that backend's process id.
+func onePool(b *testing.B) (*pgxpool.Pool, int) {
+	_, schema := pgtest.PoolWithSchema(b)
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	var backend int
+	if err := pool.QueryRow(b.Context(), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	return pool, backend
 }
 
 // cpuTime is the CPU time a local Postgres process has used, from the

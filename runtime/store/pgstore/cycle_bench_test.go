@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 
 // BenchmarkTaskCycle is what a task of a chain of five costs the
@@ -29,23 +27,8 @@ func BenchmarkTaskCycle(b *testing.B) {
 		steps   = 5
 		tenants = 10
 	)
-	_, schema := pgtest.PoolWithSchema(b)
 	ctx := b.Context()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	var backend int
-	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
-		b.Fatal(err)
-	}
+	pool, backend := onePool(b)
 	s := pgstore.New(pool)
 	now := time.Now()
 	n := 0

@@ -2,11 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // clockTick is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100
@@ -66,4 +69,50 @@ func postgresTicks(stat []byte) (ticks int64, isPostgres bool, err error) {
 		ticks += n
 	}
 	return ticks, true, nil
+}
+
+// Cost is what a phase cost the database per unit of work (a run, a task,
+// an item: what costMeter.lap divides by): the CPU of its processes
+// (zero when the server is not on this machine) and the write-ahead log
+// it wrote.
+type Cost struct {
+	DBCPU time.Duration `json:"db_cpu_ns"`
+	WAL   float64       `json:"wal_bytes"`
+}
+
+// costMeter holds the server's CPU and WAL position at the start of a
+// phase.
+type costMeter struct {
+	pool  *pgxpool.Pool
+	cpu   time.Duration
+	cpuOK bool
+	wal   string
+}
+
+func startCost(ctx context.Context, pool *pgxpool.Pool) (costMeter, error) {
+	m := costMeter{pool: pool}
+	var err error
+	if m.wal, err = walPosition(ctx, pool); err != nil {
+		return m, err
+	}
+	m.cpu, m.cpuOK = serverCPU()
+	return m, nil
+}
+
+// lap returns the cost of each of the n units of work since m started,
+// and a meter started now. (The WAL includes the harness's own polling,
+// a few bytes a poll.)
+func (m costMeter) lap(ctx context.Context, n int) (Cost, costMeter, error) {
+	var c Cost
+	cpu, cpuOK := serverCPU()
+	wal, err := walSince(ctx, m.pool, m.wal)
+	if err != nil {
+		return c, m, err
+	}
+	c.WAL = float64(wal) / float64(n)
+	if m.cpuOK && cpuOK && cpu > m.cpu {
+		c.DBCPU = (cpu - m.cpu) / time.Duration(n)
+	}
+	next, err := startCost(ctx, m.pool)
+	return c, next, err
 }

@@ -70,9 +70,8 @@ func RunHistory(ctx context.Context, o Options) (res History, err error) {
 		return res, err
 	}
 	res.HistoryInsert = time.Since(t0)
-	if err := c.db.pool.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'`).Scan(&res.TableBytes); err != nil {
-		return res, fmt.Errorf("measuring the tables: %w", err)
+	if res.TableBytes, err = tableBytes(ctx, c.db.pool); err != nil {
+		return res, err
 	}
 	for _, what := range []string{"with the history, a burst the statistics do not know", "with the history, again"} {
 		t, err := burn(what)

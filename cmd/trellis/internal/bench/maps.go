@@ -153,11 +153,10 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	}
 	input := json.RawMessage(`{"items":[` + strings.Join(items, ",") + `]}`)
 
-	walFrom, err := walPosition(ctx, db.pool)
+	meter, err := startCost(ctx, db.pool)
 	if err != nil {
 		return res, err
 	}
-	cpuFrom, cpuOK := serverCPU()
 	log.Info("triggering the map")
 	t0 := time.Now()
 	ref, err := wf.Trigger(ctx, input)
@@ -167,18 +166,14 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	if err := waitRunsDone(ctx, db.pool, 25*time.Millisecond, caseTimeout(o.MapItems)); err != nil {
 		return res, err
 	}
-	cpuTo, cpuToOK := serverCPU()
-	wal, err := walSince(ctx, db.pool, walFrom)
+	cost, _, err := meter.lap(ctx, o.MapItems)
 	if err != nil {
 		return res, err
 	}
 	if err := checkAllCompleted(ctx, db.pool); err != nil {
 		return res, err
 	}
-	res = Map{Items: o.MapItems, Spawn: timer.took, SpawnStatements: timer.ran, WALPerItem: float64(wal) / float64(o.MapItems)}
-	if cpuOK && cpuToOK {
-		res.DBCPUPerItem = (cpuTo - cpuFrom) / time.Duration(o.MapItems)
-	}
+	res = Map{Items: o.MapItems, Spawn: timer.took, SpawnStatements: timer.ran, WALPerItem: cost.WAL, DBCPUPerItem: cost.DBCPU}
 	var first, last, mapDone time.Time
 	var n int
 	err = db.pool.QueryRow(ctx, `

@@ -207,7 +207,10 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 		}
 	}
 	began := time.Now()
-	cpuFrom, cpuOK := serverCPU()
+	meter, err := startCost(ctx, c.db.pool)
+	if err != nil {
+		return res, err
+	}
 	if err := c.startWorkers(ctx, 1); err != nil {
 		return res, err
 	}
@@ -215,7 +218,10 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
 		return res, err
 	}
-	cpuTo, cpuToOK := serverCPU()
+	cost, _, err := meter.lap(ctx, total)
+	if err != nil {
+		return res, err
+	}
 	if err := c.stopWorkers(); err != nil {
 		return res, err
 	}
@@ -239,10 +245,8 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 	res = Throughput{
 		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: 1,
 		Runs: c.o.Runs, Tasks: total, Elapsed: w.elapsed(),
-		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(c.o.Runs, w.elapsed()), Notes: c.notes,
-	}
-	if cpuOK && cpuToOK && cpuTo > cpuFrom {
-		res.DBCPUPerTask = (cpuTo - cpuFrom) / time.Duration(total)
+		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(c.o.Runs, w.elapsed()), DBCPUPerTask: cost.DBCPU,
+		Notes: c.notes,
 	}
 	c.notes = nil
 	return res, nil

@@ -202,11 +202,11 @@ func reportSleep(w io.Writer, r *Results) {
 // costText is a phase's cost per run: database CPU (when measured) and
 // WAL.
 func costText(c Cost) string {
-	wal := bytesIEC(c.WALPerRun) + " WAL"
-	if c.DBCPUPerRun <= 0 {
+	wal := bytesIEC(c.WAL) + " WAL"
+	if c.DBCPU <= 0 {
 		return wal
 	}
-	return fmt.Sprintf("%d µs CPU, %s", c.DBCPUPerRun.Microseconds(), wal)
+	return fmt.Sprintf("%d µs CPU, %s", c.DBCPU.Microseconds(), wal)
 }
 
 func reportMap(w io.Writer, r *Results) {

@@ -186,7 +186,7 @@ func TestSleep(t *testing.T) {
 	if s.Insert <= 0 || s.Asleep < s.Insert || s.Firing < 0 || s.Finish < 0 {
 		t.Errorf("phase durations: %+v", s)
 	}
-	if s.AsleepCost.WALPerRun <= 0 || s.WakeCost.WALPerRun <= 0 {
+	if s.AsleepCost.WAL <= 0 || s.WakeCost.WAL <= 0 {
 		t.Errorf("costs per sleeping run: %+v, %+v", s.AsleepCost, s.WakeCost)
 	}
 	r := s.Reference

@@ -136,12 +136,7 @@ func sleepEngine(ctx context.Context, o Options, db *database, worker string, sh
 func pairBurnDown(ctx context.Context, o Options, db *database) (res Throughput, err error) {
 	sh := pairShape()
 	// An engine that is not started triggers runs only.
-	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(db.url, db.schema))
-	if err != nil {
-		return res, err
-	}
-	defer pool.Close()
-	trigger, err := runtime.New(runtime.Config{Store: pgstore.New(pool)})
+	trigger, err := runtime.New(runtime.Config{Store: pgstore.New(db.pool)})
 	if err != nil {
 		return res, err
 	}
@@ -317,49 +312,4 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// Cost is what a phase cost the database per run: its processes' CPU
-// (zero when the server is not on this machine) and the write-ahead log
-// it wrote.
-type Cost struct {
-	DBCPUPerRun time.Duration `json:"db_cpu_per_run_ns"`
-	WALPerRun   float64       `json:"wal_per_run_bytes"`
-}
-
-// costMeter reads the server's CPU and WAL position at the start of a
-// phase.
-type costMeter struct {
-	pool  *pgxpool.Pool
-	cpu   time.Duration
-	cpuOK bool
-	wal   string
-}
-
-func startCost(ctx context.Context, pool *pgxpool.Pool) (costMeter, error) {
-	m := costMeter{pool: pool}
-	m.cpu, m.cpuOK = serverCPU()
-	var err error
-	m.wal, err = walPosition(ctx, pool)
-	return m, err
-}
-
-// lap returns the cost per run of the n runs since m started, and a
-// meter started now. (The WAL includes the harness's own polling, a few
-// bytes a poll.)
-func (m costMeter) lap(ctx context.Context, n int) (Cost, costMeter, error) {
-	var c Cost
-	wal, err := walSince(ctx, m.pool, m.wal)
-	if err != nil {
-		return c, m, err
-	}
-	c.WALPerRun = float64(wal) / float64(n)
-	next, err := startCost(ctx, m.pool)
-	if err != nil {
-		return c, m, err
-	}
-	if m.cpuOK && next.cpuOK && next.cpu > m.cpu {
-		c.DBCPUPerRun = (next.cpu - m.cpu) / time.Duration(n)
-	}
-	return c, next, nil
 }

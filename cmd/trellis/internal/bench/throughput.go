@@ -162,11 +162,10 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 	}
 	inserted := time.Since(t0)
 	log.Info("working", "runs", o.Runs)
-	walFrom, err := walPosition(ctx, c.db.pool)
+	meter, err := startCost(ctx, c.db.pool)
 	if err != nil {
 		return res, err
 	}
-	cpuFrom, cpuOK := serverCPU()
 	if err := c.startWorkers(ctx, workers); err != nil {
 		return res, err
 	}
@@ -174,8 +173,7 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
 		return res, err
 	}
-	cpuTo, cpuToOK := serverCPU()
-	wal, err := walSince(ctx, c.db.pool, walFrom)
+	cost, _, err := meter.lap(ctx, total)
 	if err != nil {
 		return res, err
 	}
@@ -196,10 +194,7 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 		Store: StorePostgres, Workflow: sh.label, Mode: ModeBurnDown, Workers: workers,
 		Runs: o.Runs, Tasks: total, Elapsed: w.elapsed(),
 		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Runs, w.elapsed()),
-		InsertedPerSec: perSecond(o.Runs, inserted), WALPerTask: float64(wal) / float64(total), Notes: c.notes,
-	}
-	if cpuOK && cpuToOK && cpuTo > cpuFrom {
-		res.DBCPUPerTask = (cpuTo - cpuFrom) / time.Duration(total)
+		InsertedPerSec: perSecond(o.Runs, inserted), WALPerTask: cost.WAL, DBCPUPerTask: cost.DBCPU, Notes: c.notes,
 	}
 	if report != nil {
 		if err := report(ctx, c.db.pool, w, &res); err != nil {
