@@ -140,14 +140,22 @@ func testRetention(t *testing.T, s store.Store) {
 	if got := ms.sum(t, "trellis.run.purged", "trellis.run.status=failed"); got != 1 {
 		t.Errorf("trellis.run.purged{failed} = %d, want 1", got)
 	}
-	summaries := logs.messages("purged finished runs past their retention")
+	// The leader logs a pass's summary once the pass is over (after the
+	// runs are gone, and after it purged old events): wait for it.
+	var summaries []map[string]string
 	deleted := 0
-	for _, l := range summaries {
-		for _, k := range []string{"completed", "failed", "cancelled"} {
-			if l[k] != "" {
-				deleted += atoi(t, l[k])
+	for deadline := time.Now().Add(10 * time.Second); deleted != 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		summaries = logs.messages("purged finished runs past their retention")
+		deleted = 0
+		for _, l := range summaries {
+			for _, k := range []string{"completed", "failed", "cancelled"} {
+				if l[k] != "" {
+					deleted += atoi(t, l[k])
+				}
 			}
 		}
+	}
+	for _, l := range summaries {
 		if l["took"] == "" || l["runs"] == "" {
 			t.Errorf("summary line without runs or took: %v", l)
 		}
