@@ -61,9 +61,11 @@ WHERE t.status = 'RUNNING';
 
 -- name: TasksComplete :many
 -- Completes (or skips) running tasks, resolves their children, queues the
--- children that became ready and completes runs with no unresolved sink
+-- children that became ready (or hands up to hand_off of them to the
+-- worker: see store.HandOff) and completes runs with no unresolved sink
 -- (only a sink's result updates its run: see schema/0014), in one
--- statement. Returns a row per stale result and per finished run.
+-- statement. Returns a row per stale result, per finished run and per
+-- task handed off, with what a claim returns.
 -- It first locks the runs' rows in id order (see the lock order in the
 -- schema): input waits for the count of locked, so every lock is taken
 -- before any row changes.
@@ -95,18 +97,57 @@ WITH locked AS (
     FROM (SELECT unnest(@edge_runs::uuid[]) AS run_id, unnest(@edge_parents::smallint[]) AS parent, unnest(@edge_children::smallint[]) AS child) AS e
     JOIN applied a ON a.run_id = e.run_id AND a.step = e.parent
     GROUP BY e.run_id, e.child
+), head AS MATERIALIZED (
+    -- The tenant of the task the worker's next claim would take.
+    SELECT q.tenant FROM trellis_ready q
+    WHERE @hand_off::int > 0 AND (cardinality(@workflows::text[]) = 0 OR q.workflow = ANY (@workflows::text[]))
+    ORDER BY q.qid, q.lane DESC LIMIT 1
+), offers AS (
+    -- Which children go to the worker (see store.HandOff): up to hand_off
+    -- of those this batch makes ready as of this statement's snapshot (the
+    -- update below reads the latest rows, and hands off only those still
+    -- ready there), plain, unlimited, where the queue would have put them
+    -- first. Each child is looked up by itself (a join with a list of
+    -- those offered would be rescanned for every child: the planner
+    -- cannot count the rows of a CTE), and not at all without hand_off.
+    SELECT e.run_id, e.child, e.n, e.at,
+           o.ok IS NOT NULL AND row_number() OVER (PARTITION BY o.ok IS NOT NULL ORDER BY e.run_id, e.child) <= @hand_off::int AS offered
+    FROM edges e
+    LEFT JOIN LATERAL (
+        SELECT true AS ok
+        FROM trellis_tasks t
+        JOIN trellis_runs r ON r.id = t.run_id
+        WHERE @hand_off::int > 0 AND t.run_id = e.run_id AND t.step = e.child
+          AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
+          AND (cardinality(@workflows::text[]) = 0 OR r.workflow = ANY (@workflows::text[]))
+          AND NOT EXISTS (SELECT 1 FROM head h WHERE h.tenant <> r.tenant)
+          AND NOT EXISTS (SELECT 1 FROM trellis_ready q
+                          WHERE q.tenant = r.tenant AND q.lane > trellis_lane(r.priority, true)
+                            AND (cardinality(@workflows::text[]) = 0 OR q.workflow = ANY (@workflows::text[])))
+    ) o ON true
 ), resolved AS (
     UPDATE trellis_tasks t
     SET pending = t.pending - e.n,
-        status = CASE WHEN t.pending - e.n = 0 THEN 'QUEUED' ELSE t.status END,
+        status = CASE WHEN t.pending - e.n > 0 THEN t.status WHEN e.offered THEN 'RUNNING' ELSE 'QUEUED' END,
+        attempt = t.attempt + CASE WHEN t.pending - e.n = 0 AND e.offered THEN 1 ELSE 0 END,
+        worker = CASE WHEN t.pending - e.n = 0 AND e.offered THEN @worker::text ELSE t.worker END,
         updated_at = greatest(e.at, t.updated_at)
-    FROM edges e
+    FROM offers e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
-    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.updated_at AS at, t.limit_key, t.limit_max
+    RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.status = 'RUNNING' AS handed, t.updated_at AS at,
+              t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents
 ), ready AS (
     SELECT s.run_id, s.step, r.tenant, r.workflow, trellis_lane(r.priority, true) AS lane, s.limit_key, s.limit_max
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
-    WHERE s.ready
+    WHERE s.ready AND NOT s.handed
+), handed AS (
+    SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.at,
+           r.workflow, r.version, r.tenant, r.input, r.trace_context
+    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
+    WHERE s.handed
+), leased AS (
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
+    SELECT run_id, step, attempt, @worker, tenant, at FROM handed
 ), runs AS (
     -- A run whose task was applied is running (ending a run cancels its
     -- tasks, but the failure handler, which is no sink). That is tested
@@ -121,25 +162,50 @@ WITH locked AS (
     WHERE r.id = c.run_id
     RETURNING r.id, r.unresolved_sinks = 0 AND r.status = 'COMPLETED' AS finished
 ), events AS (
+    -- Written in this order, which is the order of the log: a handed-off
+    -- child's QUEUED (in its previous attempt) before its STARTED.
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
     SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
     FROM applied
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready
+    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready AND NOT handed
+    UNION ALL
+    SELECT run_id, step, 'QUEUED', attempt - 1, at, NULL FROM handed
+    UNION ALL
+    SELECT run_id, step, 'STARTED', attempt, at, NULL FROM handed
 ), queued AS (
     SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
                          array_agg(limit_key), array_agg(limit_max)) AS n
     FROM ready
 )
-SELECT 'stale'::text AS what, i.run_id::uuid AS run_id, i.step::smallint AS step, i.attempt::int AS attempt
+SELECT 'handed'::text AS what, h.run_id::uuid AS run_id, h.step::smallint AS step, h.attempt::int AS attempt,
+       h.kind::smallint AS kind, h.prior_attempts::int AS prior_attempts, h.at::timestamptz AS queued_at,
+       h.workflow::text AS workflow, h.version::text AS version, h.tenant::text AS tenant, h.input::json AS input,
+       coalesce(h.trace_context, '')::text AS trace_context,
+       p.steps::smallint[] AS parent_steps, p.statuses::text[] AS parent_statuses, p.outputs::json[] AS parent_outputs
+FROM handed h
+LEFT JOIN LATERAL (
+    -- The parents as this statement found them: those it completed are
+    -- still RUNNING here, and the caller takes their outputs from its
+    -- results; the others completed earlier (or the child would not have
+    -- been offered).
+    SELECT array_agg(pt.step ORDER BY pt.step) AS steps,
+           array_agg(pt.status ORDER BY pt.step) AS statuses,
+           array_agg(pt.output ORDER BY pt.step) AS outputs
+    FROM trellis_tasks pt
+    WHERE pt.run_id = h.run_id AND pt.step = ANY (h.parents)
+) p ON true
+UNION ALL
+SELECT 'stale', i.run_id, i.step, i.attempt, 0, 0, @now::timestamptz, '', '', '', NULL, '', NULL, NULL, NULL
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.run_id = i.run_id AND a.step = i.step)
 UNION ALL
-SELECT 'finished', r.id, 0::smallint, 0
+SELECT 'finished', r.id, 0, 0, 0, 0, @now::timestamptz, '', '', '', NULL, '', NULL, NULL, NULL
 FROM runs r
 WHERE r.finished AND pg_notify(trellis_channel(), 'finished ' || r.id::text) IS NOT NULL
 UNION ALL
-SELECT 'queued', '00000000-0000-0000-0000-000000000000'::uuid, 0::smallint, q.n::int FROM queued q;
+SELECT 'queued', '00000000-0000-0000-0000-000000000000'::uuid, 0, q.n::int, 0, 0, @now::timestamptz, '', '', '', NULL, '', NULL, NULL, NULL
+FROM queued q;
 
 -- name: TasksRetry :many
 -- Puts failed attempts to wait on a durable timer for their next attempt.

@@ -65,6 +65,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 	defer d.mu.Unlock()
 	e, p := d.e, d.p
 	total := 0
+	var carry store.Results // what the last hand-offs produced without running code
 	if _, err := e.fireSchedules(ctx); err != nil {
 		return total, err
 	}
@@ -84,7 +85,8 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 		// Steps hand over their result before they stop counting as
 		// running: once none runs, every result is in the pipeline.
 		running := p.running.Load()
-		var batch store.Results
+		batch := outcome{Results: carry}
+		carry = store.Results{}
 		p.drain(&batch, maxFlush)
 		if batch.Len() == 0 && fired == 0 && claimed == 0 {
 			if running == 0 {
@@ -94,7 +96,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			// (with a result, or dropping it because its run ended).
 			select {
 			case r := <-p.results:
-				merge(&batch, r)
+				batch.add(r)
 				p.drain(&batch, maxFlush)
 			case <-p.stepEnded:
 			case <-ctx.Done():
@@ -102,7 +104,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			}
 		}
 		if batch.Len() > 0 {
-			p.record(ctx, batch)
+			carry = p.record(ctx, batch)
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}

@@ -60,8 +60,15 @@ type Config struct {
 	// (default 30s; keep it several HeartbeatIntervals).
 	StaleAfter time.Duration
 	// TenantConcurrency, when positive, caps the running tasks of any one
-	// tenant across all engines sharing the store.
+	// tenant across all engines sharing the store. Under a cap, every task
+	// is claimed from the queue (no hand-offs: see DisableHandOff).
 	TenantConcurrency int
+	// DisableHandOff makes every task go through the ready queue. By
+	// default, when this engine records a step's completion, the store may
+	// hand a child it makes ready straight back to this engine, in the
+	// slot the step held, where the fair queue would have put the child
+	// first anyway (store.HandOff): the run goes on without a claim.
+	DisableHandOff bool
 	// StuckAfter is how long a run may make no progress (a task running
 	// past it and its step's timeout, queued and unclaimed, or waiting on
 	// a timer overdue by it) before the leader logs it as stuck, with the

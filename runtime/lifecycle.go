@@ -125,6 +125,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.stopping = true
 	e.mu.Unlock()
 
+	lc.p.stop()
 	close(lc.stopClaiming)
 	<-lc.claimDone
 	drained := make(chan struct{})
@@ -234,32 +235,36 @@ func (e *Engine) gatherSlots(lc *lifecycle) int {
 }
 
 // flushLoop records results in batches: whatever arrived while the
-// previous Finish was in flight goes in the next one.
+// previous Finish was in flight goes in the next one, after the results
+// the previous one's hand-offs produced without running code.
 func (e *Engine) flushLoop(ctx context.Context, lc *lifecycle) {
+	var carry store.Results
 	for {
-		var batch store.Results
-		select {
-		case r := <-lc.p.results:
-			merge(&batch, r)
-		case <-lc.flushStop:
-			// Record what is buffered, then stop.
-			lc.p.drain(&batch, math.MaxInt)
-			if batch.Len() > 0 {
-				lc.p.record(ctx, batch)
+		batch := outcome{Results: carry}
+		if batch.Len() == 0 {
+			select {
+			case r := <-lc.p.results:
+				batch.add(r)
+			case <-lc.flushStop:
+				// Record what is buffered, then stop.
+				lc.p.drain(&batch, math.MaxInt)
+				for batch.Len() > 0 {
+					batch = outcome{Results: lc.p.record(ctx, batch)}
+				}
+				return
+			case <-ctx.Done():
+				return
 			}
-			return
-		case <-ctx.Done():
-			return
 		}
 		e.gatherResults(lc, &batch)
-		lc.p.record(ctx, batch)
+		carry = lc.p.record(ctx, batch)
 	}
 }
 
 // gatherResults adds waiting results to batch. While steps are still
 // running, it waits up to the batch window for theirs too, so that a busy
 // engine records results in batches; an idle one records at once.
-func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
+func (e *Engine) gatherResults(lc *lifecycle, batch *outcome) {
 	var t clock.Timer
 	defer func() {
 		if t != nil {
@@ -276,7 +281,7 @@ func (e *Engine) gatherResults(lc *lifecycle, batch *store.Results) {
 		}
 		select {
 		case r := <-lc.p.results:
-			merge(batch, r)
+			batch.add(r)
 		case <-t.C():
 			return
 		case <-lc.flushStop:

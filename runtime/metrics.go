@@ -72,6 +72,7 @@ type metrics struct {
 	taskWait      metric.Float64Histogram
 	claimDuration metric.Float64Histogram
 	claimSize     metric.Int64Histogram
+	handOffs      metric.Int64Counter
 	timerLateness metric.Float64Histogram
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
 	purgedStatus  map[RunStatus]metric.MeasurementOption
@@ -134,6 +135,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	m.taskDuration = seconds("trellis.task.duration", "How long a step attempt's code ran.")
 	m.taskWait = seconds("trellis.task.wait_time", "How long a task waited in the ready queue before a worker claimed it.")
 	m.claimDuration = seconds("trellis.claim.duration", "How long one claim of ready tasks took.")
+	m.handOffs = counter("trellis.task.handed_off", "{task}", "Tasks the store handed straight to this engine as their parents' results were recorded, without a claim.")
 	m.timerLateness = seconds("trellis.timer.lateness", "How late a durable timer (a sleep's end, a retry's backoff) fired.")
 	if err == nil {
 		m.claimSize, err = meter.Int64Histogram("trellis.claim.size", metric.WithUnit("{task}"),
@@ -234,6 +236,14 @@ func (m *metrics) runsPurged(ctx context.Context, status RunStatus, n int) {
 	if attrs, ok := m.purgedStatus[status]; ok {
 		m.runPurged.Add(ctx, int64(n), attrs)
 	}
+}
+
+// handedOff counts tasks handed to this engine by a Finish.
+func (m *metrics) handedOff(ctx context.Context, n int) {
+	if m == nil {
+		return
+	}
+	m.handOffs.Add(ctx, int64(n))
 }
 
 // claimed records a claim: how long it took and how many tasks it took.

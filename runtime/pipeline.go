@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,15 +18,18 @@ import (
 // results through record, so tests exercise the production path,
 // refused-data fallback included.
 //
-// Each claimed task holds a slot from its claim until its result is with
-// the recorder, so that the tasks an engine holds stay bounded when
-// recording falls behind.
+// Each claimed task holds a slot from its claim until its result is
+// recorded, so that the tasks an engine holds stay bounded when recording
+// falls behind; a result known without running code (a skip, a sleep)
+// frees its slot at once. A recorded completion passes its slot to a
+// child the store hands off to this worker (store.HandOff), which then
+// runs without going through the queue.
 type pipeline struct {
 	e       *Engine
-	slots   chan struct{}      // one token per task claimed and not yet handed over
-	results chan store.Results // from steps and the planner to the recorder
-	steps   sync.WaitGroup     // running steps
-	running atomic.Int64       // steps whose result is not yet in results
+	slots   chan struct{}  // one token per task claimed and not yet recorded
+	results chan outcome   // from steps and the planner to the recorder
+	steps   sync.WaitGroup // running steps
+	running atomic.Int64   // steps whose result is not yet in results
 	// inCode counts the steps whose code has not returned: when none has,
 	// no result is about to come, and the recorder need not wait for
 	// one (running, and the slots, count a step until its result is
@@ -44,6 +48,18 @@ type pipeline struct {
 	// timerSet is signalled when a recorded batch set a durable timer, so
 	// that the leader recomputes its wait.
 	timerSet chan struct{}
+	// startMu orders starting steps with stop: once stopped, tasks that
+	// reach this engine (a claim in flight, a hand-off) go back to the
+	// queue unstarted, and steps is never added to while Stop waits on it.
+	startMu sync.Mutex
+	stopped bool
+}
+
+// stop makes the pipeline start no more steps.
+func (p *pipeline) stop() {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	p.stopped = true
 }
 
 func newPipeline(e *Engine, parent context.Context) *pipeline {
@@ -51,7 +67,7 @@ func newPipeline(e *Engine, parent context.Context) *pipeline {
 	return &pipeline{
 		e:          e,
 		slots:      make(chan struct{}, e.cfg.Concurrency),
-		results:    make(chan store.Results, 2*e.cfg.Concurrency),
+		results:    make(chan outcome, 2*e.cfg.Concurrency),
 		stepCtx:    stepCtx,
 		stepCancel: stepCancel,
 		abandon:    make(chan struct{}),
@@ -81,6 +97,19 @@ func (p *pipeline) releaseSlots(n int) {
 	}
 }
 
+// outcome is results on their way to the recorder, with the slots the
+// steps they came from hold until they are recorded.
+type outcome struct {
+	store.Results
+	slots int
+}
+
+// add merges o's results and slots into b.
+func (b *outcome) add(o outcome) {
+	merge(&b.Results, o.Results)
+	b.slots += o.slots
+}
+
 // claimAndRun claims up to free tasks (whose slots the caller holds),
 // hands their immediate results (skips, sleeps, wake-ups) to the recorder
 // and starts their steps; slots not used by a step are released.
@@ -98,25 +127,47 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 		p.releaseSlots(free)
 		return 0, err
 	}
-	jobs, immediate, err := e.plan(ctx, claimed, claimedAt)
-	if err != nil {
-		e.handBack(ctx, attemptsOf(claimed), "the worker could not start the task: "+cleanText(err.Error()), false)
+	immediate, err := p.run(ctx, claimed, claimedAt, free)
+	if immediate.Len() > 0 {
+		p.results <- outcome{Results: immediate}
+	}
+	return len(claimed), err
+}
+
+// run plans tasks this engine now owns, claimed (or handed off) at, and
+// starts their steps. The caller holds slots for them (free, at least
+// one per task); those not used by a step are released. It returns the
+// results known without running code, which the caller passes on to be
+// recorded.
+func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.Time, free int) (store.Results, error) {
+	e := p.e
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	if p.stopped {
+		e.handBack(ctx, attemptsOf(tasks), fmt.Sprintf("worker %s is stopping", e.cfg.WorkerID), false)
 		p.releaseSlots(free)
-		return len(claimed), err
+		return store.Results{}, nil
+	}
+	jobs, immediate, err := e.plan(ctx, tasks, at)
+	if err != nil {
+		e.handBack(ctx, attemptsOf(tasks), "the worker could not start the task: "+cleanText(err.Error()), false)
+		p.releaseSlots(free)
+		return store.Results{}, err
 	}
 	p.releaseSlots(free - len(jobs))
-	if immediate.Len() > 0 {
-		p.results <- immediate
-	}
 	p.running.Add(int64(len(jobs)))
 	p.inCode.Add(int64(len(jobs)))
 	for _, j := range jobs {
 		p.steps.Add(1)
 		go func() {
 			// In this order: a step no longer counts as running once its
-			// result is handed over and its slot is free.
+			// result is handed over (with its slot, which the recorder
+			// frees) or dropped (and its slot freed).
+			handedOver := false
 			defer func() {
-				<-p.slots
+				if !handedOver {
+					<-p.slots
+				}
 				p.running.Add(-1)
 				select {
 				case p.stepEnded <- struct{}{}:
@@ -131,11 +182,12 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
 			}
 			select {
 			case <-p.abandon:
-			case p.results <- res:
+			case p.results <- outcome{Results: res, slots: 1}:
+				handedOver = true
 			}
 		}()
 	}
-	return len(claimed), nil
+	return immediate, nil
 }
 
 // claim claims up to limit ready tasks of the named workflows and owns
@@ -164,11 +216,11 @@ func attemptsOf(tasks []store.ClaimedTask) []store.Attempt {
 }
 
 // drain adds the results waiting in the pipeline to batch, up to max.
-func (p *pipeline) drain(batch *store.Results, max int) {
+func (p *pipeline) drain(batch *outcome, max int) {
 	for batch.Len() < max {
 		select {
 		case r := <-p.results:
-			merge(batch, r)
+			batch.add(r)
 		default:
 			return
 		}
@@ -181,39 +233,76 @@ func (p *pipeline) drain(batch *store.Results, max int) {
 // store refuses the data itself, retrying cannot help: the results are
 // recorded one by one, and one the store refuses becomes a failure of its
 // task.
-func (p *pipeline) record(ctx context.Context, batch store.Results) {
+//
+// The batch's slots are freed once it is recorded, or passed on to the
+// children the store hands off to this engine, whose steps record starts.
+// It returns the results of those known without running code, to be
+// recorded next.
+func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	e := p.e
 	backoff := 100 * time.Millisecond
 	for {
-		res, err := e.store.Finish(ctx, batch)
+		r, token := batch.Results, 0
+		if n := p.handOff(batch); n > 0 {
+			r.HandOff = store.HandOff{Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: n}
+			token = e.claims.begin(e.clock.Now())
+		}
+		at := e.clock.Now()
+		res, err := e.store.Finish(ctx, r)
+		if r.HandOff.Limit > 0 {
+			e.claims.end(token, res.HandedOff)
+		}
 		if err == nil {
 			e.faults.ok("recording task results", e.clock.Now())
-			e.afterFinish(batch, res)
-			if len(batch.Retries) > 0 || len(batch.Sleeps) > 0 || len(batch.Awaits) > 0 || len(batch.Spawns) > 0 {
+			e.afterFinish(batch.Results, res)
+			if len(r.Retries) > 0 || len(r.Sleeps) > 0 || len(r.Awaits) > 0 || len(r.Spawns) > 0 {
 				select {
 				case p.timerSet <- struct{}{}:
 				default:
 				}
 			}
-			return
+			p.releaseSlots(batch.slots - len(res.HandedOff))
+			if len(res.HandedOff) == 0 {
+				return store.Results{}
+			}
+			e.metrics.handedOff(ctx, len(res.HandedOff))
+			immediate, err := p.run(ctx, res.HandedOff, at, len(res.HandedOff))
+			if err != nil {
+				e.faults.failed("starting tasks handed off", err, e.clock.Now())
+			}
+			return immediate
 		}
 		if errors.Is(err, store.ErrInvalidData) {
-			p.recordRefused(ctx, batch, err)
-			return
+			p.releaseSlots(batch.slots)
+			p.recordRefused(ctx, batch.Results, err)
+			return store.Results{}
 		}
 		if ctx.Err() != nil {
-			return
+			p.releaseSlots(batch.slots)
+			return store.Results{}
 		}
 		e.faults.failed("recording task results", err, e.clock.Now())
 		t := e.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			p.releaseSlots(batch.slots)
+			return store.Results{}
 		case <-t.C():
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// handOff is how many children a batch may take from the store straight
+// to this engine's steps: one per slot the batch holds, when it completes
+// tasks. Never under a tenant cap, which only claims enforce, or when the
+// engine is configured not to.
+func (p *pipeline) handOff(batch outcome) int {
+	if p.e.cfg.DisableHandOff || p.e.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
+		return 0
+	}
+	return batch.slots
 }
 
 // recordRefused records a batch the store refused: result by result, so
@@ -224,7 +313,7 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 	e := p.e
 	if batch.Len() > 1 {
 		for _, one := range split(batch) {
-			p.record(ctx, one)
+			p.record(ctx, outcome{Results: one})
 		}
 		return
 	}
@@ -235,7 +324,7 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 		return
 	}
 	e.attemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
-	p.record(ctx, store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}})
+	p.record(ctx, outcome{Results: store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}}})
 }
 
 const refusedPrefix = "the store refused this task's result: "

@@ -253,7 +253,9 @@ type Tasks interface {
 	// every unfinished task is CANCELLED, and the failure handler task (if
 	// any) is queued, exactly once per failure of the run. For each sleep:
 	// the task waits in SLEEPING on a durable timer. Events are written for
-	// every change, and TasksReady/RunFinished are signalled.
+	// every change, and TasksReady/RunFinished are signalled. With
+	// HandOff set, children ready to run may go to the recording worker
+	// instead of the queue (see HandOff).
 	Finish(ctx context.Context, r Results) (FinishResult, error)
 	// Heartbeat records that the worker is alive, which keeps every task it
 	// holds from being recovered, and returns the leases it holds: the
@@ -601,6 +603,32 @@ type Results struct {
 	Sleeps      []Sleep
 	Spawns      []Spawn
 	Awaits      []Await
+	// HandOff, when its Limit is positive, lets Finish hand children its
+	// completions make ready to the recording worker.
+	HandOff HandOff
+}
+
+// HandOff lets Finish give up to Limit children that its completions make
+// ready straight to the worker recording them, as ClaimTasks would have
+// (RUNNING under a lease for Worker, a new attempt, QUEUED and STARTED
+// events at the time they were queued), instead of queueing them: a
+// worker whose step just ended goes on with the run, and the queue is
+// spared an entry and the child a claim.
+//
+// A child is handed off only where no other tenant's task, and no task of
+// a higher priority, waits longer for it. Among the queued tasks of
+// Workflows (all when empty), as the queue was before the batch: the
+// first in the queue's order, if any, is of the child's tenant, and that
+// tenant has none in a higher lane than the child's (see Lane). Within a
+// tenant and a lane, a run under way goes on before the tenant's other
+// queued tasks of that lane: depth first, as a worker with a slot free
+// claims them next. Only plain tasks (code that cannot be skipped) of
+// Workflows, with no concurrency or rate limit, are handed off. Which
+// children go, when more qualify than Limit, is the store's choice.
+type HandOff struct {
+	Worker    string
+	Workflows []string
+	Limit     int
 }
 
 // Len is the number of results in the batch.
@@ -682,6 +710,9 @@ type FinishResult struct {
 	Stale []Attempt
 	// Finished are runs that reached a terminal status.
 	Finished []uuid.UUID
+	// HandedOff are the children handed to the worker (see HandOff),
+	// claimed as ClaimTasks claims.
+	HandedOff []ClaimedTask
 }
 
 // CancelledRun is a run CancelRuns cancelled.

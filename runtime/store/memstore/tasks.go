@@ -33,34 +33,94 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	})
 	out := make([]store.ClaimedTask, 0, len(entries))
 	for _, e := range entries {
-		t, r := e.task, e.task.run
-		if !e.wake && !s.pace(t, p.Now) {
+		if !e.wake && !s.pace(e.task, p.Now) {
 			continue
 		}
-		queuedAt := t.rec.UpdatedAt
-		at := s.setStatus(t, store.TaskRunning, p.Now)
-		t.rec.Worker = p.Worker
-		t.claimedAt = at
-		if !e.wake {
-			t.rec.Attempt++
-		}
-		plain := t.plain && !e.wake
-		if plain {
-			s.event(r, t.rec.Key.Step, store.EventStarted, t.rec.Attempt, at, "")
-		}
-		var parents []store.ParentOutput
-		for _, p := range t.parents {
-			pt := r.tasks[p]
-			parents = append(parents, store.ParentOutput{Step: p, Status: pt.rec.Status, Output: pt.rec.Output})
-		}
-		out = append(out, store.ClaimedTask{
-			Key: t.rec.Key, Kind: t.rec.Kind, Attempt: t.rec.Attempt, PriorAttempts: t.prior,
-			Woken: e.wake, Plain: plain, QueuedAt: queuedAt, Workflow: r.rec.Workflow, Version: r.rec.Version,
-			Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: r.rec.FailedStep, Error: r.rec.Error,
-			TraceContext: r.rec.TraceContext, Parents: parents,
-		})
+		out = append(out, s.start(e.task, p.Worker, e.wake, p.Now))
 	}
 	return out, nil
+}
+
+// start marks a task RUNNING for worker, as claimed or handed off, and
+// returns it as claimed. Callers hold s.mu.
+func (s *Store) start(t *task, worker string, wake bool, now time.Time) store.ClaimedTask {
+	r := t.run
+	queuedAt := t.rec.UpdatedAt
+	at := s.setStatus(t, store.TaskRunning, now)
+	t.rec.Worker = worker
+	t.claimedAt = at
+	if !wake {
+		t.rec.Attempt++
+	}
+	plain := t.plain && !wake
+	if plain {
+		s.event(r, t.rec.Key.Step, store.EventStarted, t.rec.Attempt, at, "")
+	}
+	var parents []store.ParentOutput
+	for _, p := range t.parents {
+		pt := r.tasks[p]
+		parents = append(parents, store.ParentOutput{Step: p, Status: pt.rec.Status, Output: pt.rec.Output})
+	}
+	return store.ClaimedTask{
+		Key: t.rec.Key, Kind: t.rec.Kind, Attempt: t.rec.Attempt, PriorAttempts: t.prior,
+		Woken: wake, Plain: plain, QueuedAt: queuedAt, Workflow: r.rec.Workflow, Version: r.rec.Version,
+		Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: r.rec.FailedStep, Error: r.rec.Error,
+		TraceContext: r.rec.TraceContext, Parents: parents,
+	}
+}
+
+// handOff decides which children a batch hands to its worker (see
+// store.HandOff), from the queue as it was before the batch.
+type handOff struct {
+	store.HandOff
+	head    string         // the tenant of the first task the worker could claim ...
+	queued  bool           // ... if there is one
+	highest map[string]int // each tenant's highest lane with a task queued
+}
+
+// newHandOff returns nil when h hands nothing off. Callers hold s.mu.
+func (s *Store) newHandOff(h store.HandOff) *handOff {
+	if h.Limit <= 0 {
+		return nil
+	}
+	out := &handOff{HandOff: h, highest: map[string]int{}}
+	var head *entry
+	for _, e := range s.queue.entries {
+		r := e.task.run.rec
+		if !e.valid() || len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) {
+			continue
+		}
+		if head == nil || entryHeap([]*entry{e, head}).Less(0, 1) {
+			head = e
+		}
+		if lane, ok := out.highest[r.Tenant]; !ok || e.lane > lane {
+			out.highest[r.Tenant] = e.lane
+		}
+	}
+	if head != nil {
+		out.head, out.queued = head.task.run.rec.Tenant, true
+	}
+	return out
+}
+
+// take reports whether a task that became ready goes to the worker, and
+// counts it if so.
+func (h *handOff) take(t *task) bool {
+	if h == nil || h.Limit == 0 || !t.plain || t.limit.Key != "" || t.rate.Key != "" {
+		return false
+	}
+	r := t.run.rec
+	if len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) {
+		return false
+	}
+	if h.queued && h.head != r.Tenant {
+		return false
+	}
+	if lane, ok := h.highest[r.Tenant]; ok && lane > store.Lane(r.Priority, true) {
+		return false
+	}
+	h.Limit--
+	return true
 }
 
 // owned returns the task if it is running in the given attempt.
@@ -74,8 +134,9 @@ func (s *Store) owned(a store.Attempt) (*task, bool) {
 
 // complete records a completion of t, which runs in c's attempt: its
 // children are resolved and queued when ready, and its run completes when
-// nothing is left. It reports whether it queued a task. Callers hold s.mu.
-func (s *Store) complete(t *task, c store.Completion, now time.Time, res *store.FinishResult) (queued bool) {
+// nothing is left; children h takes go to its worker instead of the
+// queue. It reports whether it queued a task. Callers hold s.mu.
+func (s *Store) complete(t *task, c store.Completion, h *handOff, now time.Time, res *store.FinishResult) (queued bool) {
 	run := t.run
 	status, typ := store.TaskCompleted, store.EventCompleted
 	if c.Skipped {
@@ -85,11 +146,19 @@ func (s *Store) complete(t *task, c store.Completion, now time.Time, res *store.
 	t.rec.Output = append([]byte(nil), c.Output...)
 	s.event(run, c.Key.Step, typ, c.Attempt.Attempt, at, c.Detail)
 	for _, child := range dag.Resolve(run.pending, c.Children) {
-		if ct := run.tasks[child]; ct.rec.Status == store.TaskPending && run.rec.Status == store.RunRunning {
-			// Queued no earlier than the parent that resolved it.
-			s.event(run, child, store.EventQueued, ct.rec.Attempt, s.admit(ct, false, at), "")
-			queued = true
+		ct := run.tasks[child]
+		if ct.rec.Status != store.TaskPending || run.rec.Status != store.RunRunning {
+			continue
 		}
+		if h.take(ct) {
+			// Queued and started at once, no earlier than the parent.
+			s.event(run, child, store.EventQueued, ct.rec.Attempt, stamp(ct, at), "")
+			res.HandedOff = append(res.HandedOff, s.start(ct, h.Worker, false, at))
+			continue
+		}
+		// Queued no earlier than the parent that resolved it.
+		s.event(run, child, store.EventQueued, ct.rec.Attempt, s.admit(ct, false, at), "")
+		queued = true
 	}
 	if run.unresolved == 0 && run.rec.Status == store.RunRunning {
 		s.endRun(run, store.RunCompleted, now)
@@ -116,13 +185,14 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 	defer s.mu.Unlock()
 	var res store.FinishResult
 	queued := false
+	h := s.newHandOff(r.HandOff)
 	for _, c := range r.Completions {
 		t, ok := s.owned(c.Attempt)
 		if !ok {
 			res.Stale = append(res.Stale, c.Attempt)
 			continue
 		}
-		queued = s.complete(t, c, r.Now, &res) || queued
+		queued = s.complete(t, c, h, r.Now, &res) || queued
 	}
 	for _, rt := range r.Retries {
 		t, ok := s.owned(rt.Attempt)

@@ -34,7 +34,7 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 			s.event(t.run, t.rec.Key.Step, store.EventWoken, t.rec.Attempt, at, "")
 			var res store.FinishResult
 			c := store.Completion{Attempt: store.Attempt{Key: t.rec.Key, Attempt: t.rec.Attempt}, Woken: true, Children: s.childrenOf(t)}
-			s.complete(t, c, now, &res)
+			s.complete(t, c, nil, now, &res)
 			ft.Completed, ft.RunFinished = true, len(res.Finished) > 0
 		case store.TaskRetrying:
 			t.rec.WakeAt = time.Time{} // queued for a new attempt, not woken

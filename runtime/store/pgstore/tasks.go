@@ -161,7 +161,11 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	if len(r.Completions) == 0 {
 		return nil
 	}
-	p := dbsqlc.TasksCompleteParams{Now: r.Now, LockRuns: runsOf(store.Results{Completions: r.Completions})}
+	p := dbsqlc.TasksCompleteParams{Now: r.Now, LockRuns: runsOf(store.Results{Completions: r.Completions}),
+		HandOff: int32(max(r.HandOff.Limit, 0)), Workflows: r.HandOff.Workflows, Worker: r.HandOff.Worker}
+	if p.Workflows == nil {
+		p.Workflows = []string{}
+	}
 	for _, c := range r.Completions {
 		p.RunIds = append(p.RunIds, c.Key.Run)
 		p.Steps = append(p.Steps, int16(c.Key.Step))
@@ -183,15 +187,50 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	if err != nil {
 		return err
 	}
+	var batch map[store.TaskKey]store.Completion
 	for _, row := range rows {
 		switch row.What {
 		case "stale":
 			res.Stale = append(res.Stale, attempt(row.RunID, row.Step, row.Attempt))
 		case "finished":
 			res.Finished = append(res.Finished, row.RunID)
+		case "handed":
+			if batch == nil {
+				batch = make(map[store.TaskKey]store.Completion, len(r.Completions))
+				for _, c := range r.Completions {
+					batch[c.Key] = c
+				}
+			}
+			res.HandedOff = append(res.HandedOff, handedOff(row, batch))
 		}
 	}
 	return nil
+}
+
+// handedOff is a task TasksComplete handed off, with the results of its
+// parents that completed in the same batch (the statement read its
+// parents as they were before it).
+func handedOff(row dbsqlc.TasksCompleteRow, batch map[store.TaskKey]store.Completion) store.ClaimedTask {
+	c := claimed(dbsqlc.ReadyClaimLimitedRow{
+		RunID: row.RunID, Step: row.Step, Kind: row.Kind, Attempt: row.Attempt, PriorAttempts: row.PriorAttempts,
+		Plain: true, QueuedAt: row.QueuedAt, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
+		Input: row.Input, TraceContext: row.TraceContext, ParentSteps: row.ParentSteps,
+		ParentStatuses: row.ParentStatuses, ParentOutputs: row.ParentOutputs,
+	})
+	for i, p := range c.Parents {
+		done, ok := batch[store.TaskKey{Run: c.Key.Run, Step: p.Step}]
+		if !ok {
+			continue
+		}
+		c.Parents[i].Status, c.Parents[i].Output = store.TaskCompleted, done.Output
+		if done.Skipped {
+			c.Parents[i].Status = store.TaskSkipped
+		}
+		if len(done.Output) == 0 {
+			c.Parents[i].Output = nil
+		}
+	}
+	return c
 }
 
 func (s *Store) retry(ctx context.Context, q *dbsqlc.Queries, r store.Results, res *store.FinishResult) error {

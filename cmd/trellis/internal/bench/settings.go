@@ -23,6 +23,10 @@ type EngineSettings struct {
 	// through, with the SDK exporting to nowhere (see withTelemetry): the
 	// cost of the instrumentation, which an A/B of this flag measures.
 	OTel bool `json:"otel,omitempty"`
+	// NoHandOff is runtime.Config.DisableHandOff: every task goes through
+	// the ready queue, as before hand-offs (an A/B of this flag measures
+	// what they buy).
+	NoHandOff bool `json:"no_hand_off,omitempty"`
 }
 
 // Validate reports negative settings.
@@ -38,6 +42,7 @@ func (s EngineSettings) apply(cfg *runtime.Config) {
 	cfg.Concurrency = s.Concurrency
 	cfg.ClaimBatch = s.ClaimBatch
 	cfg.PollInterval = s.PollInterval
+	cfg.DisableHandOff = s.NoHandOff
 }
 
 // String says the settings the engines run with: the engine's own values
@@ -59,6 +64,9 @@ func (s EngineSettings) String() string {
 	otel := ""
 	if s.OTel {
 		otel = ", OpenTelemetry on (SDK, every span sampled, exporters discarding)"
+	}
+	if s.NoHandOff {
+		otel += ", no hand-offs (every task claimed from the queue)"
 	}
 	return fmt.Sprintf("concurrency %d%s, claim batch %d%s, poll interval %s%s, batch window %s (default)%s",
 		eff.Concurrency, mark(s.Concurrency != 0), eff.ClaimBatch, mark(s.ClaimBatch != 0),

@@ -69,6 +69,7 @@ func EngineFlags(fs *flag.FlagSet, s *EngineSettings) {
 	fs.IntVar(&s.ClaimBatch, "claim-batch", s.ClaimBatch, "most tasks claimed at once (0: the engine's default)")
 	fs.DurationVar(&s.PollInterval, "poll", s.PollInterval, "poll interval of an idle engine (0: the engine's default)")
 	fs.BoolVar(&s.OTel, "otel", s.OTel, "turn OpenTelemetry metrics and traces on (SDK providers, exporters that discard)")
+	fs.BoolVar(&s.NoHandOff, "no-hand-off", s.NoHandOff, "claim every task from the queue: no hand-off of a child to the worker that completed its parent")
 }
 
 // Args is the command line that Flags parses back into o.
@@ -79,6 +80,7 @@ func (o WorkerOptions) Args() []string {
 		"-claim-batch", strconv.Itoa(o.Engine.ClaimBatch),
 		"-poll", o.Engine.PollInterval.String(),
 		"-otel=" + strconv.FormatBool(o.Engine.OTel),
+		"-no-hand-off=" + strconv.FormatBool(o.Engine.NoHandOff),
 	}
 }
 
