@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,6 +137,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 		return err
 	}
 	cpuFrom, cpuOK := serverCPU()
+	selfFrom := selfCPU()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return err
@@ -150,6 +152,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	}
 	elapsed := time.Since(start)
 	cpuTo, cpuToOK := serverCPU()
+	self := selfCPU() - selfFrom
 	// The write-ahead log of the whole server while the jobs were worked,
 	// as trellis bench measures its burn-downs.
 	var wal int64
@@ -166,8 +169,20 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	if cpuOK && cpuToOK {
 		cpu = fmt.Sprintf(", %.0f µs of database CPU", float64((cpuTo-cpuFrom).Nanoseconds())/1e3/float64(jobs))
 	}
+	// River's own CPU (this process's), as trellis bench reports its
+	// worker processes'.
+	cpu += fmt.Sprintf(", %.0f µs of client CPU", float64(self.Nanoseconds())/1e3/float64(jobs))
 	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job%s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs), cpu)
 	return nil
+}
+
+// selfCPU is the CPU time (user and system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverCPU returns the CPU time the PostgreSQL processes on this machine

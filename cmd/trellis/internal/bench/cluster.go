@@ -99,6 +99,19 @@ func startWorker(cmd WorkerCommand, o WorkerOptions) (*workerProc, error) {
 	return p, nil
 }
 
+// cpu is the CPU time the worker processes have used since they
+// started; ok is false when /proc cannot tell.
+func (c *cluster) cpu() (total time.Duration, ok bool) {
+	for _, p := range c.procs {
+		cpu, ok := processCPU(p.cmd.Process.Pid)
+		if !ok {
+			return 0, false
+		}
+		total += cpu
+	}
+	return total, true
+}
+
 // start tells every worker to start its engine.
 func (c *cluster) start() error {
 	for _, p := range c.procs {

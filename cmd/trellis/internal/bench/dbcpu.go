@@ -46,29 +46,55 @@ func serverCPU() (cpu time.Duration, ok bool) {
 	return time.Duration(ticks) * clockTick, ok
 }
 
+// processCPU returns the CPU time (user and system, with its reaped
+// children's) process pid has used so far; ok is false when /proc cannot
+// tell.
+func processCPU(pid int) (cpu time.Duration, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	_, ticks, err := statTicks(b)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ticks) * clockTick, true
+}
+
 // postgresTicks reads a /proc/PID/stat line: whether the process is named
 // postgres and, if so, its user and system time and its reaped
 // children's, in clock ticks.
 func postgresTicks(stat []byte) (ticks int64, isPostgres bool, err error) {
+	comm, ticks, err := statTicks(stat)
+	if err != nil || comm != "postgres" {
+		return 0, false, err
+	}
+	return ticks, true, nil
+}
+
+// statTicks reads a /proc/PID/stat line: the process's name and its user
+// and system time and its reaped children's, in clock ticks.
+func statTicks(stat []byte) (comm string, ticks int64, err error) {
 	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so
 	// split after the last closing one.
 	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if open < 0 || end < open || string(stat[open+1:end]) != "postgres" {
-		return 0, false, nil
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("no process name in stat line %q", stat)
 	}
+	comm = string(stat[open+1 : end])
 	// After comm: state(3) ... utime(14) stime(15) cutime(16) cstime(17).
 	fields := bytes.Fields(stat[end+1:])
 	if len(fields) < 15 {
-		return 0, false, fmt.Errorf("short stat line %q", stat)
+		return "", 0, fmt.Errorf("short stat line %q", stat)
 	}
 	for _, f := range fields[11:15] {
 		n, err := strconv.ParseInt(string(f), 10, 64)
 		if err != nil {
-			return 0, false, err
+			return "", 0, err
 		}
 		ticks += n
 	}
-	return ticks, true, nil
+	return comm, ticks, nil
 }
 
 // Cost is what a phase cost the database per unit of work (a run, a task,

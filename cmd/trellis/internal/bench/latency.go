@@ -23,12 +23,16 @@ const (
 
 // Latency is the hand-off latency of one case: for every task with
 // parents, its STARTED event time minus the latest COMPLETED or SKIPPED
-// event time among its parents.
+// event time among its parents (zero for a task the store handed to the
+// worker as it recorded the parent: both events are stamped together);
+// and the runs' durations, from creation to their end, which hand-offs
+// shorten.
 type Latency struct {
 	Case     string      `json:"case"`
 	Workflow string      `json:"workflow"`
 	Workers  int         `json:"workers"`
 	Handoffs Percentiles `json:"handoffs"`
+	Runs     Percentiles `json:"runs"`
 	Notes    []string    `json:"notes,omitempty"`
 }
 
@@ -78,8 +82,12 @@ func RunLatency(ctx context.Context, o Options) (lat Latency, err error) {
 	if err != nil {
 		return lat, err
 	}
+	runs, err := runDurations(ctx, c.db.pool, sh.spec.Name, time.Time{}, time.Time{})
+	if err != nil {
+		return lat, err
+	}
 	lat = Latency{Case: LatencyIdle, Workflow: sh.label, Workers: 1,
-		Handoffs: percentiles(handoffs(events, sh.parents, time.Time{}, time.Time{})), Notes: c.notes}
+		Handoffs: percentiles(handoffs(events, sh.parents, time.Time{}, time.Time{})), Runs: percentiles(runs), Notes: c.notes}
 	if want := o.LatencyRuns * (sh.tasks() - 1); lat.Handoffs.Count != want {
 		return lat, fmt.Errorf("%d hand-offs in the event log, want %d", lat.Handoffs.Count, want)
 	}

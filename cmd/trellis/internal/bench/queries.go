@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -135,6 +136,36 @@ func countFinishedRuns(ctx context.Context, pool *pgxpool.Pool, from, to time.Ti
 		return 0, fmt.Errorf("counting finished runs: %w", err)
 	}
 	return n, nil
+}
+
+// runDurations returns how long each finished run of a workflow took,
+// creation to end, for those that ended in [from, to) (all when to is
+// zero).
+func runDurations(ctx context.Context, pool *pgxpool.Pool, workflow string, from, to time.Time) ([]time.Duration, error) {
+	rows, err := pool.Query(ctx, `SELECT (extract(epoch FROM finished_at - created_at) * 1e6)::bigint
+		FROM trellis_runs
+		WHERE workflow = $1 AND finished_at IS NOT NULL
+		  AND ($3::timestamptz IS NULL OR (finished_at >= $2 AND finished_at < $3))`, workflow, from, nullTime(to))
+	if err != nil {
+		return nil, fmt.Errorf("reading run durations: %w", err)
+	}
+	micros, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading run durations: %w", err)
+	}
+	out := make([]time.Duration, len(micros))
+	for i, us := range micros {
+		out[i] = time.Duration(us) * time.Microsecond
+	}
+	return out, nil
+}
+
+// nullTime is nil for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // loadTaskEvents reads the STARTED, COMPLETED and SKIPPED events of the

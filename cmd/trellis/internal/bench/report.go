@@ -75,6 +75,9 @@ func reportThroughput(w io.Writer, r *Results) {
 			if c.DBCPUPerTask > 0 {
 				note += fmt.Sprintf(", %.0f µs of database CPU", float64(c.DBCPUPerTask.Nanoseconds())/1e3)
 			}
+			if c.WorkerCPUPerTask > 0 {
+				note += fmt.Sprintf(", %.0f µs of worker CPU", float64(c.WorkerCPUPerTask.Nanoseconds())/1e3)
+			}
 		case c.Mode == ModeSteady:
 			note = "fewest unfinished runs seen: " + count(int64(c.MinBacklog))
 			if c.MinBacklog == 0 {
@@ -122,16 +125,18 @@ func reportLatency(w io.Writer, r *Results) {
 		return
 	}
 	fmt.Fprintln(w, "\nLATENCY  hand-off: a task's STARTED event time minus the latest COMPLETED (or SKIPPED) event time")
-	fmt.Fprintln(w, "         among its parents, for every task with parents")
+	fmt.Fprintln(w, "         among its parents, for every task with parents (0 for a task handed to its worker as its parent")
+	fmt.Fprintln(w, "         was recorded: both are stamped together); run: a run's end minus its creation")
 	fmt.Fprintf(w, "  idle:   one worker, %d chain-5 runs triggered one at a time, each waited for.\n", r.Sizes.LatencyRuns)
 	fmt.Fprintln(w, "  steady: tasks started in the measured window of the steady throughput case; a queued task waits")
 	fmt.Fprintln(w, "          behind the backlog, so expect about backlog tasks / throughput.")
 	fmt.Fprintln(w, "  paced:  tasks started in the measured window of the paced throughput case.")
-	t := &table{indent: "  ", right: []bool{false, false, true, true, true, true, true, true}}
-	t.add("case", "workflow", "workers", "hand-offs", "p50", "p95", "p99", "max")
+	t := &table{indent: "  ", right: []bool{false, false, true, true, true, true, true, true, true, true, true}}
+	t.add("case", "workflow", "workers", "hand-offs", "p50", "p95", "p99", "max", "runs", "run p50", "run p99")
 	for _, l := range r.Latency {
-		p := l.Handoffs
-		t.add(l.Case, l.Workflow, strconv.Itoa(l.Workers), count(int64(p.Count)), dur(p.P50), dur(p.P95), dur(p.P99), dur(p.Max))
+		p, rp := l.Handoffs, l.Runs
+		t.add(l.Case, l.Workflow, strconv.Itoa(l.Workers), count(int64(p.Count)), dur(p.P50), dur(p.P95), dur(p.P99), dur(p.Max),
+			count(int64(rp.Count)), dur(rp.P50), dur(rp.P99))
 	}
 	t.write(w)
 	for _, l := range r.Latency {

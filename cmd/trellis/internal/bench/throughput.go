@@ -61,6 +61,9 @@ type Throughput struct {
 	// machine used while the workers ran a burn-down, per task; zero when
 	// the server runs elsewhere (see serverCPU).
 	DBCPUPerTask time.Duration `json:"db_cpu_per_task_ns,omitempty"`
+	// WorkerCPUPerTask is the CPU time the worker processes used in a
+	// burn-down, from their start to its end, per task.
+	WorkerCPUPerTask time.Duration `json:"worker_cpu_per_task_ns,omitempty"`
 	// MinBacklog is the fewest unfinished runs the steady inserter saw
 	// in the measured window, before topping the backlog up to its bound
 	// (Options.MaxBacklog): 0 means the workers ran out of work.
@@ -177,6 +180,7 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 	if err != nil {
 		return res, err
 	}
+	workerCPU, _ := c.workers.cpu()
 	if err := c.stopWorkers(); err != nil {
 		return res, err
 	}
@@ -195,6 +199,7 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 		Runs: o.Runs, Tasks: total, Elapsed: w.elapsed(),
 		TasksPerSec: perSecond(total, w.elapsed()), RunsPerSec: perSecond(o.Runs, w.elapsed()),
 		InsertedPerSec: perSecond(o.Runs, inserted), WALPerTask: cost.WAL, DBCPUPerTask: cost.DBCPU, Notes: c.notes,
+		WorkerCPUPerTask: workerCPU / time.Duration(total),
 	}
 	if report != nil {
 		if err := report(ctx, c.db.pool, w, &res); err != nil {
@@ -279,6 +284,10 @@ func steady(ctx context.Context, o Options, sh shape, workers int, rate float64)
 	if err != nil {
 		return res, lat, err
 	}
+	durations, err := runDurations(ctx, c.db.pool, sh.spec.Name, from, to)
+	if err != nil {
+		return res, lat, err
+	}
 	window := to.Sub(from)
 	res = Throughput{
 		Store: StorePostgres, Workflow: sh.label, Mode: mode, Workers: workers,
@@ -289,6 +298,7 @@ func steady(ctx context.Context, o Options, sh shape, workers int, rate float64)
 	lat = Latency{
 		Case: latCase, Workflow: sh.label, Workers: workers,
 		Handoffs: percentiles(handoffs(events, sh.parents, from, to)),
+		Runs:     percentiles(durations),
 	}
 	log.Info("done", "tasks/s", int(res.TasksPerSec), "p50", lat.Handoffs.P50)
 	return res, lat, nil
