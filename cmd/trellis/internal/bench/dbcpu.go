@@ -50,7 +50,7 @@ func serverCPU() (cpu time.Duration, ok bool) {
 // children's) process pid has used so far; ok is false when /proc cannot
 // tell.
 func processCPU(pid int) (cpu time.Duration, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
 	}
