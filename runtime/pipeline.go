@@ -245,7 +245,9 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
 			r.HandOff = store.HandOff{Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: n}
-			token = e.claims.begin(e.clock.Now())
+			// A hand-off's lease is stamped no earlier than the batch's
+			// time, so reconciliation leaves it be until it is owned.
+			token = e.claims.begin(r.Now)
 		}
 		at := e.clock.Now()
 		res, err := e.store.Finish(ctx, r)
