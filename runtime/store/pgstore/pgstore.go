@@ -65,6 +65,7 @@ func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	if !strings.Contains(connString, "pool_max_conns") && cfg.MaxConns < DefaultMaxConns {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connecting: %w", err)

@@ -1,7 +1,11 @@
 package pgstore_test
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -11,4 +15,32 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return pgstore.New(pgtest.Pool(t)) })
+}
+
+// A pool of the user's own, made without pgstore.Configure, reads and
+// writes UUIDs through their database/sql methods instead: the store
+// behaves the same on it.
+func TestConformanceOnAPlainPool(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return pgstore.New(pgtest.PlainPool(t)) })
+}
+
+func TestUUIDsWithAndWithoutConfigure(t *testing.T) {
+	for name, pool := range map[string]*pgxpool.Pool{"configured": pgtest.Pool(t), "plain": pgtest.PlainPool(t)} {
+		t.Run(name, func(t *testing.T) {
+			u, v := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewRandom())
+			var (
+				one, null uuid.UUID
+				many      []uuid.UUID
+				text      string
+			)
+			err := pool.QueryRow(t.Context(), `SELECT $1::uuid, $2::uuid[], NULL::uuid, $3::text`, u, []uuid.UUID{u, v}, v).
+				Scan(&one, &many, &null, &text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one != u || !slices.Equal(many, []uuid.UUID{u, v}) || null != uuid.Nil || text != v.String() {
+				t.Errorf("round trip: %v, %v, %v, %q; want %v, [%v %v], the nil UUID, %q", one, many, null, text, u, u, v, v.String())
+			}
+		})
+	}
 }

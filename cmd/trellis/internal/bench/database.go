@@ -36,6 +36,7 @@ func openDatabase(ctx context.Context, url string) (*database, error) {
 	if err == nil {
 		// The harness triggers, polls and reads results at once.
 		cfg.MaxConns = 8
+		pgstore.Configure(cfg)
 		db.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	}
 	if err != nil {

@@ -116,6 +116,7 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 		return res, err
 	}
 	cfg.ConnConfig.Tracer = statementCounter{}
+	pgstore.Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return res, err

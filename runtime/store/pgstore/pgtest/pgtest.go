@@ -82,6 +82,24 @@ func PoolWithSchemaAt(t testing.TB, url string) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// PlainPool is Pool on a pool made as a user might make their own, with
+// pgxpool.New and without pgstore.Configure.
+func PlainPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	url := EmptySchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrating: %v", err)
+	}
+	return pool
+}
+
 // newSchema creates an empty schema, dropped when the test ends; it skips
 // or fails the test when there is no database (see Required).
 func newSchema(t testing.TB, url string) string {
@@ -130,6 +148,7 @@ func ConnectAt(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	// Tests run several engines on one pool; give them room.
 	cfg.MaxConns = 16
+	pgstore.Configure(cfg) // as pgstore.Connect does
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
