@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/effectivelabs/trellis/cmd/trellis/internal/bench"
@@ -56,6 +57,22 @@ func (c BenchWorkerCommand) Run(ctx context.Context, args []string, stdout, stde
 		stdin = os.Stdin
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("worker", opts.Name)
+	// TRELLIS_BENCH_CPUPROFILE=prefix writes each worker's CPU profile to
+	// prefix.<worker name>.<pid>, for go tool pprof.
+	if prefix := os.Getenv("TRELLIS_BENCH_CPUPROFILE"); prefix != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", prefix, opts.Name, os.Getpid()))
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "trellis %s: CPU profile: %v\n", c.Name(), err)
+			return ExitProblems
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
+	}
 	if err := bench.RunWorker(ctx, opts, stdin, stdout, log); err != nil {
 		fmt.Fprintf(stderr, "trellis %s: %v\n", c.Name(), err)
 		return ExitProblems
