@@ -270,7 +270,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			e.metrics.handedOff(ctx, len(res.HandedOff))
 			immediate, err := p.run(ctx, res.HandedOff, at, len(res.HandedOff))
 			if err != nil {
-				e.faults.failed("starting tasks handed off", err, e.clock.Now())
+				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(res.HandedOff), "error", err)
 			}
 			return immediate
 		}
