@@ -241,6 +241,11 @@ func (p *pipeline) drain(batch *outcome, max int) {
 func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	e := p.e
 	backoff := 100 * time.Millisecond
+	if p.handOff(batch) > 0 {
+		// A completion that makes several children ready frees one slot;
+		// slots free now let the others go on in this worker too.
+		batch.slots += p.takeSlots(extraChildren(batch.Results))
+	}
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
@@ -296,9 +301,20 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	}
 }
 
+// extraChildren is how many children a batch's completions name beyond
+// one each: the most that could be handed off beyond the slots the
+// completions free.
+func extraChildren(r store.Results) int {
+	n := 0
+	for _, c := range r.Completions {
+		n += max(len(c.Children)-1, 0)
+	}
+	return n
+}
+
 // handOff is how many children a batch may take from the store straight
-// to this engine's steps: one per slot the batch holds, when it completes
-// tasks. Never under a tenant cap, which only claims enforce, or when the
+// to this engine's steps: one per slot the batch holds (its steps', and
+// any free ones record took for it), when it completes tasks. Never under a tenant cap, which only claims enforce, or when the
 // engine is configured not to.
 func (p *pipeline) handOff(batch outcome) int {
 	if p.e.cfg.DisableHandOff || p.e.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
