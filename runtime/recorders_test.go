@@ -36,14 +36,7 @@ func TestWideEngineRecordsInTwoBatchesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := engine.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	start(t, engine)
 	const runs = 2000
 	refs, err := wf.TriggerMany(t.Context(), make([]json.RawMessage, runs))
 	if err != nil {
@@ -53,9 +46,7 @@ func TestWideEngineRecordsInTwoBatchesAtOnce(t *testing.T) {
 	for i, r := range refs {
 		ids[i] = r.ID
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	results, err := engine.WaitMany(ctx, ids)
+	results, err := engine.WaitMany(waitCtx(t), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
