@@ -82,7 +82,7 @@ func RunLatency(ctx context.Context, o Options) (lat Latency, err error) {
 	if err != nil {
 		return lat, err
 	}
-	runs, err := runDurations(ctx, c.db.pool, sh.spec.Name, time.Time{}, time.Time{})
+	runs, err := runDurations(ctx, c.db.pool, sh.spec.Name, time.Time{}, time.Now()) // every run: they all ended
 	if err != nil {
 		return lat, err
 	}

@@ -139,13 +139,11 @@ func countFinishedRuns(ctx context.Context, pool *pgxpool.Pool, from, to time.Ti
 }
 
 // runDurations returns how long each finished run of a workflow took,
-// creation to end, for those that ended in [from, to) (all when to is
-// zero).
+// creation to end, for those that ended in [from, to).
 func runDurations(ctx context.Context, pool *pgxpool.Pool, workflow string, from, to time.Time) ([]time.Duration, error) {
 	rows, err := pool.Query(ctx, `SELECT (extract(epoch FROM finished_at - created_at) * 1e6)::bigint
 		FROM trellis_runs
-		WHERE workflow = $1 AND finished_at IS NOT NULL
-		  AND ($3::timestamptz IS NULL OR (finished_at >= $2 AND finished_at < $3))`, workflow, from, nullTime(to))
+		WHERE workflow = $1 AND finished_at >= $2 AND finished_at < $3`, workflow, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("reading run durations: %w", err)
 	}
@@ -158,14 +156,6 @@ func runDurations(ctx context.Context, pool *pgxpool.Pool, workflow string, from
 		out[i] = time.Duration(us) * time.Microsecond
 	}
 	return out, nil
-}
-
-// nullTime is nil for the zero time.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 // loadTaskEvents reads the STARTED, COMPLETED and SKIPPED events of the
