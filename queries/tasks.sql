@@ -136,15 +136,17 @@ WITH locked AS (
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.status = 'RUNNING' AS handed, t.updated_at AS at,
               t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents
+), unblocked AS (
+    -- The children that became ready, with their runs' facts (one read
+    -- of each run): queued below, or handed off.
+    SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.at, s.handed, s.limit_key, s.limit_max,
+           r.tenant, r.workflow, r.version, r.input, r.trace_context, trellis_lane(r.priority, true) AS lane
+    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
+    WHERE s.ready
 ), ready AS (
-    SELECT s.run_id, s.step, r.tenant, r.workflow, trellis_lane(r.priority, true) AS lane, s.limit_key, s.limit_max
-    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
-    WHERE s.ready AND NOT s.handed
+    SELECT run_id, step, tenant, workflow, lane, limit_key, limit_max FROM unblocked WHERE NOT handed
 ), handed AS (
-    SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.at,
-           r.workflow, r.version, r.tenant, r.input, r.trace_context
-    FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
-    WHERE s.handed
+    SELECT * FROM unblocked WHERE handed
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, at FROM handed
