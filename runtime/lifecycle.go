@@ -95,6 +95,9 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		stopClaiming: make(chan struct{}), claimDone: make(chan struct{}),
 		flushStop: make(chan struct{}), flushed: make(chan struct{}),
 	}
+	// A started engine's steps reuse goroutines (see spawn); they exit a
+	// second after the engine goes idle, or when it stops.
+	lc.p.stepIdle = time.Second
 	recorders := e.recorders()
 	lc.loops.Add(7 + recorders)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
