@@ -58,9 +58,11 @@ func (c BenchWorkerCommand) Run(ctx context.Context, args []string, stdout, stde
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("worker", opts.Name)
 	// TRELLIS_BENCH_CPUPROFILE=prefix writes each worker's CPU profile to
-	// prefix.<worker name>.<pid>, for go tool pprof.
+	// prefix.<worker name>.<pid>, and what it allocated to the same name
+	// with .allocs, for go tool pprof.
 	if prefix := os.Getenv("TRELLIS_BENCH_CPUPROFILE"); prefix != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%s.%d", prefix, opts.Name, os.Getpid()))
+		name := fmt.Sprintf("%s.%s.%d", prefix, opts.Name, os.Getpid())
+		f, err := os.Create(name)
 		if err == nil {
 			err = pprof.StartCPUProfile(f)
 		}
@@ -71,6 +73,10 @@ func (c BenchWorkerCommand) Run(ctx context.Context, args []string, stdout, stde
 		defer func() {
 			pprof.StopCPUProfile()
 			_ = f.Close()
+			if a, err := os.Create(name + ".allocs"); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(a, 0)
+				_ = a.Close()
+			}
 		}()
 	}
 	if err := bench.RunWorker(ctx, opts, stdin, stdout, log); err != nil {

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -166,6 +167,13 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	if p.Workflows == nil {
 		p.Workflows = []string{}
 	}
+	n, edges := len(r.Completions), 0
+	for _, c := range r.Completions {
+		edges += len(c.Children)
+	}
+	p.RunIds, p.Steps, p.Attempts = make([]uuid.UUID, 0, n), make([]int16, 0, n), make([]int32, 0, n)
+	p.Skipped, p.Details, p.Outputs = make([]bool, 0, n), make([]string, 0, n), make([][]byte, 0, n)
+	p.EdgeRuns, p.EdgeParents, p.EdgeChildren = make([]uuid.UUID, 0, edges), make([]int16, 0, edges), make([]int16, 0, edges)
 	for _, c := range r.Completions {
 		p.RunIds = append(p.RunIds, c.Key.Run)
 		p.Steps = append(p.Steps, int16(c.Key.Step))
@@ -187,7 +195,7 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 	if err != nil {
 		return err
 	}
-	var batch map[store.TaskKey]store.Completion
+	var batch map[store.TaskKey]*store.Completion
 	for _, row := range rows {
 		switch row.What {
 		case "stale":
@@ -196,9 +204,10 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 			res.Finished = append(res.Finished, row.RunID)
 		case "handed":
 			if batch == nil {
-				batch = make(map[store.TaskKey]store.Completion, len(r.Completions))
-				for _, c := range r.Completions {
-					batch[c.Key] = c
+				res.HandedOff = slices.Grow(res.HandedOff, len(rows))
+				batch = make(map[store.TaskKey]*store.Completion, len(r.Completions))
+				for i := range r.Completions {
+					batch[r.Completions[i].Key] = &r.Completions[i]
 				}
 			}
 			res.HandedOff = append(res.HandedOff, handedOff(row, batch))
@@ -210,7 +219,7 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 // handedOff is a task TasksComplete handed off, with the results of its
 // parents that completed in the same batch (the statement read its
 // parents as they were before it).
-func handedOff(row dbsqlc.TasksCompleteRow, batch map[store.TaskKey]store.Completion) store.ClaimedTask {
+func handedOff(row dbsqlc.TasksCompleteRow, batch map[store.TaskKey]*store.Completion) store.ClaimedTask {
 	c := claimed(dbsqlc.ReadyClaimLimitedRow{
 		RunID: row.RunID, Step: row.Step, Kind: row.Kind, Attempt: row.Attempt, PriorAttempts: row.PriorAttempts,
 		Plain: true, QueuedAt: row.QueuedAt, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
