@@ -66,9 +66,13 @@ bench:
 ## trellis bench's chain-5 and diamond-6 burn-downs, alternating twice on
 ## the same database: BENCH_URL, default $$TRELLIS_DATABASE_URL, else the
 ## local server. Compare River's jobs/s with the burn-down tasks/s. Each
-## Trellis pass runs twice: at the engine's defaults (100 steps at once),
-## and with 1,000 steps at once (claims of 200), nearer River's benchmark
-## settings (MaxWorkers 2,000).
+## pass runs River with its benchmark's settings (MaxWorkers 2,000,
+## FetchCooldown 2ms, FetchPollInterval 20ms) and with MaxWorkers 100, as
+## many jobs at once as a Trellis engine runs steps by default; then
+## Trellis at the engine's defaults (100 steps at once) and with 1,000
+## steps at once (claims of 200). Last, on 20,000 jobs, River out of the
+## box: its default fetch timing (FetchCooldown 100ms, FetchPollInterval
+## 1s), with MaxWorkers 100 (River has no default; its package doc uses 100).
 BENCH_URL ?= $(or $(TRELLIS_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 bench-river:
 	@mkdir -p .bench
@@ -76,10 +80,12 @@ bench-river:
 	$(GO) build -o .bench/trellis ./cmd/trellis
 	@for i in 1 2; do \
 		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 || exit 1; \
+		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 -max-workers 100 || exit 1; \
 		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s || exit 1; \
 		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s \
 			-concurrency 1000 -claim-batch 200 || exit 1; \
 	done
+	.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 20000 -max-workers 100 -fetch-cooldown 100ms -fetch-poll-interval 1s
 
 ## screenshots: PNGs of the dashboard's main pages, shown in the README,
 ## into runtime/dashboard/screenshots: headless chromium (Debian package
