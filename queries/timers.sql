@@ -1,12 +1,17 @@
 -- name: TimersDue :many
--- Locks up to lim timers due at now (skipping those locked elsewhere),
--- for TimersFire in the same transaction.
+-- Locks up to lim timers due at now, and their tasks, skipping those
+-- locked elsewhere, for TimersFire in the same transaction. The task is
+-- locked now, never waited for: a transaction that holds it may wait for
+-- its timer (an event waking the task deletes the timer), and waiting
+-- for it while holding the timer would deadlock.
 SELECT m.run_id, m.step
 FROM trellis_timers m
+JOIN trellis_tasks t ON t.run_id = m.run_id AND t.step = m.step
 WHERE m.wake_at <= @now
 ORDER BY m.wake_at
 LIMIT @lim
-FOR UPDATE SKIP LOCKED;
+FOR UPDATE OF m SKIP LOCKED
+FOR NO KEY UPDATE OF t SKIP LOCKED;
 
 -- name: TimersLockRuns :many
 -- Locks those of the runs of due timers that no other transaction holds,

@@ -26,10 +26,12 @@ func (q *Queries) TimerNext(ctx context.Context) (time.Time, error) {
 const timersDue = `-- name: TimersDue :many
 SELECT m.run_id, m.step
 FROM trellis_timers m
+JOIN trellis_tasks t ON t.run_id = m.run_id AND t.step = m.step
 WHERE m.wake_at <= $1
 ORDER BY m.wake_at
 LIMIT $2
-FOR UPDATE SKIP LOCKED
+FOR UPDATE OF m SKIP LOCKED
+FOR NO KEY UPDATE OF t SKIP LOCKED
 `
 
 type TimersDueParams struct {
@@ -42,8 +44,11 @@ type TimersDueRow struct {
 	Step  int16
 }
 
-// Locks up to lim timers due at now (skipping those locked elsewhere),
-// for TimersFire in the same transaction.
+// Locks up to lim timers due at now, and their tasks, skipping those
+// locked elsewhere, for TimersFire in the same transaction. The task is
+// locked now, never waited for: a transaction that holds it may wait for
+// its timer (an event waking the task deletes the timer), and waiting
+// for it while holding the timer would deadlock.
 func (q *Queries) TimersDue(ctx context.Context, arg TimersDueParams) ([]TimersDueRow, error) {
 	rows, err := q.db.Query(ctx, timersDue, arg.Now, arg.Lim)
 	if err != nil {
