@@ -23,6 +23,10 @@ import (
 type claims struct {
 	mu    sync.Mutex
 	byKey map[store.TaskKey]*claim
+	// runs counts the claims of each run in byKey, so that stopping a
+	// run's steps looks at no other claim (see stopRun; every finished
+	// run anywhere asks).
+	runs map[RunID]int
 	// claiming holds the time of each claim under way (sent to the store,
 	// its tasks not yet owned), by token: their tasks may already be
 	// leased without being owned, and must not be taken for orphans.
@@ -54,7 +58,26 @@ type claim struct {
 }
 
 func newClaims() claims {
-	return claims{byKey: map[store.TaskKey]*claim{}, claiming: map[int]time.Time{}}
+	return claims{byKey: map[store.TaskKey]*claim{}, runs: map[RunID]int{}, claiming: map[int]time.Time{}}
+}
+
+// put owns cl for key, in place of any claim of it; the caller holds mu.
+func (c *claims) put(key store.TaskKey, cl *claim) {
+	if _, ok := c.byKey[key]; !ok {
+		c.runs[key.Run]++
+	}
+	c.byKey[key] = cl
+}
+
+// drop forgets the claim of key; the caller holds mu.
+func (c *claims) drop(key store.TaskKey) {
+	if _, ok := c.byKey[key]; !ok {
+		return
+	}
+	delete(c.byKey, key)
+	if c.runs[key.Run]--; c.runs[key.Run] <= 0 {
+		delete(c.runs, key.Run)
+	}
 }
 
 // begin records that a claim stamped now is under way; end it with end.
@@ -72,7 +95,7 @@ func (c *claims) end(token int, tasks []store.ClaimedTask) {
 	defer c.mu.Unlock()
 	delete(c.claiming, token)
 	for _, t := range tasks {
-		c.byKey[t.Key] = newClaim(t)
+		c.put(t.Key, newClaim(t))
 	}
 }
 
@@ -99,7 +122,7 @@ func (c *claims) started(t store.ClaimedTask, handler bool, cancel context.Cance
 	cl, ok := c.byKey[t.Key]
 	if !ok || cl.attempt != t.Attempt {
 		cl = newClaim(t)
-		c.byKey[t.Key] = cl
+		c.put(t.Key, cl)
 	}
 	cl.cancel, cl.handler = cancel, handler
 }
@@ -120,7 +143,7 @@ func (c *claims) release(attempts ...store.Attempt) {
 	defer c.mu.Unlock()
 	for _, a := range attempts {
 		if cl, ok := c.byKey[a.Key]; ok && cl.attempt == a.Attempt {
-			delete(c.byKey, a.Key)
+			c.drop(a.Key)
 		}
 	}
 }
@@ -158,6 +181,9 @@ func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
 func (c *claims) stopRun(run RunID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.runs[run] == 0 {
+		return
+	}
 	for _, cl := range c.byKey {
 		if cl.run == run && !cl.handler && cl.cancel != nil {
 			cl.cancel(cause)
