@@ -40,7 +40,7 @@ func TestKeyedEventMeetsItsWaitsDeadline(t *testing.T) {
 	}
 	h.RunUntilIdle()
 	var deadline time.Time
-	if err := pool.QueryRow(ctx, `SELECT wake_at FROM trellis_timers WHERE run_id = $1`, uuid.UUID(ref.ID)).Scan(&deadline); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT wake_at FROM trellis_timers WHERE run_id = $1`, ref.ID).Scan(&deadline); err != nil {
 		t.Fatalf("the confirm step's deadline timer: %v", err)
 	}
 	now := deadline.Add(time.Second)
@@ -96,7 +96,7 @@ func TestKeyedEventMeetsItsWaitsDeadline(t *testing.T) {
 	// One of the two woke the wait, once.
 	var wakes int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_events WHERE run_id = $1 AND step = $2 AND type = 'WOKEN'`,
-		uuid.UUID(ref.ID), due[0].Step).Scan(&wakes); err != nil {
+		ref.ID, due[0].Step).Scan(&wakes); err != nil {
 		t.Fatal(err)
 	}
 	if wakes != 1 {
