@@ -101,3 +101,94 @@ func BenchmarkTaskCycle(b *testing.B) {
 		b.ReportMetric(float64(finishCPU.Microseconds())/per, "finish-pg-µs/task")
 	}
 }
+
+// BenchmarkTaskCycleHandOff is BenchmarkTaskCycle the way an engine runs
+// chains now: each op records 100 results and takes the children they
+// make ready as hand-offs (store.HandOff), and claims only to fill the
+// batch up (with the new runs' roots). One tenant: with several, a child
+// is handed off only when the queue's head is of its tenant (else it is
+// queued, and this would measure the queue). It reports the server's CPU per
+// task for the claims and for the results (hand-offs included).
+func BenchmarkTaskCycleHandOff(b *testing.B) {
+	const (
+		batch   = 100
+		backlog = 2000
+		steps   = 5
+		tenants = 1
+	)
+	ctx := b.Context()
+	pool, backend := onePool(b)
+	s := pgstore.New(pool)
+	now := time.Now()
+	n := 0
+	children := make([][]int, steps)
+	for i := range steps - 1 {
+		children[i] = []int{i + 1}
+	}
+	create := func(count int) {
+		runs := make([]store.NewRun, count)
+		for i := range runs {
+			tasks := make([]store.NewTask, steps)
+			for j := range tasks {
+				tasks[j] = store.NewTask{Step: j, Kind: store.KindCode, Plain: true, MaxAttempts: 1}
+				if j > 0 {
+					tasks[j].Parents, tasks[j].Pending = []int{j - 1}, 1
+				}
+			}
+			runs[i] = store.NewRun{
+				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
+				Input: []byte(`{}`), Tasks: tasks,
+			}
+			n++
+		}
+		if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	create(backlog)
+	var claimCPU, finishCPU time.Duration
+	cpuKnown := true
+	var running []store.ClaimedTask
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		create(batch / steps)
+		if i%20 == 0 {
+			if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) trellis_ready, trellis_leases, trellis_tasks, trellis_runs`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t0, ok0 := cpuTime(backend)
+		b.StartTimer()
+		got, err := s.ClaimTasks(ctx, store.Claim{Worker: "bench", Limit: batch - len(running), Now: now})
+		b.StopTimer()
+		t1, ok1 := cpuTime(backend)
+		if err != nil || len(got) != batch-len(running) {
+			b.Fatalf("claimed %d tasks, %v; want %d", len(got), err, batch-len(running))
+		}
+		running = append(running, got...)
+		r := store.Results{Now: now, HandOff: store.HandOff{Worker: "bench", Workflows: []string{"w"}, Limit: batch}}
+		for _, c := range running {
+			r.Completions = append(r.Completions, store.Completion{
+				Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: children[c.Key.Step],
+			})
+		}
+		b.StartTimer()
+		res, err := s.Finish(ctx, r)
+		b.StopTimer()
+		t2, ok2 := cpuTime(backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		running = res.HandedOff
+		claimCPU += t1 - t0
+		finishCPU += t2 - t1
+		cpuKnown = cpuKnown && ok0 && ok1 && ok2
+		b.StartTimer()
+	}
+	if cpuKnown {
+		per := float64(b.N * batch)
+		b.ReportMetric(float64(claimCPU.Microseconds())/per, "claim-pg-µs/task")
+		b.ReportMetric(float64(finishCPU.Microseconds())/per, "finish-pg-µs/task")
+	}
+}
