@@ -213,18 +213,18 @@ WITH locked AS (
     FROM offers e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.status = 'RUNNING' AS handed, t.updated_at AS at,
-              t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents
+              t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents, cardinality(t.parents) = e.n AS parents_here
 ), unblocked AS (
     -- The children that became ready, with their runs' facts (one read
     -- of each run): queued below, or handed off.
-    SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.at, s.handed, s.limit_key, s.limit_max,
+    SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.parents_here, s.at, s.handed, s.limit_key, s.limit_max,
            r.tenant, r.workflow, r.version, r.input, r.trace_context, trellis_lane(r.priority, true) AS lane
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
     WHERE s.ready
 ), ready AS (
     SELECT run_id, step, tenant, workflow, lane, limit_key, limit_max FROM unblocked WHERE NOT handed
 ), handed AS (
-    SELECT run_id, step, attempt, kind, prior_attempts, parents, at, handed, limit_key, limit_max, tenant, workflow, version, input, trace_context, lane FROM unblocked WHERE handed
+    SELECT run_id, step, attempt, kind, prior_attempts, parents, parents_here, at, handed, limit_key, limit_max, tenant, workflow, version, input, trace_context, lane FROM unblocked WHERE handed
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, $14, tenant, at FROM handed
@@ -262,18 +262,19 @@ SELECT 'handed'::text AS what, h.run_id::uuid AS run_id, h.step::smallint AS ste
        h.kind::smallint AS kind, h.prior_attempts::int AS prior_attempts, h.at::timestamptz AS queued_at,
        h.workflow::text AS workflow, h.version::text AS version, h.tenant::text AS tenant, h.input::json AS input,
        coalesce(h.trace_context, '')::text AS trace_context,
-       p.steps::smallint[] AS parent_steps, p.statuses::text[] AS parent_statuses, p.outputs::json[] AS parent_outputs
+       coalesce(p.steps, h.parents)::smallint[] AS parent_steps, p.statuses::text[] AS parent_statuses, p.outputs::json[] AS parent_outputs
 FROM handed h
 LEFT JOIN LATERAL (
     -- The parents as this statement found them: those it completed are
     -- still RUNNING here, and the caller takes their outputs from its
     -- results; the others completed earlier (or the child would not have
-    -- been offered).
+    -- been offered). A child all of whose parents this statement completed
+    -- (a chain's) reads none: its parent steps are all the caller needs.
     SELECT array_agg(pt.step ORDER BY pt.step) AS steps,
            array_agg(pt.status ORDER BY pt.step) AS statuses,
            array_agg(pt.output ORDER BY pt.step) AS outputs
     FROM trellis_tasks pt
-    WHERE pt.run_id = h.run_id AND pt.step = ANY (h.parents)
+    WHERE NOT h.parents_here AND pt.run_id = h.run_id AND pt.step = ANY (h.parents)
 ) p ON true
 UNION ALL
 SELECT 'stale', i.run_id, i.step, i.attempt, 0, 0, $8::timestamptz, '', '', '', NULL, '', NULL, NULL, NULL
