@@ -31,31 +31,7 @@ func BenchmarkTaskCycle(b *testing.B) {
 	pool, backend := onePool(b)
 	s := pgstore.New(pool)
 	now := time.Now()
-	n := 0
-	children := make([][]int, steps)
-	for i := range steps - 1 {
-		children[i] = []int{i + 1}
-	}
-	create := func(count int) {
-		runs := make([]store.NewRun, count)
-		for i := range runs {
-			tasks := make([]store.NewTask, steps)
-			for j := range tasks {
-				tasks[j] = store.NewTask{Step: j, Kind: store.KindCode, Plain: true, MaxAttempts: 1}
-				if j > 0 {
-					tasks[j].Parents, tasks[j].Pending = []int{j - 1}, 1
-				}
-			}
-			runs[i] = store.NewRun{
-				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
-				Input: []byte(`{}`), Tasks: tasks,
-			}
-			n++
-		}
-		if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	children, create := chainRunMaker(b, s, now, steps, tenants)
 	create(backlog)
 	var claimCPU, finishCPU time.Duration
 	cpuKnown := true
@@ -120,31 +96,7 @@ func BenchmarkTaskCycleHandOff(b *testing.B) {
 	pool, backend := onePool(b)
 	s := pgstore.New(pool)
 	now := time.Now()
-	n := 0
-	children := make([][]int, steps)
-	for i := range steps - 1 {
-		children[i] = []int{i + 1}
-	}
-	create := func(count int) {
-		runs := make([]store.NewRun, count)
-		for i := range runs {
-			tasks := make([]store.NewTask, steps)
-			for j := range tasks {
-				tasks[j] = store.NewTask{Step: j, Kind: store.KindCode, Plain: true, MaxAttempts: 1}
-				if j > 0 {
-					tasks[j].Parents, tasks[j].Pending = []int{j - 1}, 1
-				}
-			}
-			runs[i] = store.NewRun{
-				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
-				Input: []byte(`{}`), Tasks: tasks,
-			}
-			n++
-		}
-		if _, err := s.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: now}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	children, create := chainRunMaker(b, s, now, steps, tenants)
 	create(backlog)
 	var claimCPU, finishCPU time.Duration
 	cpuKnown := true
@@ -191,4 +143,36 @@ func BenchmarkTaskCycleHandOff(b *testing.B) {
 		b.ReportMetric(float64(claimCPU.Microseconds())/per, "claim-pg-µs/task")
 		b.ReportMetric(float64(finishCPU.Microseconds())/per, "finish-pg-µs/task")
 	}
+}
+
+// chainRunMaker returns children (each step's of a chain of steps steps)
+// and a function that creates count chain runs, their tenants taken in
+// turn from tenants of them.
+func chainRunMaker(b *testing.B, s *pgstore.Store, now time.Time, steps, tenants int) ([][]int, func(count int)) {
+	n := 0
+	children := make([][]int, steps)
+	for i := range steps - 1 {
+		children[i] = []int{i + 1}
+	}
+	create := func(count int) {
+		runs := make([]store.NewRun, count)
+		for i := range runs {
+			tasks := make([]store.NewTask, steps)
+			for j := range tasks {
+				tasks[j] = store.NewTask{Step: j, Kind: store.KindCode, Plain: true, MaxAttempts: 1}
+				if j > 0 {
+					tasks[j].Parents, tasks[j].Pending = []int{j - 1}, 1
+				}
+			}
+			runs[i] = store.NewRun{
+				ID: uuid.Must(uuid.NewV7()), Workflow: "w", Version: "w@1", Tenant: fmt.Sprintf("tenant-%d", n%tenants),
+				Input: []byte(`{}`), Tasks: tasks,
+			}
+			n++
+		}
+		if _, err := s.CreateRuns(b.Context(), store.CreateRuns{Runs: runs, Now: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return children, create
 }
