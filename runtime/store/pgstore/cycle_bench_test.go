@@ -20,63 +20,7 @@ import (
 // a change to the hot statements can be measured alone. Run it with
 // -benchtime 300x -count 5 or so; VACUUM runs every 20 ops, as the
 // leader's maintenance would.
-func BenchmarkTaskCycle(b *testing.B) {
-	const (
-		batch   = 100
-		backlog = 2000
-		steps   = 5
-		tenants = 10
-	)
-	ctx := b.Context()
-	pool, backend := onePool(b)
-	s := pgstore.New(pool)
-	now := time.Now()
-	children, create := chainRunMaker(b, s, now, steps, tenants)
-	create(backlog)
-	var claimCPU, finishCPU time.Duration
-	cpuKnown := true
-	claim := store.Claim{Worker: "bench", Limit: batch, Now: now}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		create(batch / steps)
-		if i%20 == 0 {
-			if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) trellis_ready, trellis_leases, trellis_tasks, trellis_runs`); err != nil {
-				b.Fatal(err)
-			}
-		}
-		t0, ok0 := cpuTime(backend)
-		b.StartTimer()
-		got, err := s.ClaimTasks(ctx, claim)
-		b.StopTimer()
-		t1, ok1 := cpuTime(backend)
-		if err != nil || len(got) != batch {
-			b.Fatalf("claimed %d tasks, %v; want %d", len(got), err, batch)
-		}
-		r := store.Results{Now: now}
-		for _, c := range got {
-			r.Completions = append(r.Completions, store.Completion{
-				Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: children[c.Key.Step],
-			})
-		}
-		b.StartTimer()
-		_, err = s.Finish(ctx, r)
-		b.StopTimer()
-		t2, ok2 := cpuTime(backend)
-		if err != nil {
-			b.Fatal(err)
-		}
-		claimCPU += t1 - t0
-		finishCPU += t2 - t1
-		cpuKnown = cpuKnown && ok0 && ok1 && ok2
-		b.StartTimer()
-	}
-	if cpuKnown {
-		per := float64(b.N * batch)
-		b.ReportMetric(float64(claimCPU.Microseconds())/per, "claim-pg-µs/task")
-		b.ReportMetric(float64(finishCPU.Microseconds())/per, "finish-pg-µs/task")
-	}
-}
+func BenchmarkTaskCycle(b *testing.B) { taskCycle(b, false) }
 
 // BenchmarkTaskCycleHandOff is BenchmarkTaskCycle the way an engine runs
 // chains now: each op records 100 results and takes the children they
@@ -85,13 +29,20 @@ func BenchmarkTaskCycle(b *testing.B) {
 // is handed off only when the queue's head is of its tenant (else it is
 // queued, and this would measure the queue). It reports the server's CPU per
 // task for the claims and for the results (hand-offs included).
-func BenchmarkTaskCycleHandOff(b *testing.B) {
+func BenchmarkTaskCycleHandOff(b *testing.B) { taskCycle(b, true) }
+
+// taskCycle runs BenchmarkTaskCycle, or with handOff
+// BenchmarkTaskCycleHandOff.
+func taskCycle(b *testing.B, handOff bool) {
 	const (
 		batch   = 100
 		backlog = 2000
 		steps   = 5
-		tenants = 1
 	)
+	tenants := 10
+	if handOff {
+		tenants = 1
+	}
 	ctx := b.Context()
 	pool, backend := onePool(b)
 	s := pgstore.New(pool)
@@ -100,7 +51,7 @@ func BenchmarkTaskCycleHandOff(b *testing.B) {
 	create(backlog)
 	var claimCPU, finishCPU time.Duration
 	cpuKnown := true
-	var running []store.ClaimedTask
+	var running []store.ClaimedTask // handed off by the last op
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -110,16 +61,20 @@ func BenchmarkTaskCycleHandOff(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		want := batch - len(running)
 		t0, ok0 := cpuTime(backend)
 		b.StartTimer()
-		got, err := s.ClaimTasks(ctx, store.Claim{Worker: "bench", Limit: batch - len(running), Now: now})
+		got, err := s.ClaimTasks(ctx, store.Claim{Worker: "bench", Limit: want, Now: now})
 		b.StopTimer()
 		t1, ok1 := cpuTime(backend)
-		if err != nil || len(got) != batch-len(running) {
-			b.Fatalf("claimed %d tasks, %v; want %d", len(got), err, batch-len(running))
+		if err != nil || len(got) != want {
+			b.Fatalf("claimed %d tasks, %v; want %d", len(got), err, want)
 		}
 		running = append(running, got...)
-		r := store.Results{Now: now, HandOff: store.HandOff{Worker: "bench", Workflows: []string{"w"}, Limit: batch}}
+		r := store.Results{Now: now}
+		if handOff {
+			r.HandOff = store.HandOff{Worker: "bench", Workflows: []string{"w"}, Limit: batch}
+		}
 		for _, c := range running {
 			r.Completions = append(r.Completions, store.Completion{
 				Attempt: store.Attempt{Key: c.Key, Attempt: c.Attempt}, Output: []byte(`{}`), Children: children[c.Key.Step],

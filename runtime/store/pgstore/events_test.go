@@ -35,6 +35,26 @@ func (deliverer) Close(context.Context, acceptance.DeliveryInput, acceptance.Del
 	return acceptance.DeliveryCloseOutput{Summary: "ok"}, nil
 }
 
+// deliveryWaiting runs a delivery run (order o-1) on s until its confirm
+// step waits for its keyed event, delivered, with a 72h deadline.
+func deliveryWaiting(t *testing.T, s *pgstore.Store) (*trellistest.Harness, *acceptance.DeliveryClient, runtime.RunRef) {
+	t.Helper()
+	h := trellistest.New(t, trellistest.WithStore(s))
+	if _, err := acceptance.RegisterShipment(h.Engine, shipper{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := acceptance.RegisterDelivery(h.Engine, deliverer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := client.RunNoWait(t.Context(), acceptance.DeliveryInput{OrderID: "o-1", Address: acceptance.DeliveryInputAddress{City: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	return h, client, ref
+}
+
 // TestSendEventInCallerTransaction sends events inside the caller's
 // transaction: one rolled back is never delivered, one committed is.
 func TestSendEventInCallerTransaction(t *testing.T) {
@@ -43,19 +63,7 @@ func TestSendEventInCallerTransaction(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE deliveries (order_id text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
-	if _, err := acceptance.RegisterShipment(h.Engine, shipper{}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := acceptance.RegisterDelivery(h.Engine, deliverer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := client.RunNoWait(ctx, acceptance.DeliveryInput{OrderID: "o-1", Address: acceptance.DeliveryInputAddress{City: "x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.RunUntilIdle()
+	h, client, ref := deliveryWaiting(t, pgstore.New(pool))
 	waiting := func() runtime.TaskStatus {
 		t.Helper()
 		res, err := client.Result(ctx, ref.ID)

@@ -11,8 +11,6 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
-	"github.com/effectivelabs/trellis/runtime/trellistest"
-	"github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 // TestKeyedEventMeetsItsWaitsDeadline sends a keyed event to a wait whose
@@ -26,19 +24,7 @@ func TestKeyedEventMeetsItsWaitsDeadline(t *testing.T) {
 	pool := pgtest.Pool(t)
 	ctx := t.Context()
 	s := pgstore.New(pool)
-	h := trellistest.New(t, trellistest.WithStore(s))
-	if _, err := acceptance.RegisterShipment(h.Engine, shipper{}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := acceptance.RegisterDelivery(h.Engine, deliverer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := client.RunNoWait(ctx, acceptance.DeliveryInput{OrderID: "o-1", Address: acceptance.DeliveryInputAddress{City: "x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.RunUntilIdle()
+	_, _, ref := deliveryWaiting(t, s)
 	var deadline time.Time
 	if err := pool.QueryRow(ctx, `SELECT wake_at FROM trellis_timers WHERE run_id = $1`, ref.ID).Scan(&deadline); err != nil {
 		t.Fatalf("the confirm step's deadline timer: %v", err)
