@@ -219,6 +219,7 @@ func (p *pipeline) stepLoop(step func()) {
 	defer idle.Stop()
 	for {
 		step()
+		step = nil // holds nothing of the step while it waits
 		idle.Reset(p.stepIdle)
 		select {
 		case step = <-p.idle:
