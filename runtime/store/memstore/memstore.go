@@ -64,6 +64,7 @@ type task struct {
 	prior       int // attempts before the last run retry
 	claimedAt   time.Time
 	gen         int // bumped whenever the task leaves the queue or a timer, invalidating old entries
+	entryLane   int // 1 + the lane of its valid queue entry; 0 for none (see readyQueue.highestLane)
 	limit       store.Limit
 	rate        store.Rate
 	paced       bool   // put off by its rate limit: its timer is its turn (see rates.go)
@@ -164,6 +165,7 @@ func (s *Store) setStatus(t *task, status store.TaskStatus, now time.Time) time.
 	}
 	if t.rec.Status == store.TaskQueued || t.rec.Status == store.TaskSleeping || t.rec.Status == store.TaskRetrying || t.rec.Status == store.TaskWaiting {
 		t.gen++ // its queue entry or timer is void now
+		s.queue.void(t)
 	}
 	if !t.rec.Status.Resolved() && status.Resolved() && t.rec.Kind != store.KindOnFailure {
 		t.run.unresolved--

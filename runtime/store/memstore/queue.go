@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -24,6 +25,9 @@ type tenantState struct {
 	blocks  [store.Lanes]int64
 	running int
 	queued  int // tasks QUEUED
+	// valid counts the tenant's valid entries, by workflow and lane (see
+	// highestLane).
+	valid map[string]*[store.Lanes]int
 }
 
 type entry struct {
@@ -55,6 +59,74 @@ func (q *readyQueue) tenantRunning(name string, delta int) { q.tenant(name).runn
 
 func (q *readyQueue) tenantQueued(name string, delta int) { q.tenant(name).queued += delta }
 
+// counted adds delta to the count of t's valid entries in lane.
+func (q *readyQueue) counted(t *task, lane, delta int) {
+	ts := q.tenant(t.run.rec.Tenant)
+	if ts.valid == nil {
+		ts.valid = map[string]*[store.Lanes]int{}
+	}
+	lanes, ok := ts.valid[t.run.rec.Workflow]
+	if !ok {
+		lanes = &[store.Lanes]int{}
+		ts.valid[t.run.rec.Workflow] = lanes
+	}
+	lanes[lane] += delta
+}
+
+// void records that t's queue entry, if it has a valid one, is void now:
+// t moved on (setStatus bumps its gen).
+func (q *readyQueue) void(t *task) {
+	if t.entryLane > 0 {
+		q.counted(t, t.entryLane-1, -1)
+		t.entryLane = 0
+	}
+}
+
+// head returns the first valid entry of the named workflows (all when
+// none are named), dropping invalid entries from the front.
+func (q *readyQueue) head(workflows []string) (*entry, bool) {
+	for len(q.entries) > 0 && !q.entries[0].valid() {
+		heap.Pop(&q.entries)
+	}
+	if len(q.entries) == 0 {
+		return nil, false
+	}
+	if e := q.entries[0]; of(e, workflows) {
+		return e, true
+	}
+	// The front is another engine's: look through the whole queue.
+	var head *entry
+	for _, e := range q.entries {
+		if e.valid() && of(e, workflows) && (head == nil || entryHeap([]*entry{e, head}).Less(0, 1)) {
+			head = e
+		}
+	}
+	return head, head != nil
+}
+
+// highestLane returns the highest lane in which tenant has valid entries
+// of the named workflows (all when none are named), -1 if none.
+func (q *readyQueue) highestLane(tenant string, workflows []string) int {
+	highest := -1
+	for workflow, lanes := range q.tenant(tenant).valid {
+		if len(workflows) > 0 && !slices.Contains(workflows, workflow) {
+			continue
+		}
+		for l := store.Lanes - 1; l > highest; l-- {
+			if lanes[l] > 0 {
+				highest = l
+			}
+		}
+	}
+	return highest
+}
+
+// of reports whether e is of one of the named workflows (any when none
+// are named).
+func of(e *entry, workflows []string) bool {
+	return len(workflows) == 0 || slices.Contains(workflows, e.task.run.rec.Workflow)
+}
+
 // frontier is the block being consumed.
 func (q *readyQueue) frontier() int64 {
 	for len(q.entries) > 0 && !q.entries[0].valid() {
@@ -78,6 +150,9 @@ func (q *readyQueue) push(t *task, wake bool, lane int) {
 	block := nextBlock(previous, q.frontier())
 	ts.blocks[lane] = block
 	q.seq++
+	q.void(t)
+	t.entryLane = lane + 1
+	q.counted(t, lane, +1)
 	heap.Push(&q.entries, &entry{id: queueID(ts.group, block), lane: lane, seq: q.seq, task: t, gen: t.gen, wake: wake})
 }
 
@@ -97,6 +172,7 @@ func (q *readyQueue) claim(limit int, accept func(*entry) bool) []*entry {
 		if b := blockOf(e.id); b > q.consumed {
 			q.consumed = b
 		}
+		q.void(e.task) // out of the queue, whatever happens to the task next
 		out = append(out, e)
 	}
 	for _, e := range passed {

@@ -73,9 +73,9 @@ func (s *Store) start(t *task, worker string, wake bool, now time.Time) store.Cl
 // store.HandOff), from the queue as it was before the batch.
 type handOff struct {
 	store.HandOff
-	head    string         // the tenant of the first task the worker could claim ...
-	queued  bool           // ... if there is one
-	highest map[string]int // each tenant's highest lane with a task queued
+	head     string // the tenant of the first task the worker could claim ...
+	queued   bool   // ... if there is one
+	headLane int    // that tenant's highest lane with a task queued
 }
 
 // newHandOff returns nil when h hands nothing off. Callers hold s.mu.
@@ -83,22 +83,10 @@ func (s *Store) newHandOff(h store.HandOff) *handOff {
 	if h.Limit <= 0 {
 		return nil
 	}
-	out := &handOff{HandOff: h, highest: map[string]int{}}
-	var head *entry
-	for _, e := range s.queue.entries {
-		r := e.task.run.rec
-		if !e.valid() || len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) {
-			continue
-		}
-		if head == nil || entryHeap([]*entry{e, head}).Less(0, 1) {
-			head = e
-		}
-		if lane, ok := out.highest[r.Tenant]; !ok || e.lane > lane {
-			out.highest[r.Tenant] = e.lane
-		}
-	}
-	if head != nil {
+	out := &handOff{HandOff: h}
+	if head, ok := s.queue.head(h.Workflows); ok {
 		out.head, out.queued = head.task.run.rec.Tenant, true
+		out.headLane = s.queue.highestLane(out.head, h.Workflows)
 	}
 	return out
 }
@@ -113,10 +101,9 @@ func (h *handOff) take(t *task) bool {
 	if len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) {
 		return false
 	}
-	if h.queued && h.head != r.Tenant {
-		return false
-	}
-	if lane, ok := h.highest[r.Tenant]; ok && lane > store.Lane(r.Priority, true) {
+	// Only where the worker's next claim would take the task first: its
+	// tenant's at the head, none of that tenant's in a higher lane.
+	if h.queued && (h.head != r.Tenant || h.headLane > store.Lane(r.Priority, true)) {
 		return false
 	}
 	h.Limit--

@@ -1,0 +1,43 @@
+package memstore
+
+import (
+	"testing"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/storetest"
+)
+
+// TestQueueCountsValidEntries runs the conformance suite and checks,
+// after each case, that the queue's counts of valid entries (by tenant,
+// workflow and lane: what a hand-off's priority check reads) are those
+// of the valid entries in the heap.
+func TestQueueCountsValidEntries(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s := New()
+		t.Cleanup(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			want := map[string]map[string][store.Lanes]int{}
+			for _, e := range s.queue.entries {
+				if !e.valid() {
+					continue
+				}
+				r := e.task.run.rec
+				if want[r.Tenant] == nil {
+					want[r.Tenant] = map[string][store.Lanes]int{}
+				}
+				lanes := want[r.Tenant][r.Workflow]
+				lanes[e.lane]++
+				want[r.Tenant][r.Workflow] = lanes
+			}
+			for tenant, ts := range s.queue.tenants {
+				for workflow, lanes := range ts.valid {
+					if *lanes != want[tenant][workflow] {
+						t.Errorf("tenant %s, workflow %s: counted %v valid entries by lane, the heap holds %v", tenant, workflow, *lanes, want[tenant][workflow])
+					}
+				}
+			}
+		})
+		return s
+	})
+}
