@@ -29,11 +29,7 @@ type pipeline struct {
 	slots   chan struct{}  // one token per task claimed and not yet recorded
 	results chan outcome   // from steps and the planner to the recorder
 	steps   sync.WaitGroup // running steps
-	idle    chan func()    // to a step goroutine waiting for its next step (spawn)
-	// stepIdle is how long a step goroutine waits for its next step
-	// before it exits; 0: it exits at once.
-	stepIdle time.Duration
-	running  atomic.Int64 // steps whose result is not yet in results
+	running atomic.Int64   // steps whose result is not yet in results
 	// inCode counts the steps whose code has not returned: when none has,
 	// no result is about to come, and the recorder need not wait for
 	// one (running, and the slots, count a step until its result is
@@ -52,6 +48,11 @@ type pipeline struct {
 	// timerSet is signalled when a recorded batch set a durable timer, so
 	// that the leader recomputes its wait.
 	timerSet chan struct{}
+	// idle passes a step to a step goroutine waiting for its next one
+	// (spawn); stepIdle is how long one waits before it exits (0: it
+	// exits at once).
+	idle     chan func()
+	stepIdle time.Duration
 	// startMu orders starting steps with stop: once stopped, tasks that
 	// reach this engine (a claim in flight, a hand-off) go back to the
 	// queue unstarted, and steps is never added to while Stop waits on it.
@@ -355,8 +356,9 @@ func extraChildren(r store.Results) int {
 
 // handOff is how many children a batch may take from the store straight
 // to this engine's steps: one per slot the batch holds (its steps', and
-// any free ones record took for it), when it completes tasks. Never under a tenant cap, which only claims enforce, or when the
-// engine is configured not to.
+// any free ones record took for it), when it completes tasks. Never under
+// a tenant cap, which only claims enforce, or when the engine is
+// configured not to.
 func (p *pipeline) handOff(batch outcome) int {
 	if p.e.cfg.DisableHandOff || p.e.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
 		return 0
