@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,5 +64,22 @@ func TestCancelledCaseCleansUp(t *testing.T) {
 	}
 	if len(seen) != 1 || schemasLeft(t, seen...) != 0 {
 		t.Errorf("schemas %v: want one, dropped", seen)
+	}
+}
+
+// A case whose workers never work fails once no task has changed state
+// for StallAfter, long before its timeout, and says what they logged.
+func TestStuckWorkersFailTheCase(t *testing.T) {
+	t.Parallel()
+	o := withPostgres(t)
+	o.WorkerCommand = stuckWorkers
+	o.StallAfter = 2 * time.Second
+	start := time.Now()
+	_, err := BurnDown(t.Context(), o, ChainLabel, 1)
+	if !errors.Is(err, errStalled) || !strings.Contains(err.Error(), "permission denied for table trellis_ready") {
+		t.Errorf("BurnDown with stuck workers = %v, want errStalled with the workers' error", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("BurnDown took %v to give up", d)
 	}
 }

@@ -182,7 +182,7 @@ func RunSharedBacklog(ctx context.Context, o Options) (res SharedBacklog, err er
 		return res, err
 	}
 	total := len(tenants) * o.FairnessRuns
-	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
+	if err := c.waitRunsDone(ctx, total); err != nil {
 		return res, err
 	}
 	if err := c.stopWorkers(); err != nil {

@@ -164,7 +164,7 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	if err != nil {
 		return res, err
 	}
-	if err := waitRunsDone(ctx, db.pool, 25*time.Millisecond, caseTimeout(o.MapItems)); err != nil {
+	if err := waitRunsDone(ctx, db.pool, 25*time.Millisecond, caseTimeout(o.MapItems), o.stall()); err != nil {
 		return res, err
 	}
 	cost, _, err := meter.lap(ctx, o.MapItems)

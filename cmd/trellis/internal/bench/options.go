@@ -88,6 +88,9 @@ type Options struct {
 	Engine EngineSettings
 	// Keep keeps each scenario's schema instead of dropping it.
 	Keep bool
+	// StallAfter is how long a case waits for the next task to change
+	// state before it fails (0: two minutes; see stallAfter).
+	StallAfter time.Duration
 	// WorkerCommand starts worker processes (required for the Postgres
 	// scenarios).
 	WorkerCommand WorkerCommand

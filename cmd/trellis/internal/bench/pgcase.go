@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
@@ -96,6 +97,19 @@ func (c *pgCase) close(ctx context.Context) error {
 		errs = append(errs, c.db.close(context.WithoutCancel(ctx), c.o.Keep))
 	}
 	return errors.Join(errs...)
+}
+
+// waitRunsDone waits for every run of the case to finish (see
+// waitRunsDone) within caseTimeout(tasks). An error says what the workers
+// logged that looks wrong, which is where a stuck worker says why.
+func (c *pgCase) waitRunsDone(ctx context.Context, tasks int) error {
+	err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(tasks), c.o.stall())
+	if err != nil && c.workers != nil {
+		if problems := c.workers.logProblems(); len(problems) > 0 {
+			err = fmt.Errorf("%w; the workers logged:\n%s", err, strings.Join(problems, "\n"))
+		}
+	}
+	return err
 }
 
 // caseTimeout bounds how long a case waits for tasks to be done: generous,

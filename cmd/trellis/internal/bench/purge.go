@@ -215,7 +215,7 @@ func purgeBurnDown(ctx context.Context, c *pgCase, sh shape, batches *purgeLog) 
 		return res, err
 	}
 	total := c.o.Runs * sh.tasks()
-	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
+	if err := c.waitRunsDone(ctx, total); err != nil {
 		return res, err
 	}
 	cost, _, err := meter.lap(ctx, total)

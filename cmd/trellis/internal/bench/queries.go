@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,24 +41,58 @@ func walSince(ctx context.Context, pool *pgxpool.Pool, from string) (int64, erro
 	return n, nil
 }
 
-// waitRunsDone polls until no run is RUNNING, or timeout. Each poll asks
-// only whether one run is: counting them all, every 25 ms of a
-// burn-down, took a sixth of the database's time away from the workers
-// being measured.
-func waitRunsDone(ctx context.Context, pool *pgxpool.Pool, every, timeout time.Duration) error {
+// stallAfter is how long a case waits for the next task to change state
+// before it gives up on its workers: longer than the engine's default
+// StaleAfter, so that the leader has recovered the tasks of a worker that
+// died, and far shorter than caseTimeout, so that a worker that cannot
+// work (it fails every claim, say) is reported within minutes, not after
+// the case's whole time.
+const stallAfter = 2 * time.Minute
+
+// stall is o.StallAfter, or stallAfter.
+func (o Options) stall() time.Duration {
+	if o.StallAfter > 0 {
+		return o.StallAfter
+	}
+	return stallAfter
+}
+
+// errStalled is waitRunsDone's error when no task changed state for its
+// stall limit.
+var errStalled = errors.New("no task changed state")
+
+// waitRunsDone polls until no run is RUNNING, or timeout; or, when stall
+// is positive, until no task has changed state for stall (no event was
+// written: every change of a task is one). Each poll asks only whether
+// one run is: counting them all, every 25 ms of a burn-down, took a sixth
+// of the database's time away from the workers being measured. The
+// events' identity sequence tells progress without reading the table.
+func waitRunsDone(ctx context.Context, pool *pgxpool.Pool, every, timeout, stall time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	var lastEvent int64
+	lastMoved := time.Now()
 	for {
 		var running bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE status = 'RUNNING')`).Scan(&running); err != nil {
+		var event int64
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE status = 'RUNNING'),
+			coalesce(pg_sequence_last_value(pg_get_serial_sequence('trellis_events', 'id')), 0)`).Scan(&running, &event); err != nil {
 			return fmt.Errorf("looking for unfinished runs: %w", err)
 		}
 		if !running {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		now := time.Now()
+		if event != lastEvent {
+			lastEvent, lastMoved = event, now
+		}
+		stalled := stall > 0 && now.Sub(lastMoved) >= stall
+		if stalled || now.After(deadline) {
 			n, err := unfinishedRuns(ctx, pool)
 			if err != nil {
 				return err
+			}
+			if stalled {
+				return fmt.Errorf("%w for %v, with %d runs still running: the workers are stuck", errStalled, stall, n)
 			}
 			return fmt.Errorf("%d runs still running after %v", n, timeout)
 		}

@@ -153,7 +153,7 @@ func pairBurnDown(ctx context.Context, o Options, db *database) (res Throughput,
 		return res, err
 	}
 	total := 2 * o.Sleepers
-	err = waitRunsDone(ctx, db.pool, 50*time.Millisecond, caseTimeout(total))
+	err = waitRunsDone(ctx, db.pool, 50*time.Millisecond, caseTimeout(total), o.Sleep+o.stall())
 	err = errors.Join(err, stop(&res.Notes))
 	if err != nil {
 		return res, err
@@ -215,7 +215,7 @@ func sleepers(ctx context.Context, o Options, db *database, sh shape, res *Sleep
 	}
 	res.BytesPerRun = float64(res.TableBytes) / float64(o.Sleepers)
 	log.Info("all asleep; waiting for them to wake and finish", "after", res.Asleep.Round(time.Millisecond))
-	if err := waitRunsDone(ctx, db.pool, 250*time.Millisecond, o.Sleep+caseTimeout(2*o.Sleepers)); err != nil {
+	if err := waitRunsDone(ctx, db.pool, 250*time.Millisecond, o.Sleep+caseTimeout(2*o.Sleepers), o.Sleep+o.stall()); err != nil {
 		return err
 	}
 	if res.WakeCost, _, err = meter.lap(ctx, o.Sleepers); err != nil {

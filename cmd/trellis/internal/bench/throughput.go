@@ -173,7 +173,7 @@ func burnDown(ctx context.Context, o Options, scenario string, sh shape, workers
 		return res, err
 	}
 	total := o.Runs * sh.tasks()
-	if err := waitRunsDone(ctx, c.db.pool, 25*time.Millisecond, caseTimeout(total)); err != nil {
+	if err := c.waitRunsDone(ctx, total); err != nil {
 		return res, err
 	}
 	cost, _, err := meter.lap(ctx, total)
