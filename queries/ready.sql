@@ -8,9 +8,9 @@
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE (cardinality(@workflows::text[]) = 0 OR workflow = ANY (@workflows::text[]))
+    WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
     ORDER BY q.qid, q.lane DESC
-    LIMIT @lim
+    LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
@@ -79,7 +79,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready
-        WHERE (cardinality(@workflows::text[]) = 0 OR workflow = ANY (@workflows::text[]))
+        WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
@@ -90,7 +90,7 @@ WITH running AS (
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
     WHERE w.nth <= @tenant_limit::bigint
     ORDER BY w.qid, w.lane DESC
-    LIMIT @lim
+    LIMIT (SELECT @lim::int)
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join

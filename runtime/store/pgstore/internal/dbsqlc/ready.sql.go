@@ -26,9 +26,9 @@ const readyClaim = `-- name: ReadyClaim :many
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
+    WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
     ORDER BY q.qid, q.lane DESC
-    LIMIT $2
+    LIMIT (SELECT $2::int)
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
@@ -171,7 +171,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready
-        WHERE (cardinality($1::text[]) = 0 OR workflow = ANY ($1::text[]))
+        WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
         ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q
@@ -182,7 +182,7 @@ WITH running AS (
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
     WHERE w.nth <= $3::bigint
     ORDER BY w.qid, w.lane DESC
-    LIMIT $4
+    LIMIT (SELECT $4::int)
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
