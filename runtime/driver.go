@@ -74,12 +74,18 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		claimed := 0
+		claimed, started := 0, 0
 		if free := p.takeSlots(e.cfg.ClaimBatch); free > 0 {
-			claimed, err = p.claimAndRun(ctx, free)
-			total += claimed
-			if err != nil {
-				return total, err
+			// Tasks handed off without a slot go first.
+			var immediate store.Results
+			started, immediate = p.startWaiting(ctx, free)
+			merge(&carry, immediate)
+			if free -= started; free > 0 {
+				claimed, err = p.claimAndRun(ctx, free)
+				total += claimed
+				if err != nil {
+					return total, err
+				}
 			}
 		}
 		// Steps hand over their result before they stop counting as
@@ -88,7 +94,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 		batch := outcome{Results: carry}
 		carry = store.Results{}
 		p.drain(&batch, maxFlush)
-		if batch.Len() == 0 && fired == 0 && claimed == 0 {
+		if batch.Len() == 0 && fired == 0 && claimed == 0 && started == 0 {
 			if running == 0 {
 				return total, nil
 			}

@@ -37,7 +37,9 @@ type Config struct {
 	// host-pid-random.
 	WorkerID string
 	// Concurrency is the number of steps this engine runs at once
-	// (default 100).
+	// (default 100). Tasks handed off to it beyond its free slots wait
+	// for one (at most Concurrency of them at once, for at most a
+	// second; see the README's Hand-offs).
 	Concurrency int
 	// ClaimBatch is the most tasks claimed in one store round trip
 	// (default Concurrency).

@@ -58,6 +58,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"FinishRetried", testFinishRetried},
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
+		{"HandedOffTaskWaitingForASlotGoesBack", testHandedOffWaitGoesBack},
 		{"WaitManyBlocksUntilEveryRunEnds", testWaitManyBlocks},
 		{"WaitManyRidesOutOutage", testWaitManyRidesOutOutage},
 		{"TriggerRetriedOnce", testTriggerRetriedOnce},
@@ -518,5 +519,104 @@ func TestDriverAndStartExcludeEachOther(t *testing.T) {
 	start(t, started)
 	if _, err := runtime.NewDriver(started); err == nil {
 		t.Error("a started engine accepted a driver")
+	}
+}
+
+// A task handed off beyond its batch's slots waits for one (see
+// pipeline); when the only slot holds a long step, it goes back to the
+// queue after handOffWait (a second), and another worker runs it.
+func testHandedOffWaitGoesBack(t *testing.T, s store.Store) {
+	spec := fanSpec("wait-back", 0)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var mu sync.Mutex
+	ranBy := map[string][]string{}
+	handlers := func(worker string) runtime.Handlers {
+		h := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
+		for _, st := range spec.Steps {
+			name := st.Name
+			h.Steps[name] = func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+				mu.Lock()
+				ranBy[name] = append(ranBy[name], worker)
+				mu.Unlock()
+				if worker == "first" && strings.HasPrefix(name, "b") {
+					// The b that takes first's only slot holds it.
+					entered <- struct{}{}
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				return json.RawMessage(`{}`), nil
+			}
+		}
+		return h
+	}
+	first := newEngine(t, s, "first", func(c *runtime.Config) { c.Concurrency = 1 })
+	w, err := first.Register(spec, handlers("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, first)
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	second := newEngine(t, s, "second")
+	if _, err := second.Register(spec, handlers("second")); err != nil {
+		t.Fatal(err)
+	}
+	start(t, second)
+	// The other three b's run on second: two were queued, one waited on
+	// first for its slot and went back.
+	ctx := waitCtx(t)
+	for {
+		mu.Lock()
+		done := 0
+		for _, b := range []string{"b1", "b2", "b3", "b4"} {
+			if len(ranBy[b]) == 1 && ranBy[b][0] == "second" {
+				done++
+			}
+		}
+		mu.Unlock()
+		if done == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the other b's did not run on second: %v", ranBy)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(release)
+	res, err := w.Wait(ctx, ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	events, err := first.Events(t.Context(), ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]int{}
+	for _, ev := range events {
+		if ev.Type == store.EventStarted {
+			started[ev.Step]++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	backs := 0
+	for _, b := range []string{"b1", "b2", "b3", "b4"} {
+		if len(ranBy[b]) != 1 {
+			t.Errorf("%s ran %v, want once", b, ranBy[b])
+		}
+		if started[b] == 2 && ranBy[b][0] == "second" {
+			backs++ // handed off to first, given back, claimed by second
+		}
+	}
+	if backs != 1 {
+		t.Errorf("%d b's were handed off to first and ran on second, want 1 (STARTED counts %v, ran by %v)", backs, started, ranBy)
 	}
 }

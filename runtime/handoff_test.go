@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"github.com/effectivelabs/trellis/runtime"
@@ -71,6 +72,68 @@ func testHandOffs(t *testing.T, s store.Store) {
 			if got := h.Trail(res.ID, step); len(got) != 3 {
 				t.Errorf("DisableHandOff %v: step %s's events %v, want QUEUED, STARTED, COMPLETED", disabled, step, got)
 			}
+		}
+	}
+}
+
+func TestHandOffsBeyondSlotsMemory(t *testing.T) { testHandOffsBeyondSlots(t, memstore.New()) }
+
+func TestHandOffsBeyondSlotsPostgres(t *testing.T) {
+	testHandOffsBeyondSlots(t, pgstore.New(pgtest.Pool(t)))
+}
+
+// With two slots, a's completion still hands off all four b's: two take
+// a's slot and the free one, the others wait (up to Concurrency of them)
+// for the slots the b's free, ahead of any claim, and never do more than
+// two steps run at once. Only a is claimed, and each task's log reads
+// QUEUED, STARTED, COMPLETED.
+func testHandOffsBeyondSlots(t *testing.T, s store.Store) {
+	tel := newTelemetry(t)
+	h := trellistest.New(t, trellistest.WithStore(s), trellistest.WithConfig(func(c *runtime.Config) {
+		tel.configure(c)
+		c.Concurrency = 2
+	}))
+	var running, most atomic.Int64
+	step := func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	names := []string{"a", "b1", "b2", "b3", "b4", "c"}
+	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
+	for _, n := range names {
+		handlers.Steps[n] = step
+	}
+	wf, err := h.Engine.Register(&runtime.WorkflowSpec{
+		Name: "fan-two-slots", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{
+			{Name: "a"},
+			{Name: "b1", Parents: []string{"a"}}, {Name: "b2", Parents: []string{"a"}},
+			{Name: "b3", Parents: []string{"a"}}, {Name: "b4", Parents: []string{"a"}},
+			{Name: "c", Parents: []string{"b1", "b2", "b3", "b4"}},
+		},
+	}, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	ms := tel.metrics(t)
+	handed := ms.sum(t, "trellis.task.handed_off")
+	_, claimed := ms.histogram(t, "trellis.claim.size")
+	if handed != 5 || claimed != 1 {
+		t.Errorf("%d tasks handed off and %v claimed, want 5 and 1", handed, claimed)
+	}
+	if n := most.Load(); n > 2 {
+		t.Errorf("%d steps ran at once, want at most 2 (Concurrency)", n)
+	}
+	for _, name := range names {
+		if got := h.Trail(res.ID, name); len(got) != 3 {
+			t.Errorf("step %s's events %v, want QUEUED, STARTED, COMPLETED", name, got)
 		}
 	}
 }

@@ -193,6 +193,14 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 			return
 		}
 		free := e.gatherSlots(lc)
+		// Tasks handed off without a slot go first.
+		used, immediate := lc.p.startWaiting(ctx, free)
+		if immediate.Len() > 0 {
+			lc.p.results <- outcome{Results: immediate}
+		}
+		if free -= used; free == 0 {
+			continue
+		}
 		n, err := lc.p.claimAndRun(ctx, free)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -332,6 +340,9 @@ func (e *Engine) heartbeatLoop(ctx context.Context, lc *lifecycle) {
 			continue
 		}
 		e.faults.ok("heartbeating", e.clock.Now())
+		// Where every slot holds a long step, nothing else hands the tasks
+		// waiting for one back.
+		lc.p.expireWaiting(ctx)
 		lost, orphans := e.claims.reconcile(before, held)
 		// Most "lost" tasks just had their results recorded; only code that
 		// is still running for a task we no longer hold is news.

@@ -23,7 +23,12 @@ import (
 // falls behind; a result known without running code (a skip, a sleep)
 // frees its slot at once. A recorded completion passes its slot to a
 // child the store hands off to this worker (store.HandOff), which then
-// runs without going through the queue.
+// runs without going through the queue. A completion that makes several
+// children ready has one slot for them: the others are handed off too,
+// up to Concurrency of them waiting at once, and wait (owned, their
+// STARTED written, no code running) for the next slots that free, which
+// they take ahead of claims; one that waits handOffWait goes back to the
+// queue, where any worker may take it.
 type pipeline struct {
 	e       *Engine
 	slots   chan struct{}  // one token per task claimed and not yet recorded
@@ -58,7 +63,23 @@ type pipeline struct {
 	// queue unstarted, and steps is never added to while Stop waits on it.
 	startMu sync.Mutex
 	stopped bool
+	// waiting holds the tasks handed off beyond the slots of their batch,
+	// oldest first, each with the time it was handed off.
+	waitMu  sync.Mutex
+	waiting []handedOff
 }
+
+// handedOff is a task handed off to this engine and when.
+type handedOff struct {
+	task store.ClaimedTask
+	at   time.Time
+}
+
+// handOffWait is how long a task handed off beyond its batch's slots
+// waits for one before it goes back to the queue: long enough for a slot
+// to free where steps are short (a few milliseconds), short enough that
+// where all slots hold long steps another worker soon runs it.
+const handOffWait = time.Second
 
 // stop makes the pipeline start no more steps.
 func (p *pipeline) stop() {
@@ -283,15 +304,21 @@ func (p *pipeline) drain(batch *outcome, max int) {
 func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	e := p.e
 	backoff := 100 * time.Millisecond
+	p.expireWaiting(ctx)
+	wait := 0
 	if p.handOff(batch) > 0 {
 		// A completion that makes several children ready frees one slot;
-		// slots free now let the others go on in this worker too.
-		batch.slots += p.takeSlots(extraChildren(batch.Results))
+		// slots free now let the others go on in this worker too, and the
+		// rest wait for slots that free (see pipeline).
+		extra := extraChildren(batch.Results)
+		took := p.takeSlots(extra)
+		batch.slots += took
+		wait = min(extra-took, p.waitRoom())
 	}
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: n}
+			r.HandOff = store.HandOff{Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: n + wait}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
 			token = e.claims.begin(r.Now)
@@ -310,15 +337,22 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 				default:
 				}
 			}
-			p.releaseSlots(batch.slots - len(res.HandedOff))
+			// The batch's slots go to the children handed off, then to
+			// tasks waiting for one, then back.
+			now := res.HandedOff[:min(len(res.HandedOff), batch.slots)]
+			p.park(res.HandedOff[len(now):], at)
+			spare := batch.slots - len(now)
+			used, immediate := p.startWaiting(ctx, spare)
+			p.releaseSlots(spare - used)
 			if len(res.HandedOff) == 0 {
-				return store.Results{}
+				return immediate
 			}
 			e.metrics.handedOff(ctx, len(res.HandedOff))
-			immediate, err := p.run(ctx, res.HandedOff, at, len(res.HandedOff))
+			started, err := p.run(ctx, now, at, len(now))
 			if err != nil {
-				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(res.HandedOff), "error", err)
+				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(now), "error", err)
 			}
+			merge(&immediate, started)
 			return immediate
 		}
 		if errors.Is(err, store.ErrInvalidData) {
@@ -341,6 +375,89 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// waitRoom is how many more handed-off tasks may wait for a slot.
+func (p *pipeline) waitRoom() int {
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	return max(p.e.cfg.Concurrency-len(p.waiting), 0)
+}
+
+// park adds tasks handed off at at, which have no slot, to those waiting
+// for one.
+func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
+	if len(tasks) == 0 {
+		return
+	}
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	for _, t := range tasks {
+		p.waiting = append(p.waiting, handedOff{task: t, at: at})
+	}
+}
+
+// startWaiting starts up to free waiting tasks, oldest first, on free
+// slots the caller holds, and returns how many slots it used (the caller
+// keeps the others) and the results known without running code, which
+// the caller passes on to be recorded. A task this engine no longer owns
+// (its run ended while it waited) is dropped.
+func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Results) {
+	var start []handedOff
+	p.waitMu.Lock()
+	for len(start) < free && len(p.waiting) > 0 {
+		w := p.waiting[0]
+		p.waiting[0] = handedOff{}
+		p.waiting = p.waiting[1:]
+		if _, ok := p.e.claims.about(attemptOf(w.task)); ok {
+			start = append(start, w)
+		}
+	}
+	p.waitMu.Unlock()
+	n := len(start)
+	var immediate store.Results
+	for len(start) > 0 {
+		// One run per hand-off: the tasks of a batch share its time.
+		k := 1
+		for k < len(start) && start[k].at.Equal(start[0].at) {
+			k++
+		}
+		tasks := make([]store.ClaimedTask, k)
+		for i := range k {
+			tasks[i] = start[i].task
+		}
+		res, err := p.run(ctx, tasks, start[0].at, k)
+		if err != nil {
+			p.e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", k, "error", err)
+		}
+		merge(&immediate, res)
+		start = start[k:]
+	}
+	return n, immediate
+}
+
+// expireWaiting hands the tasks that have waited handOffWait for a slot
+// back to the queue, unstarted, where any worker may take them.
+func (p *pipeline) expireWaiting(ctx context.Context) {
+	e := p.e
+	cutoff := e.clock.Now().Add(-handOffWait)
+	p.waitMu.Lock()
+	n := 0
+	for n < len(p.waiting) && !p.waiting[n].at.After(cutoff) {
+		n++
+	}
+	expired := append([]handedOff(nil), p.waiting[:n]...)
+	clear(p.waiting[:n])
+	p.waiting = p.waiting[n:]
+	p.waitMu.Unlock()
+	if n == 0 {
+		return
+	}
+	tasks := make([]store.Attempt, n)
+	for i, w := range expired {
+		tasks[i] = attemptOf(w.task)
+	}
+	e.handBack(ctx, tasks, fmt.Sprintf("the task waited %v for a free slot on worker %s", handOffWait, e.cfg.WorkerID), false)
 }
 
 // extraChildren is how many children a batch's completions name beyond
