@@ -37,15 +37,8 @@ func testHandOffs(t *testing.T, s store.Store) {
 		if disabled {
 			name = "fan-claimed"
 		}
-		wf, err := h.Engine.Register(&runtime.WorkflowSpec{
-			Name: name, InputSchema: `{"type":"object"}`,
-			Steps: []runtime.StepSpec{
-				{Name: "a"},
-				{Name: "b1", Parents: []string{"a"}}, {Name: "b2", Parents: []string{"a"}},
-				{Name: "b3", Parents: []string{"a"}}, {Name: "b4", Parents: []string{"a"}},
-				{Name: "c", Parents: []string{"b1", "b2", "b3", "b4"}},
-			},
-		}, runtime.Handlers{Steps: map[string]runtime.StepFunc{"a": noop, "b1": noop, "b2": noop, "b3": noop, "b4": noop, "c": noop}})
+		wf, err := h.Engine.Register(fanSpec(name, 0),
+			runtime.Handlers{Steps: map[string]runtime.StepFunc{"a": noop, "b1": noop, "b2": noop, "b3": noop, "b4": noop, "c": noop}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,15 +99,7 @@ func testHandOffsBeyondSlots(t *testing.T, s store.Store) {
 	for _, n := range names {
 		handlers.Steps[n] = step
 	}
-	wf, err := h.Engine.Register(&runtime.WorkflowSpec{
-		Name: "fan-two-slots", InputSchema: `{"type":"object"}`,
-		Steps: []runtime.StepSpec{
-			{Name: "a"},
-			{Name: "b1", Parents: []string{"a"}}, {Name: "b2", Parents: []string{"a"}},
-			{Name: "b3", Parents: []string{"a"}}, {Name: "b4", Parents: []string{"a"}},
-			{Name: "c", Parents: []string{"b1", "b2", "b3", "b4"}},
-		},
-	}, handlers)
+	wf, err := h.Engine.Register(fanSpec("fan-two-slots", 0), handlers)
 	if err != nil {
 		t.Fatal(err)
 	}
