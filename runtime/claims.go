@@ -55,6 +55,9 @@ type claim struct {
 	// abandoned is true when the engine stopped the step's code on
 	// shutdown: the attempt ran, and counts.
 	abandoned bool
+	// runEnded is true once the run ended while the task was owned: a
+	// handed-off task still waiting for a slot is then never started.
+	runEnded bool
 }
 
 func newClaims() claims {
@@ -177,7 +180,8 @@ func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
 }
 
 // stopRun cancels the running steps of a run (but not its failure
-// handler).
+// handler), and marks its other tasks so that those waiting for a slot
+// are not started.
 func (c *claims) stopRun(run RunID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -185,8 +189,11 @@ func (c *claims) stopRun(run RunID, cause error) {
 		return
 	}
 	for _, cl := range c.byKey {
-		if cl.run == run && !cl.handler && cl.cancel != nil {
-			cl.cancel(cause)
+		if cl.run == run && !cl.handler {
+			cl.runEnded = true
+			if cl.cancel != nil {
+				cl.cancel(cause)
+			}
 		}
 	}
 }

@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -120,5 +122,61 @@ func testHandOffsBeyondSlots(t *testing.T, s store.Store) {
 		if got := h.Trail(res.ID, name); len(got) != 3 {
 			t.Errorf("step %s's events %v, want QUEUED, STARTED, COMPLETED", name, got)
 		}
+	}
+}
+
+func TestHandOffWaitingWhenRunFailsMemory(t *testing.T) {
+	testHandOffWaitingWhenRunFails(t, memstore.New())
+}
+
+func TestHandOffWaitingWhenRunFailsPostgres(t *testing.T) {
+	testHandOffWaitingWhenRunFails(t, pgstore.New(pgtest.Pool(t)))
+}
+
+// With one slot, a's completion hands off b1 to run and one more b to
+// wait for the slot. b1 fails the run: the waiting b is never started
+// (the run's end cancels it, as it cancels the queued ones), and no
+// other b or c runs.
+func testHandOffWaitingWhenRunFails(t *testing.T, s store.Store) {
+	h := trellistest.New(t, trellistest.WithStore(s), trellistest.WithConfig(func(c *runtime.Config) {
+		c.Concurrency = 1
+	}))
+	var mu sync.Mutex
+	ran := map[string]int{}
+	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
+	spec := fanSpec("fan-fails", 0)
+	for _, st := range spec.Steps {
+		name := st.Name
+		handlers.Steps[name] = func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran[name]++
+			if len(ran) == 2 { // the first b to run
+				return nil, runtime.NonRetryable(errors.New("declined"))
+			}
+			return json.RawMessage(`{}`), nil
+		}
+	}
+	wf, err := h.Engine.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
+	if !errors.Is(err, runtime.ErrRunFailed) || res == nil || res.Status != runtime.RunFailed {
+		t.Fatalf("Run = %+v, %v; want the run failed", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 2 || ran["a"] != 1 {
+		t.Errorf("steps ran %v, want a and one b, once each", ran)
+	}
+	cancelled := 0
+	for _, b := range []string{"b1", "b2", "b3", "b4"} {
+		if trail := h.Trail(res.ID, b); len(trail) > 0 && trail[len(trail)-1] == runtime.EventCancelled {
+			cancelled++
+		}
+	}
+	if cancelled != 3 {
+		t.Errorf("%d b's cancelled, want 3", cancelled)
 	}
 }

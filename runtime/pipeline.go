@@ -400,20 +400,26 @@ func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
 // startWaiting starts up to free waiting tasks, oldest first, on free
 // slots the caller holds, and returns how many slots it used (the caller
 // keeps the others) and the results known without running code, which
-// the caller passes on to be recorded. A task this engine no longer owns
-// (its run ended while it waited) is dropped.
+// the caller passes on to be recorded. A task whose run ended while it
+// waited is not started but forgotten (the store ends it with its run),
+// as is one this engine no longer owns.
 func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Results) {
 	var start []handedOff
+	var ended []store.Attempt
 	p.waitMu.Lock()
 	for len(start) < free && len(p.waiting) > 0 {
 		w := p.waiting[0]
 		p.waiting[0] = handedOff{}
 		p.waiting = p.waiting[1:]
-		if _, ok := p.e.claims.about(attemptOf(w.task)); ok {
+		switch cl, ok := p.e.claims.about(attemptOf(w.task)); {
+		case ok && cl.runEnded:
+			ended = append(ended, attemptOf(w.task))
+		case ok:
 			start = append(start, w)
 		}
 	}
 	p.waitMu.Unlock()
+	p.e.claims.release(ended...)
 	n := len(start)
 	var immediate store.Results
 	for len(start) > 0 {
