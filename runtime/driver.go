@@ -74,18 +74,12 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		claimed, started := 0, 0
+		started, claimed := 0, 0
 		if free := p.takeSlots(e.cfg.ClaimBatch); free > 0 {
-			// Tasks handed off without a slot go first.
-			var immediate store.Results
-			started, immediate = p.startWaiting(ctx, free)
-			merge(&carry, immediate)
-			if free -= started; free > 0 {
-				claimed, err = p.claimAndRun(ctx, free)
-				total += claimed
-				if err != nil {
-					return total, err
-				}
+			started, claimed, err = p.claimAndRun(ctx, free)
+			total += claimed
+			if err != nil {
+				return total, err
 			}
 		}
 		// Steps hand over their result before they stop counting as

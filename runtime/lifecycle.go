@@ -193,22 +193,14 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 			return
 		}
 		free := e.gatherSlots(lc)
-		// Tasks handed off without a slot go first.
-		used, immediate := lc.p.startWaiting(ctx, free)
-		if immediate.Len() > 0 {
-			lc.p.results <- outcome{Results: immediate}
-		}
-		if free -= used; free == 0 {
-			continue
-		}
-		n, err := lc.p.claimAndRun(ctx, free)
+		started, n, err := lc.p.claimAndRun(ctx, free)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.faults.failed("claiming tasks", err, e.clock.Now())
 		case err == nil:
 			e.faults.ok("claiming tasks", e.clock.Now())
 		}
-		if n == free && err == nil {
+		if started+n == free && err == nil {
 			continue // the queue may hold more
 		}
 		t := e.clock.NewTimer(e.cfg.PollInterval)

@@ -137,28 +137,38 @@ func (b *outcome) add(o outcome) {
 	b.slots += o.slots
 }
 
-// claimAndRun claims up to free tasks (whose slots the caller holds),
-// hands their immediate results (skips, sleeps, wake-ups) to the recorder
-// and starts their steps; slots not used by a step are released.
-func (p *pipeline) claimAndRun(ctx context.Context, free int) (int, error) {
+// claimAndRun fills free slots (which the caller holds): first with
+// tasks handed off to this engine that wait for a slot (see pipeline),
+// then with up to as many claimed tasks. It hands their immediate results
+// (skips, sleeps, wake-ups) to the recorder and starts their steps; slots
+// not used by a step are released. It returns how many waiting tasks it
+// started and how many it claimed.
+func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed int, err error) {
 	e := p.e
+	started, immediate := p.startWaiting(ctx, free)
+	defer func() {
+		if immediate.Len() > 0 {
+			p.results <- outcome{Results: immediate}
+		}
+	}()
+	if free -= started; free == 0 {
+		return started, 0, nil
+	}
 	names := e.workflowNames()
 	if len(names) == 0 {
 		// Without code for any workflow there is nothing to claim: this
 		// engine only triggers runs.
 		p.releaseSlots(free)
-		return 0, nil
+		return started, 0, nil
 	}
-	claimed, claimedAt, err := e.claim(ctx, names, free)
+	tasks, claimedAt, err := e.claim(ctx, names, free)
 	if err != nil {
 		p.releaseSlots(free)
-		return 0, err
+		return started, 0, err
 	}
-	immediate, err := p.run(ctx, claimed, claimedAt, free)
-	if immediate.Len() > 0 {
-		p.results <- outcome{Results: immediate}
-	}
-	return len(claimed), err
+	res, err := p.run(ctx, tasks, claimedAt, free)
+	merge(&immediate, res)
+	return started, len(tasks), err
 }
 
 // run plans tasks this engine now owns, claimed (or handed off) at, and
@@ -339,18 +349,18 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			}
 			// The batch's slots go to the children handed off, then to
 			// tasks waiting for one, then back.
-			now := res.HandedOff[:min(len(res.HandedOff), batch.slots)]
-			p.park(res.HandedOff[len(now):], at)
-			spare := batch.slots - len(now)
+			slotted := res.HandedOff[:min(len(res.HandedOff), batch.slots)]
+			p.park(res.HandedOff[len(slotted):], at)
+			spare := batch.slots - len(slotted)
 			used, immediate := p.startWaiting(ctx, spare)
 			p.releaseSlots(spare - used)
 			if len(res.HandedOff) == 0 {
 				return immediate
 			}
 			e.metrics.handedOff(ctx, len(res.HandedOff))
-			started, err := p.run(ctx, now, at, len(now))
+			started, err := p.run(ctx, slotted, at, len(slotted))
 			if err != nil {
-				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(now), "error", err)
+				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(slotted), "error", err)
 			}
 			merge(&immediate, started)
 			return immediate
