@@ -39,23 +39,7 @@ func testHandOffs(t *testing.T, s store.Store) {
 		if disabled {
 			name = "fan-claimed"
 		}
-		wf, err := h.Engine.Register(fanSpec(name, 0),
-			runtime.Handlers{Steps: map[string]runtime.StepFunc{"a": noop, "b1": noop, "b2": noop, "b3": noop, "b4": noop, "c": noop}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
-		if err != nil || res.Status != runtime.RunCompleted {
-			t.Fatalf("Run = %+v, %v", res, err)
-		}
-		ms := tel.metrics(t)
-		handed, claimed := int64(0), int64(0)
-		if !disabled {
-			handed = ms.sum(t, "trellis.task.handed_off")
-		}
-		if _, size := ms.histogram(t, "trellis.claim.size"); size > 0 {
-			claimed = int64(size)
-		}
+		handed, claimed := runFan(t, h, tel, name, noop, !disabled)
 		want := [2]int64{5, 1}
 		if disabled {
 			want = [2]int64{0, 6}
@@ -63,12 +47,41 @@ func testHandOffs(t *testing.T, s store.Store) {
 		if handed != want[0] || claimed != want[1] {
 			t.Errorf("DisableHandOff %v: %d tasks handed off and %d claimed, want %d and %d", disabled, handed, claimed, want[0], want[1])
 		}
-		for _, step := range []string{"a", "b1", "b2", "b3", "b4", "c"} {
-			if got := h.Trail(res.ID, step); len(got) != 3 {
-				t.Errorf("DisableHandOff %v: step %s's events %v, want QUEUED, STARTED, COMPLETED", disabled, step, got)
-			}
+	}
+}
+
+// runFan registers fanSpec(name, 0) with step for every step, runs it to
+// completion, checks that each task's log reads QUEUED, STARTED,
+// COMPLETED, and returns how many tasks were handed off (read only with
+// handOffs: an engine without them records none) and claimed.
+func runFan(t *testing.T, h *trellistest.Harness, tel *telemetry, name string, step runtime.StepFunc, handOffs bool) (handed, claimed int64) {
+	t.Helper()
+	spec := fanSpec(name, 0)
+	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
+	for _, st := range spec.Steps {
+		handlers.Steps[st.Name] = step
+	}
+	wf, err := h.Engine.Register(spec, handlers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	for _, st := range spec.Steps {
+		if got := h.Trail(res.ID, st.Name); len(got) != 3 {
+			t.Errorf("%s: step %s's events %v, want QUEUED, STARTED, COMPLETED", name, st.Name, got)
 		}
 	}
+	ms := tel.metrics(t)
+	if handOffs {
+		handed = ms.sum(t, "trellis.task.handed_off")
+	}
+	if _, size := ms.histogram(t, "trellis.claim.size"); size > 0 {
+		claimed = int64(size)
+	}
+	return handed, claimed
 }
 
 func TestHandOffsBeyondSlotsMemory(t *testing.T) { testHandOffsBeyondSlots(t, memstore.New()) }
@@ -96,32 +109,12 @@ func testHandOffsBeyondSlots(t *testing.T, s store.Store) {
 		}
 		return json.RawMessage(`{}`), nil
 	}
-	names := []string{"a", "b1", "b2", "b3", "b4", "c"}
-	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
-	for _, n := range names {
-		handlers.Steps[n] = step
-	}
-	wf, err := h.Engine.Register(fanSpec("fan-two-slots", 0), handlers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
-	if err != nil || res.Status != runtime.RunCompleted {
-		t.Fatalf("Run = %+v, %v", res, err)
-	}
-	ms := tel.metrics(t)
-	handed := ms.sum(t, "trellis.task.handed_off")
-	_, claimed := ms.histogram(t, "trellis.claim.size")
+	handed, claimed := runFan(t, h, tel, "fan-two-slots", step, true)
 	if handed != 5 || claimed != 1 {
 		t.Errorf("%d tasks handed off and %v claimed, want 5 and 1", handed, claimed)
 	}
 	if n := most.Load(); n > 2 {
 		t.Errorf("%d steps ran at once, want at most 2 (Concurrency)", n)
-	}
-	for _, name := range names {
-		if got := h.Trail(res.ID, name); len(got) != 3 {
-			t.Errorf("step %s's events %v, want QUEUED, STARTED, COMPLETED", name, got)
-		}
 	}
 }
 
