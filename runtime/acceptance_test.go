@@ -565,7 +565,8 @@ func testConcurrentSleeps(t *testing.T, newH newHarness) {
 // --- failures ---------------------------------------------------------------
 
 // opsSteps behaves as the run input's mode says. failUntil makes work fail
-// on attempts before it (0: on every attempt).
+// on attempts of the run's current try before it (0: on every attempt);
+// work's output is the attempt's number in the current try.
 type opsSteps struct {
 	calls     calls
 	mu        sync.Mutex
@@ -592,12 +593,13 @@ func (s *opsSteps) Work(ctx context.Context, in wf.OpsInput, p wf.OpsWorkParents
 		s.started <- struct{}{}
 	}
 	s.mu.Lock()
-	failing := s.failUntil == 0 || info.Attempt < s.failUntil
+	try := info.Retries + 1 // the attempt's number in the run's current try
+	failing := s.failUntil == 0 || try < s.failUntil
 	s.mu.Unlock()
 	switch in.Mode {
 	case wf.OpsInputModeFail, wf.OpsInputModeFlaky:
 		if failing {
-			return wf.OpsWorkOutput{}, fmt.Errorf("attempt %d failed", info.Attempt)
+			return wf.OpsWorkOutput{}, fmt.Errorf("attempt %d failed", try)
 		}
 	case wf.OpsInputModeFatal:
 		return wf.OpsWorkOutput{}, runtime.NonRetryable(errors.New("card declined"))
@@ -614,7 +616,7 @@ func (s *opsSteps) Work(ctx context.Context, in wf.OpsInput, p wf.OpsWorkParents
 			return wf.OpsWorkOutput{}, ctx.Err()
 		}
 	}
-	return wf.OpsWorkOutput{Attempt: int64(info.Attempt)}, nil
+	return wf.OpsWorkOutput{Attempt: int64(try)}, nil
 }
 
 func (s *opsSteps) Sidecar(context.Context, wf.OpsInput, wf.OpsSidecarParents) error {

@@ -44,9 +44,6 @@ type claim struct {
 	run     RunID
 	// The run's facts, for logs and metrics about the task.
 	workflow, version, tenant string
-	// try is the attempt's number in the current try of its run (what
-	// StepInfo.Attempt says).
-	try int
 	// cancel stops the step's code while it runs; nil before and after.
 	cancel context.CancelCauseFunc
 	// handler is true for the failure handler, which runs after its run
@@ -103,12 +100,11 @@ func (c *claims) end(token int, tasks []store.ClaimedTask) {
 }
 
 func newClaim(t store.ClaimedTask) *claim {
-	return &claim{attempt: t.Attempt, run: t.Key.Run, workflow: t.Workflow, version: t.Version, tenant: t.Tenant,
-		try: t.Attempt - t.PriorAttempts}
+	return &claim{attempt: t.Attempt, run: t.Key.Run, workflow: t.Workflow, version: t.Version, tenant: t.Tenant}
 }
 
 // about returns the facts of an owned attempt: its run's workflow,
-// version and tenant, and its number in the run's current try.
+// version and tenant.
 func (c *claims) about(a store.Attempt) (cl claim, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -57,6 +57,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"StartFailureHandsBack", testStartFailureHandsBack},
 		{"FinishRetried", testFinishRetried},
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
+		{"StaleResultRefused", testStaleResultRefused},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
 		{"HandedOffTaskWaitingForASlotGoesBack", testHandedOffWaitGoesBack},
 		{"WaitManyBlocksUntilEveryRunEnds", testWaitManyBlocks},

@@ -205,7 +205,8 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	e.claims.started(c, j.step.Kind == store.KindOnFailure, cancel)
 	defer e.claims.ended(c)
 
-	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name, Attempt: c.Attempt - c.PriorAttempts}
+	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name,
+		Attempt: c.Attempt, Retries: c.Attempt - c.PriorAttempts - 1}
 	runCtx := withInfo(stepCtx, info)
 	runCtx, span := e.startStep(runCtx, j, info)
 	if j.step.Timeout > 0 {
@@ -272,7 +273,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	if timedOut {
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}
-	if delay, retry := dag.Retry(j.step.Retry, info.Attempt, IsRetryable(err)); retry {
+	if delay, retry := dag.Retry(j.step.Retry, info.Retries+1, IsRetryable(err)); retry {
 		e.taskLog(info).Info("step failed; will retry", "error", msg, "in", delay)
 		res.Retries = []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}
 		ended(outcomeRetried, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,20 +204,23 @@ func testFinishRetried(t *testing.T, s store.Store) {
 
 // testStopHandsBackUnrecorded: a worker that cannot record a result before
 // its grace period ends gives the task back, and the attempt does not
-// count: the step's code ran to completion.
+// count against the retry budget: the step's code ran to completion. The
+// second execution is a new attempt all the same, and the event log names
+// the attempt whose result it recorded.
 func testStopHandsBackUnrecorded(t *testing.T, s store.Store) {
 	f := &flaky{Store: s}
 	spec := &runtime.WorkflowSpec{Name: "unrecorded", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}}}
 	var mu sync.Mutex
-	var attempts []int
+	var attempts, retries []int
 	ran := make(chan struct{}, 2)
 	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{
 		"s": func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
 			mu.Lock()
 			attempts = append(attempts, req.Info.Attempt)
+			retries = append(retries, req.Info.Retries)
 			mu.Unlock()
 			ran <- struct{}{}
-			return json.RawMessage(`{}`), nil
+			return json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, req.Info.Attempt)), nil
 		},
 	}}
 	first := newEngine(t, f, "first")
@@ -251,8 +255,12 @@ func testStopHandsBackUnrecorded(t *testing.T, s store.Store) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if fmt.Sprint(attempts) != "[1 1]" {
-		t.Errorf("attempts seen by the code = %v, want [1 1]: a hand-back is not an attempt", attempts)
+	if fmt.Sprint(attempts) != "[1 2]" || fmt.Sprint(retries) != "[0 0]" {
+		t.Errorf("attempts seen by the code = %v with retries %v, want [1 2] and [0 0]: each execution is an attempt of its own, and a hand-back does not count against the budget", attempts, retries)
+	}
+	checkAttemptTruth(t, second, ref.ID, map[string][]int{"s": attempts})
+	if out := string(res.Outputs["s"]); out != `{"attempt":2}` {
+		t.Errorf("s's output = %s, want attempt 2's", out)
 	}
 	details := detailOf(t, second, ref.ID, "s", store.EventQueued)
 	if len(details) != 2 || details[1] != "worker first stopped before the task's result was recorded" {
@@ -400,7 +408,7 @@ func testStuckRunIsReported(t *testing.T, s store.Store) {
 
 // testEarlierProcessLeaseCounts: a worker restarted under the same id
 // finds the leases its earlier process died holding. Their code may have
-// run, so handing them back counts as an attempt, as a dead worker's
+// run, so handing them back counts against the retry budget, as a dead worker's
 // tasks do; otherwise a step that crashes its process would run forever.
 func testEarlierProcessLeaseCounts(t *testing.T, s store.Store) {
 	spec := &runtime.WorkflowSpec{Name: "restarted", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "a",
@@ -446,5 +454,100 @@ func testEarlierProcessLeaseCounts(t *testing.T, s store.Store) {
 	}
 	if !found {
 		t.Errorf("no event says why the task was handed back: %+v", events)
+	}
+}
+
+// checkAttemptTruth checks a run's event log against the attempts whose
+// code ran (step -> the attempts its code saw): each attempt that ran has
+// a STARTED event, and every result (COMPLETED, FAILED, RETRYING,
+// TIMED_OUT) names an attempt that ran.
+func checkAttemptTruth(t *testing.T, e *runtime.Engine, id runtime.RunID, ran map[string][]int) {
+	t.Helper()
+	events, err := e.Events(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]map[int]bool{}
+	for _, ev := range events {
+		if ev.Type == store.EventStarted {
+			if started[ev.Step] == nil {
+				started[ev.Step] = map[int]bool{}
+			}
+			started[ev.Step][ev.Attempt] = true
+		}
+	}
+	for step, attempts := range ran {
+		for _, a := range attempts {
+			if !started[step][a] {
+				t.Errorf("step %s ran as attempt %d, which has no STARTED event: %+v", step, a, events)
+			}
+		}
+	}
+	for _, ev := range events {
+		attempts, code := ran[ev.Step]
+		if !code {
+			continue
+		}
+		switch ev.Type {
+		case store.EventCompleted, store.EventFailed, store.EventRetrying, store.EventTimedOut:
+			if !slices.Contains(attempts, ev.Attempt) {
+				t.Errorf("step %s: %s names attempt %d, but the attempts that ran are %v", ev.Step, ev.Type, ev.Attempt, attempts)
+			}
+		}
+	}
+}
+
+// testStaleResultRefused: a result that arrives after its attempt lost
+// the task (here handed back behind the engine's back, as a recovery or a
+// reconciliation would) is refused and counted, and the task's next
+// attempt is the one the event log records, with its own output.
+func testStaleResultRefused(t *testing.T, s store.Store) {
+	spec := &runtime.WorkflowSpec{Name: "stale", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s"}}}
+	var mu sync.Mutex
+	var attempts []int
+	running, proceed := make(chan runtime.StepInfo, 2), make(chan struct{})
+	tel := newTelemetry(t)
+	// Heartbeats far apart, so that the engine learns that it lost the task
+	// only from the store's answer to its result.
+	e := newEngine(t, s, "w", tel.configure, func(c *runtime.Config) { c.HeartbeatInterval, c.StaleAfter = time.Minute, 2*time.Minute })
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			mu.Lock()
+			attempts = append(attempts, req.Info.Attempt)
+			mu.Unlock()
+			if req.Info.Attempt == 1 {
+				running <- req.Info
+				<-proceed
+			}
+			return json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, req.Info.Attempt)), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	ref, err := w.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := <-running
+	released, err := s.ReleaseTasks(t.Context(), store.Release{Worker: "w", Reason: "taken over by the test",
+		Attempts: []store.Attempt{{Key: store.TaskKey{Run: ref.ID, Step: 0}, Attempt: info.Attempt}}, Now: time.Now()})
+	if err != nil || len(released.Requeued) != 1 {
+		t.Fatalf("ReleaseTasks = %+v, %v", released, err)
+	}
+	close(proceed)
+	res, err := w.Wait(waitCtx(t), ref.ID)
+	if err != nil || res.Status != runtime.RunCompleted {
+		t.Fatalf("Wait = %+v, %v", res, err)
+	}
+	if out := string(res.Outputs["s"]); out != `{"attempt":2}` {
+		t.Errorf("s's output = %s, want attempt 2's: attempt 1's result came after it lost the task", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	checkAttemptTruth(t, e, ref.ID, map[string][]int{"s": attempts})
+	if got := tel.metrics(t).sum(t, "trellis.task.stale_results"); got != 1 {
+		t.Errorf("stale results counted: %d, want 1", got)
 	}
 }

@@ -65,12 +65,23 @@ type StepInfo struct {
 	Workflow string
 	Tenant   string
 	Step     string
-	// Attempt counts from 1: retries after a failure, and recoveries of
-	// a task whose worker died while it ran (or whose process was stopped
-	// in the middle of it), each count one, since the step's code may have
-	// run. A task given back before its code ran (a claim whose answer was
-	// lost) keeps its attempt number.
+	// Attempt names this execution of the step, as the run's event log
+	// names it (its STARTED and the result recorded for it). It counts
+	// from 1 and every claim of the task takes the next number, whatever
+	// the reason: a retry after a failure, a recovery after its worker
+	// died, a hand-back, a retry of the whole run. No two executions share
+	// a number, and a result is recorded only for the attempt that
+	// produced it, so Attempt with RunID and Step identifies the execution
+	// whose result children read (a good idempotency key for a side
+	// effect that must happen once per execution).
 	Attempt int
+	// Retries is how many earlier attempts count against the step's
+	// maxRetries in the run's current try: 0 on the first. Failures count,
+	// and so do recoveries of a task whose worker died while it ran (its
+	// code may have run); a task handed back before its code ran does
+	// not, and retrying the run starts again from 0. The last attempt the
+	// budget allows has Retries == maxRetries.
+	Retries int
 }
 
 type infoKey struct{}

@@ -53,7 +53,7 @@ func (e *Engine) attemptLog(a store.Attempt) *slog.Logger {
 	if !ok {
 		return e.log.With(LogKeyRunID, a.Key.Run.String(), LogKeyStep, fmt.Sprintf("step %d", a.Key.Step))
 	}
-	info := StepInfo{RunID: a.Key.Run, Workflow: cl.workflow, Tenant: cl.tenant, Step: fmt.Sprintf("step %d", a.Key.Step), Attempt: cl.try}
+	info := StepInfo{RunID: a.Key.Run, Workflow: cl.workflow, Tenant: cl.tenant, Step: fmt.Sprintf("step %d", a.Key.Step), Attempt: a.Attempt}
 	e.mu.Lock()
 	if def, ok := e.defs[cl.version]; ok && a.Key.Step < len(def.graph.Steps) {
 		info.Step = def.graph.Steps[a.Key.Step].Name

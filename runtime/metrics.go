@@ -73,6 +73,7 @@ type metrics struct {
 	claimDuration metric.Float64Histogram
 	claimSize     metric.Int64Histogram
 	handOffs      metric.Int64Counter
+	staleResults  metric.Int64Counter
 	timerLateness metric.Float64Histogram
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
 	purgedStatus  map[RunStatus]metric.MeasurementOption
@@ -136,6 +137,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	m.taskWait = seconds("trellis.task.wait_time", "How long a task waited in the ready queue before a worker claimed it.")
 	m.claimDuration = seconds("trellis.claim.duration", "How long one claim of ready tasks took.")
 	m.handOffs = counter("trellis.task.handed_off", "{task}", "Tasks the store handed straight to this engine as their parents' results were recorded, without a claim.")
+	m.staleResults = counter("trellis.task.stale_results", "{result}", "Results the store refused because their attempt no longer held its task (its run ended, or the task was recovered or handed back and claimed again): a result counts only for the attempt that holds the task.")
 	m.timerLateness = seconds("trellis.timer.lateness", "How late a durable timer (a sleep's end, a retry's backoff) fired.")
 	if err == nil {
 		m.claimSize, err = meter.Int64Histogram("trellis.claim.size", metric.WithUnit("{task}"),
@@ -244,6 +246,14 @@ func (m *metrics) handedOff(ctx context.Context, n int) {
 		return
 	}
 	m.handOffs.Add(ctx, int64(n))
+}
+
+// refusedStale counts results the store refused as stale.
+func (m *metrics) refusedStale(ctx context.Context, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.staleResults.Add(ctx, int64(n))
 }
 
 // claimed records a claim: how long it took and how many tasks it took.

@@ -581,6 +581,12 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 	if e.metrics != nil && len(res.Finished) > 0 {
 		e.countFinishedRuns(batch, res.Finished) // while the claims still say whose tasks these were
 	}
+	for _, a := range res.Stale {
+		// The store refused the result: the attempt no longer holds its
+		// task. Logged before the claim is released, to name the step.
+		e.attemptLog(a).Info("result dropped: the attempt no longer holds its task (its run ended, or the task was taken over)")
+	}
+	e.metrics.refusedStale(context.Background(), len(res.Stale))
 	e.claims.release(attempts(batch)...)
 	for _, id := range res.Finished {
 		e.claims.stopRun(id, errRunEnded)
