@@ -26,7 +26,8 @@ type ChaosInput struct {
 
 // ChaosAOutput is the output of step a.
 type ChaosAOutput struct {
-	N int64 `json:"n"`
+	N       int64 `json:"n"`
+	Attempt int64 `json:"attempt"`
 }
 
 // ChaosBParents holds what step b receives from its parents.
@@ -87,7 +88,7 @@ func ChaosSpec() *runtime.WorkflowSpec {
 			{
 				Name:         "a",
 				Retry:        runtime.RetryPolicy{MaxRetries: 3, InitialDelay: 100 * time.Millisecond, BackoffFactor: 2, MaxDelay: time.Second},
-				OutputSchema: `{"properties":{"n":{"type":"integer"}},"required":["n"],"type":"object"}`,
+				OutputSchema: `{"properties":{"attempt":{"type":"integer"},"n":{"type":"integer"}},"required":["n","attempt"],"type":"object"}`,
 			},
 			{
 				Name:    "b",

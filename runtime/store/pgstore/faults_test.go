@@ -73,13 +73,15 @@ type journal struct {
 	worker string
 }
 
-func (j *journal) record(ctx context.Context, plannedFail bool) error {
+// record journals an execution: its attempt, and the attempt of step a
+// whose output it read (0 for a itself).
+func (j *journal) record(ctx context.Context, plannedFail bool, parentAttempt int64) error {
 	info, _ := runtime.InfoFromContext(ctx)
 	id := uuid.New()
 	for {
-		_, err := j.pool.Exec(ctx, `INSERT INTO chaos_log (exec_id, run_id, step, attempt, worker, pid, planned_fail)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (exec_id) DO NOTHING`,
-			id, info.RunID, info.Step, info.Attempt, j.worker, os.Getpid(), plannedFail)
+		_, err := j.pool.Exec(ctx, `INSERT INTO chaos_log (exec_id, run_id, step, attempt, parent_attempt, worker, pid, planned_fail)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (exec_id) DO NOTHING`,
+			id, info.RunID, info.Step, info.Attempt, parentAttempt, j.worker, os.Getpid(), plannedFail)
 		if err == nil {
 			break
 		}
@@ -103,22 +105,23 @@ const chaosWork = 10 * time.Millisecond
 type chaosSteps struct{ journal *journal }
 
 func (s *chaosSteps) A(ctx context.Context, in multiproc.ChaosInput) (multiproc.ChaosAOutput, error) {
-	return multiproc.ChaosAOutput(in), s.journal.record(ctx, false)
+	info, _ := runtime.InfoFromContext(ctx)
+	return multiproc.ChaosAOutput{N: in.N, Attempt: int64(info.Attempt)}, s.journal.record(ctx, false, 0)
 }
 
-func (s *chaosSteps) B(ctx context.Context, _ multiproc.ChaosInput, _ multiproc.ChaosBParents) error {
-	return s.journal.record(ctx, false)
+func (s *chaosSteps) B(ctx context.Context, _ multiproc.ChaosInput, p multiproc.ChaosBParents) error {
+	return s.journal.record(ctx, false, p.A.Attempt)
 }
 
-func (s *chaosSteps) C(ctx context.Context, _ multiproc.ChaosInput, _ multiproc.ChaosCParents) error {
-	return s.journal.record(ctx, false)
+func (s *chaosSteps) C(ctx context.Context, _ multiproc.ChaosInput, p multiproc.ChaosCParents) error {
+	return s.journal.record(ctx, false, p.A.Attempt)
 }
 
 // D fails its first attempt for every fourth run.
 func (s *chaosSteps) D(ctx context.Context, in multiproc.ChaosInput, _ multiproc.ChaosDParents) error {
 	info, _ := runtime.InfoFromContext(ctx)
-	planned := in.N%4 == 0 && info.Attempt == 1
-	if err := s.journal.record(ctx, planned); err != nil {
+	planned := in.N%4 == 0 && info.Retries == 0
+	if err := s.journal.record(ctx, planned, 0); err != nil {
 		return err
 	}
 	if planned {
@@ -128,7 +131,7 @@ func (s *chaosSteps) D(ctx context.Context, in multiproc.ChaosInput, _ multiproc
 }
 
 func (s *chaosSteps) E(ctx context.Context, _ multiproc.ChaosInput, _ multiproc.ChaosEParents) error {
-	return s.journal.record(ctx, false)
+	return s.journal.record(ctx, false, 0)
 }
 
 // faultRig is a cluster of chaos workers on a throwaway server.
@@ -159,7 +162,7 @@ func newFaultRig(t *testing.T) *faultRig {
 	r := &faultRig{cluster: newClusterAt(t, srv.URL()), srv: srv}
 	if _, err := r.pool.Exec(t.Context(), `CREATE TABLE chaos_log (
 		exec_id uuid PRIMARY KEY, run_id uuid NOT NULL, step text NOT NULL, attempt int NOT NULL,
-		worker text NOT NULL, pid int NOT NULL, planned_fail boolean NOT NULL,
+		parent_attempt int NOT NULL, worker text NOT NULL, pid int NOT NULL, planned_fail boolean NOT NULL,
 		at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
 		t.Fatal(err)
 	}
@@ -292,8 +295,9 @@ func (r *faultRig) check(ids []runtime.RunID) {
 	t.Logf("%d runs completed %v after the last fault, %v after the last trigger", len(ids),
 		time.Since(r.lastFault).Round(time.Millisecond), time.Since(r.triggered).Round(time.Millisecond))
 	r.checkNothingLeft(ids)
-	resolved := r.checkEvents(ids)
+	resolved, attempts := r.checkEvents(ids)
 	r.checkExecutions(resolved)
+	r.checkAttempts(attempts)
 	r.checkLogs()
 }
 
@@ -318,15 +322,17 @@ func (r *faultRig) checkNothingLeft(ids []runtime.RunID) {
 
 type event struct {
 	step, typ, detail string
+	attempt           int
 	at                time.Time
 }
 
 // checkEvents checks every run's event log and returns when each step of
-// each run resolved (run/step -> time).
-func (r *faultRig) checkEvents(ids []runtime.RunID) map[string]time.Time {
+// each run resolved (run/step -> time), and the events that name
+// attempts (run/step -> events).
+func (r *faultRig) checkEvents(ids []runtime.RunID) (map[string]time.Time, map[string][]event) {
 	t := r.t
 	t.Helper()
-	rows, err := r.pool.Query(t.Context(), `SELECT run_id, step, type, at, coalesce(detail, '') FROM trellis_events
+	rows, err := r.pool.Query(t.Context(), `SELECT run_id, step, type, attempt, at, coalesce(detail, '') FROM trellis_events
 		WHERE run_id = ANY ($1) ORDER BY run_id, id`, ids)
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +342,7 @@ func (r *faultRig) checkEvents(ids []runtime.RunID) map[string]time.Time {
 		var run uuid.UUID
 		var step int16
 		var e event
-		if err := rows.Scan(&run, &step, &e.typ, &e.at, &e.detail); err != nil {
+		if err := rows.Scan(&run, &step, &e.typ, &e.attempt, &e.at, &e.detail); err != nil {
 			t.Fatal(err)
 		}
 		e.step = chaosStepNames[step]
@@ -344,6 +350,7 @@ func (r *faultRig) checkEvents(ids []runtime.RunID) map[string]time.Time {
 	}
 	rows.Close()
 	resolved := map[string]time.Time{}
+	attempts := map[string][]event{}
 	problems := 0
 	report := func(format string, args ...any) {
 		if problems++; problems <= 20 {
@@ -359,6 +366,7 @@ func (r *faultRig) checkEvents(ids []runtime.RunID) map[string]time.Time {
 				report("run %s step %s: %s at %v is earlier than the %s before it at %v", run, e.step, e.typ, e.at, prev.typ, prev.at)
 			}
 			last[e.step] = e
+			attempts[run.String()+"/"+e.step] = append(attempts[run.String()+"/"+e.step], e)
 			switch e.typ {
 			case "COMPLETED", "SKIPPED":
 				done[e.step] = e.at
@@ -386,7 +394,99 @@ func (r *faultRig) checkEvents(ids []runtime.RunID) map[string]time.Time {
 	if problems > 20 {
 		t.Errorf("... and %d more problems in the event logs", problems-20)
 	}
-	return resolved
+	return resolved, attempts
+}
+
+// checkAttempts checks attempt truth: the event log names exactly the
+// attempts whose code ran, and children read the output of the attempt
+// it recorded. Each execution of a step's code journaled the attempt it
+// was told it is (and, for b and c, the attempt of a whose output they
+// read). Then:
+//   - no two executions of a task share an attempt number;
+//   - every execution's attempt has a STARTED event;
+//   - every COMPLETED event of a code step, and every RETRYING event for
+//     d's planned failure, names an attempt that executed;
+//   - every execution of b and c read the output of the attempt of a that
+//     a's COMPLETED event names.
+func (r *faultRig) checkAttempts(events map[string][]event) {
+	t := r.t
+	t.Helper()
+	rows, err := r.pool.Query(t.Context(), `SELECT run_id, step, attempt, parent_attempt FROM chaos_log`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type execution struct{ attempt, parentAttempt int }
+	ran := map[string][]execution{}
+	for rows.Next() {
+		var run uuid.UUID
+		var step string
+		var x execution
+		if err := rows.Scan(&run, &step, &x.attempt, &x.parentAttempt); err != nil {
+			t.Fatal(err)
+		}
+		ran[run.String()+"/"+step] = append(ran[run.String()+"/"+step], x)
+	}
+	rows.Close()
+	problems, results := 0, 0
+	report := func(format string, args ...any) {
+		if problems++; problems <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	completedBy := func(task string) int {
+		for _, e := range events[task] {
+			if e.typ == "COMPLETED" {
+				return e.attempt
+			}
+		}
+		return 0
+	}
+	for task, xs := range ran {
+		started := map[int]bool{}
+		for _, e := range events[task] {
+			if e.typ == "STARTED" {
+				started[e.attempt] = true
+			}
+		}
+		seen := map[int]bool{}
+		for _, x := range xs {
+			if seen[x.attempt] {
+				report("%s: two executions ran as attempt %d", task, x.attempt)
+			}
+			seen[x.attempt] = true
+			if !started[x.attempt] {
+				report("%s ran as attempt %d, which has no STARTED event: %+v", task, x.attempt, events[task])
+			}
+			if x.parentAttempt != 0 {
+				run, _, _ := strings.Cut(task, "/")
+				if a := completedBy(run + "/a"); x.parentAttempt != a {
+					report("%s read the output of a's attempt %d, but a's COMPLETED event names attempt %d", task, x.parentAttempt, a)
+				}
+			}
+		}
+	}
+	for task, es := range events {
+		if strings.HasSuffix(task, "/nap") {
+			continue
+		}
+		for _, e := range es {
+			if e.typ != "COMPLETED" && (e.typ != "RETRYING" || !strings.Contains(e.detail, "planned failure")) {
+				continue
+			}
+			results++
+			found := false
+			for _, x := range ran[task] {
+				found = found || x.attempt == e.attempt
+			}
+			if !found {
+				report("%s: %s names attempt %d, which never executed (executions: %+v)", task, e.typ, e.attempt, ran[task])
+			}
+		}
+	}
+	if problems > 20 {
+		t.Errorf("... and %d more attempt problems", problems-20)
+	}
+	t.Logf("attempt truth: %d recorded results checked against %d journaled tasks, %d problems", results, len(ran), problems)
 }
 
 // checkExecutions checks when steps ran, and that every step that ran
