@@ -58,6 +58,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"FinishRetried", testFinishRetried},
 		{"StopHandsBackUnrecorded", testStopHandsBackUnrecorded},
 		{"StaleResultRefused", testStaleResultRefused},
+		{"FailedRunResultIsFinal", testFailedRunResultIsFinal},
 		{"WaitRidesOutOutage", testWaitRidesOutOutage},
 		{"HandedOffTaskWaitingForASlotGoesBack", testHandedOffWaitGoesBack},
 		{"WaitManyBlocksUntilEveryRunEnds", testWaitManyBlocks},
@@ -619,5 +620,47 @@ func testHandedOffWaitGoesBack(t *testing.T, s store.Store) {
 	}
 	if backs != 1 {
 		t.Errorf("%d b's were handed off to first and ran on second, want 1 (STARTED counts %v, ran by %v)", backs, started, ranBy)
+	}
+}
+
+// testFailedRunResultIsFinal: Run, and Wait after RunNoWait, return a
+// failed run's result only once its failure handler has ended, so that
+// the result they hand out does not change afterwards, and both return
+// the same.
+func testFailedRunResultIsFinal(t *testing.T, s store.Store) {
+	spec := &runtime.WorkflowSpec{Name: "final", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{{Name: "a"}}, OnFailure: &runtime.OnFailureSpec{Name: "alert"}}
+	e := newEngine(t, s, "w")
+	w, err := e.Register(spec, runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{"a": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			return nil, runtime.NonRetryable(errors.New("no"))
+		}},
+		OnFailure: func(context.Context, *runtime.FailureRequest) error {
+			time.Sleep(200 * time.Millisecond) // the handler takes a while
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), json.RawMessage(`{}`))
+	if !errors.Is(err, runtime.ErrRunFailed) || res == nil {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if got := res.Steps["alert"]; got != runtime.TaskCompleted {
+		t.Errorf("Run returned the handler %s, want COMPLETED: the result was not final", got)
+	}
+	ref, err := w.Trigger(t.Context(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited, err := w.Wait(waitCtx(t), ref.ID)
+	if !errors.Is(err, runtime.ErrRunFailed) || waited == nil || waited.Steps["alert"] != runtime.TaskCompleted {
+		t.Errorf("Wait = %+v, %v; want the failed run with its handler COMPLETED", waited, err)
+	}
+	many, err := e.WaitMany(waitCtx(t), []runtime.RunID{res.ID, ref.ID})
+	if err != nil || len(many) != 2 || many[0].Steps["alert"] != runtime.TaskCompleted || many[1].Steps["alert"] != runtime.TaskCompleted {
+		t.Errorf("WaitMany = %+v, %v", many, err)
 	}
 }

@@ -587,7 +587,18 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 		e.attemptLog(a).Info("result dropped: the attempt no longer holds its task (its run ended, or the task was taken over)")
 	}
 	e.metrics.refusedStale(context.Background(), len(res.Stale))
+	// A failure handler's result makes its (ended) run's result final:
+	// whoever waits for the run here is told at once (see Wait).
+	var handled []RunID
+	for _, a := range attempts(batch) {
+		if cl, ok := e.claims.about(a); ok && cl.handler {
+			handled = append(handled, a.Key.Run)
+		}
+	}
 	e.claims.release(attempts(batch)...)
+	for _, id := range handled {
+		e.runFinished(id)
+	}
 	for _, id := range res.Finished {
 		e.claims.stopRun(id, errRunEnded)
 		e.runFinished(id)

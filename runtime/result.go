@@ -94,6 +94,23 @@ type ParentRun struct {
 	Index int
 }
 
+// Final reports whether the result will not change again (unless the
+// run is retried): the run has ended, and so has every step of it that
+// was still live when it ended, its failure handler above all. Run, Wait
+// and WaitMany return only final results; Engine.Result returns the
+// current state, which may not be final yet.
+func (r *RunResult) Final() bool {
+	if !r.Status.Terminal() {
+		return false
+	}
+	for _, s := range r.Steps {
+		if s.Live() {
+			return false
+		}
+	}
+	return true
+}
+
 // Err is the error Run and Wait return for the result: nil for a completed
 // run, a *RunFailedError for a failed one, ErrRunCancelled for a cancelled
 // one.

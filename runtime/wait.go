@@ -25,7 +25,8 @@ const (
 )
 
 // Wait waits until the run ends and returns its result, whose Err is
-// returned as the error. It returns early with ctx's error. It rides out
+// returned as the error. The result is final (see RunResult.Final): a
+// failed run's is returned once its failure handler has ended too. It returns early with ctx's error. It rides out
 // transient store failures (a database restart, a lost connection) and
 // returns other errors. On an engine with a Driver it drives the engine
 // instead of waiting (see Driver), and a run that is still waiting on time
@@ -44,7 +45,7 @@ func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 		switch {
 		case err == nil:
 			res = current
-			if res.Status.Terminal() {
+			if res.Final() {
 				err := res.Err()
 				return res, err
 			}
@@ -210,7 +211,7 @@ func (e *Engine) readEnded(ctx context.Context, m *manyWait, ids []RunID) error 
 			return err
 		}
 		for _, res := range results {
-			if res.Status.Terminal() {
+			if res.Final() {
 				m.end(res)
 			}
 		}

@@ -67,6 +67,17 @@ const (
 // COMPLETED or SKIPPED.
 func (s TaskStatus) Resolved() bool { return s == TaskCompleted || s == TaskSkipped }
 
+// Live reports whether the task is on its way: queued, running, or
+// waiting on a timer, child runs or an event. A PENDING task is not: it
+// waits for its parents, and never starts in a run that has ended.
+func (s TaskStatus) Live() bool {
+	switch s {
+	case TaskQueued, TaskRunning, TaskSleeping, TaskRetrying, TaskWaiting:
+		return true
+	}
+	return false
+}
+
 // Terminal reports whether the task will not change again (unless its run
 // is retried).
 func (s TaskStatus) Terminal() bool {
