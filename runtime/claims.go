@@ -209,6 +209,19 @@ func (c *claims) stop(attempts []store.Attempt, cause error) int {
 	return n
 }
 
+// heldRuns lists the runs this engine holds tasks of.
+func (c *claims) heldRuns() []RunID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]RunID, 0, len(c.runs))
+	for id, n := range c.runs {
+		if n > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // owned lists the owned attempts.
 func (c *claims) owned() []store.Attempt {
 	c.mu.Lock()

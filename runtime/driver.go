@@ -58,14 +58,22 @@ func (d *Driver) Engine() *Engine { return d.e }
 // makes ready, until no timer is due, no task is ready and no step is
 // running: nothing more can happen without the clock moving. It returns
 // how many tasks it claimed. A step that blocks keeps it waiting until the
-// step returns or is cancelled (its run fails or is cancelled, or its
-// timeout passes on the engine's clock, moved by another goroutine).
+// step returns or is cancelled (its run ends, however it ends, or its
+// timeout passes on the engine's clock); meanwhile it follows what other
+// goroutines do as a started engine would: a durable timer or cron tick
+// that falls due as the clock is moved fires, and tasks that become ready
+// run.
 func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, p := d.e, d.p
 	total := 0
 	var carry store.Results // what the last hand-offs produced without running code
+	// While steps block, the store's notifications are followed as a
+	// started engine follows them (see blocked).
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var notes <-chan store.Notification
 	if _, err := e.fireSchedules(ctx); err != nil {
 		return total, err
 	}
@@ -92,15 +100,21 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			if running == 0 {
 				return total, nil
 			}
-			// Only running steps can make progress: wait for one to end
-			// (with a result, or dropping it because its run ended).
-			select {
-			case r := <-p.results:
-				batch.add(r)
+			// Only running steps can make progress, or time moved by
+			// another goroutine, or another goroutine's doing: wait for
+			// one of them.
+			if notes == nil {
+				if notes, err = d.follow(ctx); err != nil {
+					return total, err
+				}
+			}
+			r, err := d.blocked(ctx, notes)
+			if err != nil {
+				return total, err
+			}
+			if r != nil {
+				batch.add(*r)
 				p.drain(&batch, maxFlush)
-			case <-p.stepEnded:
-			case <-ctx.Done():
-				return total, ctx.Err()
 			}
 		}
 		if batch.Len() > 0 {
@@ -110,6 +124,76 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 			}
 		}
 	}
+}
+
+// follow starts following the store's notifications for the rest of a
+// drive, and stops the steps of runs that ended before it did.
+func (d *Driver) follow(ctx context.Context) (<-chan store.Notification, error) {
+	e := d.e
+	notes, err := e.store.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runs := e.claims.heldRuns()
+	if len(runs) == 0 {
+		return notes, nil
+	}
+	statuses, err := e.store.RunStatuses(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	for id, status := range statuses {
+		if status.Terminal() {
+			e.claims.stopRun(id, errRunEnded)
+		}
+	}
+	return notes, nil
+}
+
+// blocked waits, while steps run, for what can make progress: a step
+// ending (its result, when it has one), the clock reaching the next
+// durable timer or cron tick (another goroutine moved it), or a store
+// notification. A run that ended stops its steps, as on a started engine,
+// whatever ended it: a failure, a cancellation, or a cascade from
+// another run (a map item's run when another item fails for good, a child
+// run when its parent is cancelled). It returns with nothing to record
+// when the caller should look for work again.
+func (d *Driver) blocked(ctx context.Context, notes <-chan store.Notification) (*outcome, error) {
+	e, p := d.e, d.p
+	next, ok, err := e.store.NextTimer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tick, due := d.NextScheduleTick(); due && (!ok || tick.Before(next)) {
+		next, ok = tick, true
+	}
+	var due <-chan time.Time
+	if ok {
+		wait := next.Sub(e.clock.Now())
+		if wait <= 0 {
+			_, err := e.fireSchedules(ctx) // timers fire as the caller goes on
+			return nil, err
+		}
+		t := e.clock.NewTimer(wait)
+		defer t.Stop()
+		due = t.C()
+	}
+	select {
+	case r := <-p.results:
+		return &r, nil
+	case <-p.stepEnded:
+	case <-due:
+		_, err := e.fireSchedules(ctx)
+		return nil, err
+	case n := <-notes:
+		if n.Kind == store.RunFinished {
+			e.claims.stopRun(n.Run, errRunEnded)
+			e.runFinished(n.Run)
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return nil, nil
 }
 
 // NextScheduleTick returns when the next tick of a cron schedule of a

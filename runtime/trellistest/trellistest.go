@@ -23,9 +23,13 @@
 // The harness runs its engine with a runtime.Driver: tasks take the same
 // path as on a started engine (claimed in batches, steps run concurrently,
 // each result recorded as it arrives), so a step that blocks until it is
-// cancelled ends when its run fails or is cancelled. A step that blocks
-// until its timeout needs the clock moved while it runs: call
-// h.Clock.Advance from another goroutine.
+// cancelled ends when its run ends, however it ends: it fails or is
+// cancelled, or is ended with another run (a map item's run when another
+// item fails for good, a child run when its parent is cancelled). While a
+// step blocks, the clock can be moved from another goroutine with
+// h.Clock.Advance: step timeouts, durable timers (sleeps, retry backoffs)
+// and cron ticks that fall due fire as they would on a started engine.
+// runtime's agreement tests run the same scenarios against both.
 package trellistest
 
 import (
