@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/termtext"
 )
 
 // Exit codes shared by all commands.
@@ -56,8 +58,19 @@ func Commands() []Command {
 }
 
 // Main runs the command line args (without the program name) and returns
-// the exit code.
+// the exit code. All it prints passes through package termtext: text from
+// users and steps (errors, tenants, keys, outputs, names) cannot move the
+// cursor, recolour the terminal, write its clipboard or reorder a line;
+// such characters are shown escaped.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out, errOut := termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	defer errOut.Flush()
+	defer out.Flush()
+	return dispatch(ctx, args, out, errOut)
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return ExitUsage

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/termtext"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
@@ -91,7 +92,8 @@ func opsRun(ctx context.Context, name string, o OpsOptions, validate error, stal
 	defer closeDB()
 	code, err := do(admin)
 	if err != nil {
-		fmt.Fprintf(stderr, "trellis %s: %v\n", name, err)
+		// The error may quote what a user or a step stored.
+		fmt.Fprintf(stderr, "trellis %s: %s\n", name, termtext.Text(err.Error()))
 		return ExitProblems
 	}
 	if code >= 0 {

@@ -248,7 +248,7 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 			return 0, err
 		}
 		for _, n := range page.Notes {
-			fmt.Fprintf(stderr, "trellis runs list: note: %s\n", n)
+			fmt.Fprintf(stderr, "trellis runs list: note: %s\n", oneLine(n))
 		}
 		if o.Format == "json" {
 			return -1, printJSON(stdout, page)
@@ -453,7 +453,7 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	indentJSON(w, "  ", r.Input)
 	for _, s := range r.Steps {
 		if len(s.Output) > 0 {
-			fmt.Fprintf(w, "\nOutput of %s:\n", s.Name)
+			fmt.Fprintf(w, "\nOutput of %s:\n", oneLine(s.Name))
 			indentJSON(w, "  ", s.Output)
 		}
 	}

@@ -43,6 +43,12 @@ type opsEnv struct {
 
 func newOpsEnv(t *testing.T) *opsEnv {
 	t.Helper()
+	return newOpsEnvWith(t, opsSteps{})
+}
+
+// newOpsEnvWith is newOpsEnv with other code for the ops workflow's steps.
+func newOpsEnvWith(t *testing.T, steps wf.OpsSteps) *opsEnv {
+	t.Helper()
 	pool, schema := pgtest.PoolWithSchema(t)
 	e := &opsEnv{t: t, url: pgstore.WithSearchPath(pgtest.URL(), schema)}
 	e.h = trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
@@ -50,7 +56,7 @@ func newOpsEnv(t *testing.T) *opsEnv {
 	if e.chain, err = wf.RegisterChain(e.h.Engine, chainSteps{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.ops, err = wf.RegisterOps(e.h.Engine, opsSteps{}); err != nil {
+	if e.ops, err = wf.RegisterOps(e.h.Engine, steps); err != nil {
 		t.Fatal(err)
 	}
 	return e

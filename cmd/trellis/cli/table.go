@@ -9,11 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/termtext"
 )
 
 // table writes rows as aligned columns, two spaces apart, the way go and
-// kubectl print lists: cells are single lines, the last column is not
-// padded.
+// kubectl print lists: cells are single lines, escaped (see oneLine), the
+// last column is not padded.
 type table struct {
 	w   io.Writer
 	buf bytes.Buffer
@@ -52,15 +54,12 @@ func (t *table) flush() error {
 	return err
 }
 
-// oneLine makes s fit a cell: no tabs or line breaks.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\t\r\n") {
-		return s
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
+// oneLine makes s fit a cell and safe to print: line breaks, tabs and
+// every other character a terminal would act on are shown escaped.
+func oneLine(s string) string { return termtext.Line(s) }
 
-// truncate shortens s to n characters, marking the cut with an ellipsis.
+// truncate shortens s to n characters, marking the cut with an ellipsis;
+// escapes count as the characters they are shown with.
 func truncate(s string, n int) string {
 	s = oneLine(s)
 	if utf8.RuneCountInString(s) <= n {
@@ -109,21 +108,29 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, escaped as termtext escapes text
+// (which keeps it JSON, meaning the same): encoding/json leaves bidi and
+// C1 controls as they are.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, termtext.Text(b.String()))
+	return err
 }
 
-// indentJSON prints a JSON document indented, each line prefixed; a
-// document that does not parse is printed as it is.
+// indentJSON prints a JSON document indented, each line prefixed, and
+// escaped; a document that does not parse is printed as it is, escaped
+// as one line.
 func indentJSON(w io.Writer, prefix string, raw json.RawMessage) {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
-		fmt.Fprintf(w, "%s%s\n", prefix, raw)
+		fmt.Fprintf(w, "%s%s\n", prefix, termtext.Line(string(raw)))
 		return
 	}
-	fmt.Fprintf(w, "%s%s\n", prefix, b.String())
+	fmt.Fprintf(w, "%s%s\n", prefix, termtext.Text(b.String()))
 }
