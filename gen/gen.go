@@ -9,8 +9,8 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -103,7 +103,11 @@ func (g *Generator) checkAll(paths []string) ([]*File, error) {
 	files := make([]*File, 0, len(paths))
 	r := newResolver(g)
 	for _, path := range paths {
-		src, err := os.ReadFile(path)
+		src, err := ReadFile(path)
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNotRegular) {
+			files = append(files, &File{Path: path, Problems: []Problem{{File: path, Line: 1, Column: 1, Message: "the file is " + err.Error()}}})
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading workflow: %w", err)
 		}

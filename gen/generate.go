@@ -101,7 +101,13 @@ func PackageName(dir string) (string, error) {
 		if e.IsDir() || filepath.Ext(name) != ".go" || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly|parser.ParseComments)
+		// The package clause is at the top: the first MaxFileSize bytes
+		// hold it. A pipe or a device named .go is skipped.
+		src, err := readPrefix(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, ErrTooLarge) {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), src, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil || ast.IsGenerated(f) {
 			continue
 		}

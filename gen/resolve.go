@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +26,8 @@ type resolver struct {
 	stack []string
 	// names caches the workflow name of each file of a directory.
 	names map[string]map[string]string // dir -> path -> name
+	// modules caches the module of the workflow files of a directory.
+	modules map[string]*module
 }
 
 type parsed struct {
@@ -34,7 +38,7 @@ type parsed struct {
 }
 
 func newResolver(g *Generator) *resolver {
-	return &resolver{g: g, parsed: map[string]*parsed{}, names: map[string]map[string]string{}}
+	return &resolver{g: g, parsed: map[string]*parsed{}, names: map[string]map[string]string{}, modules: map[string]*module{}}
 }
 
 // parse parses the file at path (src, when not nil, is its content),
@@ -47,7 +51,7 @@ func (r *resolver) parse(path string, src []byte) *parsed {
 	p := &parsed{path: path}
 	r.parsed[key] = p
 	if src == nil {
-		if src, p.err = os.ReadFile(path); p.err != nil {
+		if src, p.err = ReadFile(path); p.err != nil {
 			return p
 		}
 	}
@@ -62,9 +66,9 @@ func (r *resolver) Resolve(from, name, file string) (*workflow.Workflow, error) 
 	dir := filepath.Dir(from)
 	var path string
 	if file != "" {
-		path = filepath.Join(dir, filepath.FromSlash(file))
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("workflow %s: file %s: %w", name, file, err)
+		var err error
+		if path, err = childPath(dir, file); err != nil {
+			return nil, fmt.Errorf("workflow %s: file %s is %w", name, file, err)
 		}
 	} else {
 		names, err := r.dirNames(dir)
@@ -91,6 +95,19 @@ func (r *resolver) Resolve(from, name, file string) (*workflow.Workflow, error) 
 			return nil, fmt.Errorf("workflow %q is declared by more than one file in %s (%s); name the one to start with file", name, displayDir(dir), strings.Join(bases(candidates), ", "))
 		}
 	}
+	shown := file
+	if shown == "" {
+		shown = filepath.Base(path)
+	}
+	src, err := r.readInModule(dir, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("workflow %s: file %s does not exist", name, shown)
+	case errors.Is(err, errOutside), errors.Is(err, ErrNotRegular), errors.Is(err, ErrTooLarge):
+		return nil, fmt.Errorf("workflow %s: file %s is %w", name, shown, err)
+	case err != nil:
+		return nil, fmt.Errorf("workflow %s: file %s: %w", name, shown, err)
+	}
 	key := filepath.Clean(path)
 	if i := indexOf(r.stack, key); i >= 0 {
 		chain := make([]string, 0, len(r.stack)-i+1)
@@ -99,7 +116,7 @@ func (r *resolver) Resolve(from, name, file string) (*workflow.Workflow, error) 
 		}
 		return nil, fmt.Errorf("child workflows form a cycle: %s -> %s; a workflow cannot start itself, even through others", strings.Join(chain, " -> "), filepath.Base(path))
 	}
-	p := r.parse(path, nil)
+	p := r.parse(path, src)
 	switch {
 	case p.err != nil:
 		return nil, fmt.Errorf("workflow %s: %w", name, p.err)
@@ -130,7 +147,7 @@ func (r *resolver) dirNames(dir string) (map[string]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		src, err := os.ReadFile(path)
+		src, err := r.readInModule(dir, path) // a file that may not be read cannot be the child
 		if err != nil || !IsWorkflow(src) {
 			continue
 		}

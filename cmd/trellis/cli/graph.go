@@ -89,9 +89,9 @@ func Graph(ctx context.Context, opts GraphOptions, stdout, stderr io.Writer) int
 	case info.IsDir():
 		return fail(ExitUsage, fmt.Errorf("%s is a directory; pass one workflow file", opts.Path))
 	}
-	src, err := os.ReadFile(opts.Path)
+	src, err := gen.ReadFile(opts.Path)
 	if err != nil {
-		return fail(ExitProblems, fmt.Errorf("reading workflow: %w", err))
+		return fail(ExitProblems, fmt.Errorf("reading workflow %s: %w", opts.Path, err))
 	}
 	g, err := gen.New()
 	if err != nil {
