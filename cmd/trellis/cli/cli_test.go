@@ -228,3 +228,19 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateWritesNoSymlink checks that generate does not write through
+// a symlink in place of its output, which could lead anywhere.
+func TestGenerateWritesNoSymlink(t *testing.T) {
+	dir := workspace(t, map[string]string{"flows/greet.yaml": validWorkflow, "elsewhere/target.txt": "precious\n"})
+	if err := os.Symlink("../elsewhere/target.txt", filepath.Join(dir, "flows", "greet.gen.go")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, dir, "generate", "flows/greet.yaml")
+	if code != ExitProblems || !strings.Contains(stderr, "flows/greet.gen.go is not a regular file") {
+		t.Errorf("exit %d, stderr %q; want 1 and the output refused", code, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "elsewhere", "target.txt")); string(got) != "precious\n" {
+		t.Errorf("the symlink's target was overwritten: %q", got)
+	}
+}

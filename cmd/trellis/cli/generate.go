@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/effectivelabs/trellis/gen"
@@ -121,10 +122,20 @@ func Generate(ctx context.Context, opts GenerateOptions, stdout, stderr io.Write
 
 // writeIfChanged writes content to path unless the file already holds
 // exactly that, so that regenerating leaves unchanged files (and their
-// modification times, which build tools watch) alone.
+// modification times, which build tools watch) alone. It writes over
+// regular files only: not through a symlink, which could lead anywhere.
 func writeIfChanged(path string, content []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
-		return nil
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("writing output: %w", err)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("writing output: %s is not a regular file (a symlink, a directory or a device); remove it and generate again", path)
+	case info.Size() == int64(len(content)):
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+			return nil
+		}
 	}
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		return fmt.Errorf("writing output: %w", err)
