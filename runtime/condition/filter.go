@@ -83,25 +83,32 @@ type RunFacts struct {
 	Created time.Time
 }
 
-// Match evaluates the filter on a run. An input that does not fit the
-// schema the filter was compiled against, or an evaluation error (a
-// division by zero), is an error, never a silent false.
-func (f *Filter) Match(ctx context.Context, r RunFacts) (bool, error) {
+// Match evaluates the filter on a run, and returns the cost of the
+// evaluation, in CEL's cost units (at most the per-evaluation limit of
+// 1,000,000), so that a caller evaluating many runs can bound their total.
+// An input that does not fit the schema the filter was compiled against,
+// or an evaluation error (a division by zero, the cost limit), is an
+// error, never a silent false.
+func (f *Filter) Match(ctx context.Context, r RunFacts) (bool, uint64, error) {
 	in, err := decodeAndConvert(f.input, r.Input, "input")
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	out, _, err := f.prg.ContextEval(ctx, map[string]any{
+	out, det, err := f.prg.ContextEval(ctx, map[string]any{
 		"input": in, "status": r.Status, "tenant": r.Tenant, "created": r.Created,
 	})
+	var cost uint64
+	if det != nil && det.ActualCost() != nil {
+		cost = *det.ActualCost()
+	}
 	if err != nil {
-		return false, fmt.Errorf("evaluating %q: %w", f.source, err)
+		return false, max(cost, 1), fmt.Errorf("evaluating %q: %w", f.source, err)
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("evaluating %q: result is %v, not a boolean", f.source, out)
+		return false, cost, fmt.Errorf("evaluating %q: result is %v, not a boolean", f.source, out)
 	}
-	return b, nil
+	return b, cost, nil
 }
 
 // Pushdown is what a store can check of a filter before the filter itself

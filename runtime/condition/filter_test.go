@@ -62,7 +62,7 @@ func TestFilterMatch(t *testing.T) {
 		if iss != nil {
 			t.Fatalf("Compile(%q): %v", expr, iss)
 		}
-		got, err := f.Match(context.Background(), run)
+		got, _, err := f.Match(context.Background(), run)
 		if err != nil {
 			t.Fatalf("Match(%q): %v", expr, err)
 		}
@@ -71,11 +71,11 @@ func TestFilterMatch(t *testing.T) {
 		}
 	}
 	f, _ := env.Compile(`input.amountCents / 0 > 1`)
-	if _, err := f.Match(context.Background(), run); err == nil || !strings.Contains(err.Error(), "division by zero") {
+	if _, _, err := f.Match(context.Background(), run); err == nil || !strings.Contains(err.Error(), "division by zero") {
 		t.Errorf("Match of a division by zero: %v, want the error", err)
 	}
 	f, _ = env.Compile(`input.amountCents > 1`)
-	if _, err := f.Match(context.Background(), RunFacts{Input: json.RawMessage(`{"amountCents":"lots"}`)}); err == nil ||
+	if _, _, err := f.Match(context.Background(), RunFacts{Input: json.RawMessage(`{"amountCents":"lots"}`)}); err == nil ||
 		!strings.Contains(err.Error(), "input.amountCents") {
 		t.Errorf("Match of an input that does not fit the schema: %v, want an error naming the field", err)
 	}
@@ -129,4 +129,27 @@ func docs(ss ...string) []json.RawMessage {
 		out[i] = json.RawMessage(s)
 	}
 	return out
+}
+
+// Match reports what each evaluation cost, so that a listing can bound the
+// total: more for a filter that does more.
+func TestFilterMatchCost(t *testing.T) {
+	env := filterEnv(t)
+	run := RunFacts{Input: json.RawMessage(`{"amountCents":2500,"tags":["a","b","c","d","e","f","g","h"]}`)}
+	cost := func(expr string) uint64 {
+		f, iss := env.Compile(expr)
+		if iss != nil {
+			t.Fatalf("Compile(%q): %v", expr, iss)
+		}
+		_, c, err := f.Match(context.Background(), run)
+		if err != nil {
+			t.Fatalf("Match(%q): %v", expr, err)
+		}
+		return c
+	}
+	cheap := cost(`input.amountCents > 1000`)
+	dear := cost(`input.tags.all(a, input.tags.all(b, a + b != "zz"))`)
+	if cheap == 0 || dear <= 10*cheap {
+		t.Errorf("costs: %d for a comparison, %d for a nested comprehension; want both positive, the second far more", cheap, dear)
+	}
 }

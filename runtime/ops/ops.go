@@ -32,12 +32,63 @@ import (
 type Admin struct {
 	engine *runtime.Engine
 	store  store.Store
+	cfg    Config
+}
+
+// Defaults of Config.
+const (
+	// DefaultWhereBudget is the CEL cost one page of a listing under a
+	// Where filter may spend evaluating the filter: room for 20,000 runs
+	// (a page's most) at 500 cost units each, where a comparison of two
+	// input fields costs about 5.
+	DefaultWhereBudget uint64 = 10_000_000
+	// DefaultWhereTimeout is how long one page of a listing under a Where
+	// filter may take reading and evaluating runs.
+	DefaultWhereTimeout = 10 * time.Second
+)
+
+// Config bounds the work of an Admin's requests. A zero field takes its
+// default.
+type Config struct {
+	// WhereBudget is the total CEL cost (cel-go's cost units, summed over
+	// the runs evaluated) that one page of a listing under a Where filter
+	// may spend: DefaultWhereBudget when zero. A single evaluation is
+	// bounded on its own too, at 1,000,000.
+	WhereBudget uint64
+	// WhereTimeout is how long, on the engine's clock, one page of a
+	// listing under a Where filter may read and evaluate runs:
+	// DefaultWhereTimeout when zero. Checked between runs and between
+	// store reads, so a page may overrun it by one evaluation and one
+	// read.
+	WhereTimeout time.Duration
+}
+
+// withDefaults fills in the zero fields.
+func (c Config) withDefaults() Config {
+	if c.WhereBudget == 0 {
+		c.WhereBudget = DefaultWhereBudget
+	}
+	if c.WhereTimeout == 0 {
+		c.WhereTimeout = DefaultWhereTimeout
+	}
+	return c
 }
 
 // New returns an Admin working through engine: its store, its clock (for
-// what is stale or waiting), and its CancelRun and RetryRun.
+// what is stale or waiting), and its CancelRun and RetryRun, with the
+// default Config.
 func New(engine *runtime.Engine) *Admin {
-	return &Admin{engine: engine, store: engine.Store()}
+	return &Admin{engine: engine, store: engine.Store(), cfg: Config{}.withDefaults()}
+}
+
+// NewWithConfig is New with cfg's bounds. A negative timeout is an error.
+func NewWithConfig(engine *runtime.Engine, cfg Config) (*Admin, error) {
+	if cfg.WhereTimeout < 0 {
+		return nil, fmt.Errorf("where timeout %v: give a positive duration (or zero, for the default %v)", cfg.WhereTimeout, DefaultWhereTimeout)
+	}
+	a := New(engine)
+	a.cfg = cfg.withDefaults()
+	return a, nil
 }
 
 // stepNames returns the step names of a workflow version by step index,

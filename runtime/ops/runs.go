@@ -54,8 +54,10 @@ type RunFilter struct {
 	// Where is a CEL expression over the run's input, status, tenant and
 	// created (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
-	// 20,000 runs, so it may hold fewer than Limit runs and still have a
-	// Next.
+	// 20,000 runs, and evaluates the filter within the Admin's Config
+	// (a CEL budget and a time limit), so it may hold fewer than Limit
+	// runs and still have a Next. A run the filter cannot be evaluated on
+	// is left out and counted (RunPage.Unevaluated).
 	Where string
 	// After is the Next of the previous page, to continue a listing.
 	After string
@@ -140,10 +142,22 @@ type RunPage struct {
 	// Next continues the listing (RunFilter.After); empty on the last
 	// page.
 	Next string `json:"next,omitempty"`
-	// Notes say which runs a Where filter cannot match: those of older
-	// workflow versions whose input schema it does not type-check
-	// against.
+	// Notes say, for people, which runs a Where filter cannot match (those
+	// of older workflow versions whose input schema it does not
+	// type-check against), which it could not be evaluated on, and why a
+	// page stopped short.
 	Notes []string `json:"notes,omitempty"`
+	// Unevaluated counts the runs of this page's scan that the Where
+	// filter could not be evaluated on (see Unevaluated): they are left
+	// out, as not matching. UnevaluatedRuns names the first few.
+	Unevaluated     int           `json:"unevaluated,omitempty"`
+	UnevaluatedRuns []Unevaluated `json:"unevaluatedRuns,omitempty"`
+	// Stopped is StoppedBudget or StoppedDeadline when a page under Where
+	// stopped reading runs because it spent the Admin's WhereBudget or
+	// reached its WhereTimeout; Next goes on from the last run it read.
+	Stopped string `json:"stopped,omitempty"`
+
+	versionNotes []string // the Notes on versions, for Select
 }
 
 // ListRuns returns a page of the runs the filter selects, newest first.
@@ -166,23 +180,36 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	var (
 		runs    []store.Run
 		reached *store.RunCursor // where a Where scan stopped short
-		notes   []string
+		w       *where
+		rep     = &whereReport{}
 		err     error
 	)
 	if f.Where != "" {
-		w, err := a.compileWhere(ctx, f.Workflow, f.Where)
-		if err != nil {
+		if w, err = a.compileWhere(ctx, f.Workflow, f.Where); err != nil {
 			return nil, err
 		}
-		notes = w.notes
-		runs, reached, err = a.listWhere(ctx, w, q, limit)
-		if err != nil {
+		if runs, reached, rep, err = a.listWhere(ctx, w, q, limit); err != nil {
 			return nil, err
 		}
 	} else if runs, err = a.store.ListRuns(ctx, q); err != nil {
 		return nil, err
 	}
-	page := &RunPage{Runs: make([]Run, 0, min(len(runs), limit)), Notes: notes}
+	page := &RunPage{Runs: make([]Run, 0, min(len(runs), limit)), Unevaluated: rep.unevaluated, UnevaluatedRuns: rep.examples, Stopped: rep.stopped}
+	if w != nil {
+		page.versionNotes = w.notes
+		page.Notes = slices.Clone(w.notes)
+	}
+	if rep.unevaluated > 0 {
+		page.Notes = append(page.Notes, unevaluatedNote(rep.unevaluated, rep.examples))
+	}
+	switch rep.stopped {
+	case StoppedBudget:
+		page.Notes = append(page.Notes, fmt.Sprintf("this page stopped after evaluating where on %d %s: it spent its CEL budget of %d (%d spent); the next page goes on from there",
+			rep.evaluated, plural(rep.evaluated, "run"), a.cfg.WhereBudget, rep.cost))
+	case StoppedDeadline:
+		page.Notes = append(page.Notes, fmt.Sprintf("this page stopped after evaluating where on %d %s: it took its time limit of %v; the next page goes on from there",
+			rep.evaluated, plural(rep.evaluated, "run"), a.cfg.WhereTimeout))
+	}
 	switch {
 	case len(runs) > limit:
 		runs = runs[:limit]

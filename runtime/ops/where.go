@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/condition"
@@ -142,71 +143,209 @@ func (w *where) narrow(q *store.RunQuery) bool {
 	return true
 }
 
-// match evaluates the filter on a run of one of its versions.
-func (w *where) match(ctx context.Context, r store.Run) (bool, error) {
+// match evaluates the filter on a run of one of its versions, and returns
+// the evaluation's cost. An error is the run's: its input does not fit the
+// version's schema, or the evaluation failed.
+func (w *where) match(ctx context.Context, r store.Run) (bool, uint64, error) {
 	f := w.byVersion[r.Version]
 	if f == nil {
-		return false, nil
+		return false, 0, nil
 	}
-	ok, err := f.Match(ctx, condition.RunFacts{Input: r.Input, Status: string(r.Status), Tenant: r.Tenant, Created: r.CreatedAt})
-	if err != nil {
-		return false, fmt.Errorf("where, on run %s: %w", r.ID, err)
+	return f.Match(ctx, condition.RunFacts{Input: r.Input, Status: string(r.Status), Tenant: r.Tenant, Created: r.CreatedAt})
+}
+
+// Unevaluated is a run a Where filter could not be evaluated on: its
+// stored input does not fit the input schema of its version (stored by an
+// older version of the code, written by hand, or holding a value the
+// filter cannot represent, such as 1e30 for an integer or a leap second),
+// or the evaluation failed (a division by zero, the per-evaluation cost
+// limit). Such a run counts as not matching: a listing leaves it out and
+// a bulk action never acts on it.
+type Unevaluated struct {
+	Run runtime.RunID `json:"run"`
+	// Reason says why, shortened to reasonMax bytes.
+	Reason string `json:"reason"`
+}
+
+// unevaluatedShown is how many Unevaluated runs a page or a selection
+// names; it counts the others. reasonMax bounds each reason, which may
+// quote a stored value of any size.
+const (
+	unevaluatedShown = 3
+	reasonMax        = 200
+)
+
+// Why a page under Where stopped before reading every run it could
+// (RunPage.Stopped).
+const (
+	StoppedBudget   = "budget"
+	StoppedDeadline = "deadline"
+)
+
+// whereReport is what a Where scan met beside its matches.
+type whereReport struct {
+	unevaluated int
+	examples    []Unevaluated
+	evaluated   int
+	cost        uint64
+	stopped     string // StoppedBudget, StoppedDeadline or empty
+}
+
+func (rep *whereReport) unevaluable(id runtime.RunID, err error) {
+	rep.unevaluated++
+	if len(rep.examples) < unevaluatedShown {
+		rep.examples = append(rep.examples, Unevaluated{Run: id, Reason: shorten(err.Error(), reasonMax)})
 	}
-	return ok, nil
+}
+
+// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "") + "…"
+}
+
+// unevaluatedNote says how many runs a filter could not be evaluated on,
+// naming the first few.
+func unevaluatedNote(n int, examples []Unevaluated) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s could not be evaluated and %s left out, as not matching:", n, plural(n, "run"), map[bool]string{true: "is", false: "are"}[n == 1])
+	for _, u := range examples {
+		fmt.Fprintf(&b, " run %s: %s;", u.Run, u.Reason)
+	}
+	if more := n - len(examples); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // listWhere reads up to limit+1 runs that q selects and the filter
-// matches, scanning at most whereScan candidates. It returns them and,
-// when the scan stopped early, the position it reached.
-func (a *Admin) listWhere(ctx context.Context, w *where, q store.RunQuery, limit int) ([]store.Run, *store.RunCursor, error) {
+// matches, scanning at most whereScan candidates, spending at most the
+// Admin's WhereBudget on evaluations and reading for at most its
+// WhereTimeout. It returns them and, when the scan stopped early, the
+// position it reached. A run the filter cannot be evaluated on is left
+// out and reported. Every page evaluates at least one run, so that a
+// listing walked with Next always ends.
+func (a *Admin) listWhere(ctx context.Context, w *where, q store.RunQuery, limit int) ([]store.Run, *store.RunCursor, *whereReport, error) {
+	rep := &whereReport{}
 	if !w.narrow(&q) {
-		return nil, nil, nil
+		return nil, nil, rep, nil
+	}
+	clk := a.engine.Clock()
+	deadline := clk.Now().Add(a.cfg.WhereTimeout)
+	// over reports whether the page must stop before reading on.
+	over := func() bool {
+		switch {
+		case rep.evaluated == 0:
+		case rep.cost >= a.cfg.WhereBudget:
+			rep.stopped = StoppedBudget
+		case !clk.Now().Before(deadline):
+			rep.stopped = StoppedDeadline
+		}
+		return rep.stopped != ""
 	}
 	var out []store.Run
 	for scanned := 0; scanned < whereScan; scanned += whereBatch {
+		if over() {
+			return out, q.After, rep, nil
+		}
 		q.Limit = whereBatch
 		batch, reached, err := a.store.ScanRuns(ctx, q)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for _, r := range batch {
-			ok, err := w.match(ctx, r)
-			if err != nil {
-				return nil, nil, err
+			if over() {
+				return out, q.After, rep, nil
 			}
+			ok, cost, err := w.match(ctx, r)
+			rep.evaluated++
+			rep.cost += cost
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, nil, ctx.Err()
+				}
+				rep.unevaluable(r.ID, err)
+			}
+			c := store.CursorOf(r)
+			q.After = &c
 			if !ok {
 				continue
 			}
 			r.Input = nil
 			if out = append(out, r); len(out) > limit {
-				return out, nil, nil
+				return out, nil, rep, nil
 			}
 		}
 		if reached == nil {
-			return out, nil, nil
+			return out, nil, rep, nil
 		}
 		q.After = reached
 	}
-	return out, q.After, nil
+	return out, q.After, rep, nil
 }
 
-// Select returns the id of every run the filter selects, from its After
-// on, newest first, whatever its Limit: what a bulk cancel or retry acts
-// on. It reads the listing a page at a time.
-func (a *Admin) Select(ctx context.Context, f RunFilter) ([]runtime.RunID, error) {
+// Selection is every run a filter selects: what a bulk cancel or retry
+// acts on.
+type Selection struct {
+	Runs []runtime.RunID `json:"runs"`
+	// Unevaluated counts the runs the filter's Where could not be
+	// evaluated on, which are not selected; UnevaluatedRuns names the
+	// first few.
+	Unevaluated     int           `json:"unevaluated,omitempty"`
+	UnevaluatedRuns []Unevaluated `json:"unevaluatedRuns,omitempty"`
+	// Notes say which runs the Where filter cannot match (see
+	// RunPage.Notes), once each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Select returns every run the filter selects, from its After on, newest
+// first, whatever its Limit: what a bulk cancel or retry acts on. It reads
+// the listing a page at a time, each page under the Admin's bounds, and
+// goes on where a page stopped; a run the Where filter cannot be evaluated
+// on is never selected, only counted.
+func (a *Admin) Select(ctx context.Context, f RunFilter) (*Selection, error) {
 	f.Limit = MaxLimit
-	var ids []runtime.RunID
+	sel := &Selection{}
 	for {
 		page, err := a.ListRuns(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range page.Runs {
-			ids = append(ids, r.ID)
+			sel.Runs = append(sel.Runs, r.ID)
+		}
+		sel.Unevaluated += page.Unevaluated
+		for _, u := range page.UnevaluatedRuns {
+			if len(sel.UnevaluatedRuns) < unevaluatedShown {
+				sel.UnevaluatedRuns = append(sel.UnevaluatedRuns, u)
+			}
+		}
+		if sel.Notes == nil {
+			sel.Notes = page.versionNotes
 		}
 		if page.Next == "" {
-			return ids, nil
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		f.After = page.Next
 	}
+	if sel.Unevaluated > 0 {
+		sel.Notes = append(sel.Notes, unevaluatedNote(sel.Unevaluated, sel.UnevaluatedRuns))
+	}
+	return sel, nil
 }

@@ -119,7 +119,7 @@ func TestListRunsWhere(t *testing.T) {
 
 		// Select: every run a bulk action would act on.
 		sel, err := admin.Select(ctx, ops.RunFilter{Workflow: "chain", Where: "input.start < 0"})
-		if want := []uuid.UUID{ids[-8], ids[-5], ids[-2]}; err != nil || !cmp.Equal(want, sel) {
+		if want := []uuid.UUID{ids[-8], ids[-5], ids[-2]}; err != nil || !cmp.Equal(want, sel.Runs) {
 			t.Errorf("Select = %v, %v; want %v", sel, err, want)
 		}
 	})

@@ -614,7 +614,7 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 			ids, _ := parseRunIDs(o.Runs)
 			return printActed(stdout, o.Format, act(a, ctx, ids...))
 		}
-		ids, err := a.Select(ctx, filter)
+		sel, err := a.Select(ctx, filter)
 		var where *ops.WhereError
 		if errors.As(err, &where) {
 			fmt.Fprintf(stderr, "trellis %s: -%v\n", name, err)
@@ -623,8 +623,12 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 		if err != nil {
 			return 0, err
 		}
+		for _, n := range sel.Notes { // runs left unselected, never acted on
+			fmt.Fprintf(stderr, "trellis %s: note: %s\n", name, n)
+		}
+		ids := sel.Runs
 		if o.DryRun || len(ids) == 0 {
-			return -1, printSelected(ctx, a, stdout, o.Format, action, ids)
+			return -1, printSelected(ctx, a, stdout, o.Format, action, sel)
 		}
 		if !o.Yes {
 			if o.Confirm == nil {
@@ -646,7 +650,7 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 			}
 			results = append(results, act(a, ctx, chunk...)...)
 		}
-		return printBulk(stdout, o.Format, action, results)
+		return printBulk(stdout, o.Format, action, results, sel.Unevaluated)
 	})
 }
 
@@ -682,17 +686,21 @@ func outcomeText(r ops.ActionResult) string {
 const selectedShown = 20
 
 // printSelected prints the runs a bulk action would act on.
-func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, action string, ids []uuid.UUID) error {
+// Runs a Where filter could not be evaluated on are not selected: they
+// are counted (unevaluated) and named in the notes on stderr.
+func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, action string, sel *ops.Selection) error {
+	ids := sel.Runs
 	if format == "json" {
 		if ids == nil {
 			ids = []uuid.UUID{}
 		}
 		return printJSON(w, struct {
-			Action   string      `json:"action"`
-			DryRun   bool        `json:"dryRun"`
-			Selected int         `json:"selected"`
-			Runs     []uuid.UUID `json:"runs"`
-		}{action, true, len(ids), ids})
+			Action      string      `json:"action"`
+			DryRun      bool        `json:"dryRun"`
+			Selected    int         `json:"selected"`
+			Runs        []uuid.UUID `json:"runs"`
+			Unevaluated int         `json:"unevaluated,omitempty"`
+		}{action, true, len(ids), ids, sel.Unevaluated})
 	}
 	if len(ids) == 0 {
 		_, err := fmt.Fprintf(w, "no runs to %s\n", action)
@@ -719,8 +727,9 @@ func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, actio
 }
 
 // printBulk prints what a bulk action did: a count per outcome, and each
-// run that was not found or failed.
-func printBulk(w io.Writer, format, action string, results []ops.ActionResult) (int, error) {
+// run that was not found or failed. unevaluated counts the runs left out
+// because the Where filter could not be evaluated on them.
+func printBulk(w io.Writer, format, action string, results []ops.ActionResult, unevaluated int) (int, error) {
 	counts := map[ops.Outcome]int{}
 	var problems []ops.ActionResult
 	for _, r := range results {
@@ -738,11 +747,12 @@ func printBulk(w io.Writer, format, action string, results []ops.ActionResult) (
 			problems = []ops.ActionResult{}
 		}
 		return code, printJSON(w, struct {
-			Action   string              `json:"action"`
-			Selected int                 `json:"selected"`
-			Outcomes map[ops.Outcome]int `json:"outcomes"`
-			Problems []ops.ActionResult  `json:"problems"`
-		}{action, len(results), counts, problems})
+			Action      string              `json:"action"`
+			Selected    int                 `json:"selected"`
+			Outcomes    map[ops.Outcome]int `json:"outcomes"`
+			Problems    []ops.ActionResult  `json:"problems"`
+			Unevaluated int                 `json:"unevaluated,omitempty"`
+		}{action, len(results), counts, problems, unevaluated})
 	}
 	t := newTable(w, "OUTCOME", "RUNS")
 	for _, o := range []ops.Outcome{ops.Cancelled, ops.Retried, ops.AlreadyEnded, ops.NotRetryable, ops.NotFound, ops.Failed} {
