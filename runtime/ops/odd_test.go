@@ -32,9 +32,27 @@ var oddInputs = []struct{ name, input string }{
 	{"later", `{"n": 9, "at": "2030-01-02T00:00:00Z"}`},
 }
 
-// storeOdd saves the workflow "odd" and creates a run per oddInputs,
-// a second apart; it returns the runs' ids by name.
+// storeOdd saves the workflow "odd" (input n: integer, at: date-time,
+// s: string) and creates a run per oddInputs, a second apart; it returns
+// the runs' ids by name.
 func storeOdd(t *testing.T, h *trellistest.Harness) map[string]uuid.UUID {
+	t.Helper()
+	inputs := make([]string, len(oddInputs))
+	for i, in := range oddInputs {
+		inputs[i] = in.input
+	}
+	created := storeRuns(t, h, inputs...)
+	ids := map[string]uuid.UUID{}
+	for i, in := range oddInputs {
+		ids[in.name] = created[i]
+	}
+	return ids
+}
+
+// storeRuns saves the workflow "odd" and writes a run of it per input to
+// the store directly, whatever the input, a second apart; it returns their
+// ids in order.
+func storeRuns(t *testing.T, h *trellistest.Harness, inputs ...string) []uuid.UUID {
 	t.Helper()
 	ctx := t.Context()
 	schema := `{"type":"object","properties":{"n":{"type":"integer"},"at":{"type":"string","format":"date-time"},"s":{"type":"string"}}}`
@@ -42,15 +60,15 @@ func storeOdd(t *testing.T, h *trellistest.Harness) map[string]uuid.UUID {
 	if err := h.Engine.Store().SaveWorkflow(ctx, store.WorkflowVersion{Version: "odd@1", Name: "odd", Spec: spec, SavedAt: h.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	ids := map[string]uuid.UUID{}
-	for _, in := range oddInputs {
+	var ids []uuid.UUID
+	for _, in := range inputs {
 		id := uuid.Must(uuid.NewV7())
-		ids[in.name] = id
 		if _, err := h.Engine.Store().CreateRuns(ctx, store.CreateRuns{Now: h.Now(), Runs: []store.NewRun{{
-			ID: id, Workflow: "odd", Version: "odd@1", Tenant: "default", Input: []byte(in.input),
+			ID: id, Workflow: "odd", Version: "odd@1", Tenant: "default", Input: []byte(in),
 		}}}); err != nil {
-			t.Fatalf("creating run %s: %v", in.name, err)
+			t.Fatalf("creating a run with input %.40s: %v", in, err)
 		}
+		ids = append(ids, id)
 		h.Clock.Advance(time.Second)
 	}
 	return ids

@@ -27,6 +27,9 @@ type OpsOptions struct {
 	// Clock tells the time for relative times and waits; nil is the
 	// system clock. Tests pass a virtual one.
 	Clock clock.Clock
+	// Bounds bound the work of a listing page under -where (zero fields:
+	// ops's defaults); see addWhereBoundFlags.
+	Bounds ops.Config
 }
 
 // Validate reports options no operations command can run with.
@@ -37,6 +40,9 @@ func (o OpsOptions) Validate() error {
 	if o.Format != "text" && o.Format != "json" {
 		return fmt.Errorf("unknown format %q: use text or json", o.Format)
 	}
+	if o.Bounds.WhereTimeout < 0 {
+		return fmt.Errorf("-where-timeout %v: give a positive duration", o.Bounds.WhereTimeout)
+	}
 	return nil
 }
 
@@ -44,6 +50,17 @@ func (o OpsOptions) Validate() error {
 func addOpsFlags(fs *flag.FlagSet, o *OpsOptions) {
 	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text (aligned tables) or json")
+}
+
+// addWhereBoundFlags registers -where-budget and -where-timeout on fs:
+// the bounds of each page a -where filter reads.
+func addWhereBoundFlags(fs *flag.FlagSet, o *OpsOptions) {
+	fs.Uint64Var(&o.Bounds.WhereBudget, "where-budget", ops.DefaultWhereBudget,
+		"the CEL `cost` one page may spend evaluating -where, summed over its runs; a page that spends it\n"+
+			"stops early, says so, and prints a next page that goes on")
+	fs.DurationVar(&o.Bounds.WhereTimeout, "where-timeout", ops.DefaultWhereTimeout,
+		"how long one page may read and evaluate runs under -where (a `duration`); a page that takes it\n"+
+			"stops early, says so, and prints a next page that goes on")
 }
 
 func (o OpsOptions) now() time.Time {
@@ -71,7 +88,12 @@ func (o OpsOptions) open(ctx context.Context, staleAfter time.Duration) (*ops.Ad
 		pool.Close()
 		return nil, nil, err
 	}
-	return ops.New(engine), pool.Close, nil
+	admin, err := ops.NewWithConfig(engine, o.Bounds)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return admin, pool.Close, nil
 }
 
 // opsRun is what every operations command does after parsing its flags:

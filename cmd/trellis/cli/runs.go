@@ -221,6 +221,7 @@ func (c RunsCommand) list(ctx context.Context, args []string, stdout, stderr io.
 	var o RunsListOptions
 	fs := c.flagSet("list", &o.OpsOptions, "\nFilters combine; -after continues a listing from the cursor the previous page printed.")
 	addFilterFlags(fs, &o.RunsFilterOptions)
+	addWhereBoundFlags(fs, &o.OpsOptions)
 	fs.IntVar(&o.Limit, "limit", ops.DefaultLimit, fmt.Sprintf("runs per page (`n`, at most %d)", ops.MaxLimit))
 	fs.StringVar(&o.After, "after", "", "continue the listing after this `cursor` (printed under the previous page)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -560,6 +561,7 @@ func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout,
 	}[sub]+",\nafter a count and a confirmation (-yes skips it; -dry-run only counts).\n"+
 		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 0 otherwise (a run left as it was counts as done).")
 	addFilterFlags(fs, &o.RunsFilterOptions)
+	addWhereBoundFlags(fs, &o.OpsOptions)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
 	fs.BoolVar(&o.Yes, "yes", false, "act on the runs the filters select without asking")
 	pos, code := parseInterspersed(fs, args, stderr)

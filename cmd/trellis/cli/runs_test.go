@@ -653,10 +653,9 @@ func TestRunsWhere(t *testing.T) {
 		}
 	}
 	for where, want := range map[string]string{
-		"input.strat > 1":     "-where \"input.strat > 1\" does not type-check against the input schema of chain@",
-		"input.start":         "must be a boolean expression",
-		`status == "DONE"`:    `"DONE" is not a run status`,
-		"input.start / 0 > 1": "division by zero",
+		"input.strat > 1":  "-where \"input.strat > 1\" does not type-check against the input schema of chain@",
+		"input.start":      "must be a boolean expression",
+		`status == "DONE"`: `"DONE" is not a run status`,
 	} {
 		code, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", where)
 		if code == ExitOK || !strings.Contains(errOut, want) {
@@ -666,6 +665,82 @@ func TestRunsWhere(t *testing.T) {
 	code, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", "input.strat > 1")
 	if code != ExitUsage || !strings.Contains(errOut, "1:6: undefined field 'strat'") {
 		t.Errorf("a typo in -where = %d %q, want a usage error at 1:6", code, errOut)
+	}
+	// An evaluation error is each run's: the runs are left out and the
+	// note says why.
+	code, out, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", "input.start / 0 > 1")
+	if code != ExitOK || !strings.Contains(out, "no runs") || !strings.Contains(errOut, "note: 3 runs could not be evaluated") || !strings.Contains(errOut, "division by zero") {
+		t.Errorf("runs list -where with a division by zero = %d %q %q, want no runs and a note naming the error", code, out, errOut)
+	}
+}
+
+// TestRunsWhereOddRuns: runs whose stored inputs a filter cannot read
+// (written by an older version, by hand, or under an older schema) never
+// fail a listing or a bulk action; they are left out, counted and named.
+func TestRunsWhereOddRuns(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	ctx := t.Context()
+	chain, err := e.h.Store.GetRun(ctx, e.runs[runChainDone])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var odd []uuid.UUID
+	for _, in := range []string{`{"start": 1e30}`, `{"start": "12", "note": "a\u0000b"}`} {
+		id := uuid.Must(uuid.NewV7())
+		if _, err := e.h.Store.CreateRuns(ctx, store.CreateRuns{Now: e.h.Now(), Runs: []store.NewRun{{
+			ID: id, Workflow: "chain", Version: chain.Version, Tenant: "default", Input: []byte(in),
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		odd = append(odd, e.created(id))
+	}
+	var page ops.RunPage
+	e.json(&page, "runs", "list", "-workflow", "chain", "-where", "input.start >= 0")
+	if page.Unevaluated != 2 || len(page.Runs) != 3 || slices.ContainsFunc(page.Runs, func(r ops.Run) bool { return slices.Contains(odd, r.ID) }) {
+		t.Errorf("runs list -where over two odd runs: %d runs, %d unevaluated; want the 3 others, 2 unevaluated", len(page.Runs), page.Unevaluated)
+	}
+	_, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", "input.start >= 0")
+	for _, want := range []string{"note: 2 runs could not be evaluated", odd[0].String(), "input.start: want an integer, got a number", odd[1].String(), "got a string"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("runs list -where over odd runs: stderr %q, want %q", errOut, want)
+		}
+	}
+	// The pushed-down equality reads the input as jsonb, which refuses \u0000.
+	e.json(&page, "runs", "list", "-workflow", "chain", "-where", "input.start == 12")
+	if page.Unevaluated != 1 || len(page.Runs) != 0 {
+		t.Errorf("runs list -where input.start == 12: %d runs, %d unevaluated; want none, 1 unevaluated", len(page.Runs), page.Unevaluated)
+	}
+
+	// A bulk action never acts on them, and says how many it left out.
+	var dry struct {
+		Action      string      `json:"action"`
+		DryRun      bool        `json:"dryRun"`
+		Selected    int         `json:"selected"`
+		Runs        []uuid.UUID `json:"runs"`
+		Unevaluated int         `json:"unevaluated"`
+	}
+	e.json(&dry, "runs", "cancel", "-workflow", "chain", "-where", "input.start >= 0", "-dry-run")
+	if dry.Unevaluated != 2 || slices.ContainsFunc(dry.Runs, func(id uuid.UUID) bool { return slices.Contains(odd, id) }) {
+		t.Errorf("runs cancel -dry-run over odd runs: %+v; want them left out and counted", dry)
+	}
+	code, out, errOut := e.exec("runs", "cancel", "-workflow", "chain", "-where", "input.start >= 0", "-yes")
+	if code != ExitOK || !strings.Contains(errOut, "note: 2 runs could not be evaluated") {
+		t.Errorf("runs cancel -where over odd runs = %d %q %q, want done with a note", code, out, errOut)
+	}
+	for _, id := range odd {
+		if r, err := e.h.Store.GetRun(ctx, id); err != nil || r.Status != runtime.RunRunning {
+			t.Errorf("odd run %s after the bulk cancel: %v, %v; want it left RUNNING", id, r.Status, err)
+		}
+	}
+
+	// A page that spends its budget says so and goes on.
+	code, out, errOut = e.exec("runs", "list", "-workflow", "chain", "-where", "input.start >= 0", "-where-budget", "1")
+	if code != ExitOK || !strings.Contains(errOut, "CEL budget of 1 ") || !strings.Contains(out, "next page: -after") {
+		t.Errorf("runs list -where-budget 1 = %d %q %q, want a page stopped by the budget, with a next page", code, out, errOut)
+	}
+	if code, _, errOut := e.exec("runs", "list", "-workflow", "chain", "-where", "input.start >= 0", "-where-timeout", "-1s"); code != ExitUsage || !strings.Contains(errOut, "-where-timeout") {
+		t.Errorf("runs list -where-timeout -1s = %d %q, want a usage error", code, errOut)
 	}
 }
 
