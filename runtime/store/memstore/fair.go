@@ -19,8 +19,16 @@ package memstore
 // backlog: with tenant B holding 10,000 queued tasks, tenant A's new task
 // is claimed right after B's task of the current block.
 
+// Groups are handed out in turn and wrap around once blockLength tenants
+// have had one, so the tenants a store meets over its life are unlimited:
+// a later tenant shares its group with an earlier one. That costs no
+// fairness, since a tenant's block is placed from its own queued tasks and
+// the frontier, whatever its group: two tenants sharing a group still get
+// one task each per block (per lane), tied on the same id. Postgres does the
+// same (schema/0015: the group sequence cycles).
+
 // blockLength is the number of queue ids per block, which is also the
-// maximum number of tenants.
+// number of groups.
 const blockLength int64 = 1 << 20
 
 // nextBlock returns the block for a tenant's next task, given the tenant's

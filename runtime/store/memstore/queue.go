@@ -16,6 +16,9 @@ type readyQueue struct {
 	tenants  map[string]*tenantState
 	consumed int64 // block of the last claimed entry
 	seq      int64
+	// groups counts the groups handed out, one per tenant ever met; a
+	// tenant's group is the count modulo blockLength (see fair.go).
+	groups int64
 }
 
 type tenantState struct {
@@ -46,7 +49,8 @@ func newReadyQueue() readyQueue {
 func (q *readyQueue) tenant(name string) *tenantState {
 	ts, ok := q.tenants[name]
 	if !ok {
-		ts = &tenantState{group: int64(len(q.tenants))}
+		ts = &tenantState{group: q.groups % blockLength}
+		q.groups++
 		for l := range ts.blocks {
 			ts.blocks[l] = -1
 		}

@@ -41,3 +41,16 @@ func TestQueueCountsValidEntries(t *testing.T) {
 		return s
 	})
 }
+
+// TestTenantsUnlimited: the memory store's tenant groups wrap around as
+// Postgres's do.
+func TestTenantsUnlimited(t *testing.T) {
+	storetest.RunTenantGroups(t, func(*testing.T) store.Store { return New() }, func(_ *testing.T, s store.Store) {
+		m := s.(*Store)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		// As after 3,145,727 tenants: the groups have wrapped twice, and
+		// the next tenant takes the last group.
+		m.queue.groups = 3*blockLength - 1
+	})
+}

@@ -17,6 +17,22 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return pgstore.New(pgtest.Pool(t)) })
 }
 
+// TestTenantsUnlimited: after the tenant group sequence reaches its
+// maximum, new tenants are still queued (the sequence cycles, groups are
+// shared) and served fairly.
+func TestTenantsUnlimited(t *testing.T) {
+	var pool *pgxpool.Pool
+	storetest.RunTenantGroups(t, func(t *testing.T) store.Store {
+		pool = pgtest.Pool(t)
+		return pgstore.New(pool)
+	}, func(t *testing.T, _ store.Store) {
+		// As after 1,048,575 tenants: the next takes the last group.
+		if _, err := pool.Exec(t.Context(), `SELECT setval('trellis_tenant_group', 1048574)`); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // A pool of the user's own, made without pgstore.Configure, reads and
 // writes UUIDs through their database/sql methods instead: the store
 // behaves the same on it.
