@@ -14,9 +14,8 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- many older ones the status has. Run it under OpsCustomPlans. One status at
 -- a time: an index is read in order for one status, not for several. Each
 -- run comes with whether its input contains one of the documents (true
--- when there are none, and when the input cannot be read as jsonb: see
--- schema/0015; no index covers inputs, so this checks the rows the index
--- yields), and its input only then, and only with with_input.
+-- when there are none; no index covers inputs, so this checks the rows
+-- the index yields), and its input only then, and only with with_input.
 -- The scan reads lim runs whatever the documents match, so its cost is
 -- bounded; the last row tells where to go on.
 WITH scanned AS (
@@ -36,7 +35,7 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT @lim
 ), checked AS (
-    SELECT s.*, (cardinality(@input_contains::jsonb[]) = 0 OR trellis_input_contains(s.input, @input_contains::jsonb[])) AS matched
+    SELECT s.*, (cardinality(@input_contains::jsonb[]) = 0 OR s.input::jsonb @> ANY (@input_contains::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,

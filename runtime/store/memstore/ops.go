@@ -59,7 +59,7 @@ func (s *Store) ScanRuns(_ context.Context, q store.RunQuery) ([]store.Run, *sto
 	}
 	out := make([]store.Run, 0, len(read))
 	for _, r := range read {
-		if len(docs) == 0 || slices.ContainsFunc(docs, func(doc json.RawMessage) bool { return jsonContains(r.Input, doc) }) {
+		if len(docs) == 0 || slices.ContainsFunc(docs, func(doc json.RawMessage) bool { return store.JSONContains(r.Input, doc) }) {
 			if !withInput {
 				r.Input = nil
 			}
@@ -92,7 +92,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		return false
 	}
 	return len(q.InputContains) == 0 || slices.ContainsFunc(q.InputContains, func(doc json.RawMessage) bool {
-		return jsonContains(r.Input, doc)
+		return store.JSONContains(r.Input, doc)
 	})
 }
 

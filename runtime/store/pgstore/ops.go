@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
@@ -78,21 +80,40 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		}
 	}
 	var read []dbsqlc.OpsRunsScanRow
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		qs := s.q.WithTx(tx)
-		if err := qs.OpsCustomPlans(ctx); err != nil {
-			return err
-		}
-		for _, st := range statuses {
-			p.Status = st
-			rows, err := qs.OpsRunsScan(ctx, p)
-			if err != nil {
+	scan := func() error {
+		read = read[:0]
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			qs := s.q.WithTx(tx)
+			if err := qs.OpsCustomPlans(ctx); err != nil {
 				return err
 			}
-			read = append(read, rows...)
+			for _, st := range statuses {
+				p.Status = st
+				rows, err := qs.OpsRunsScan(ctx, p)
+				if err != nil {
+					return err
+				}
+				read = append(read, rows...)
+			}
+			return nil
+		})
+	}
+	err := scan()
+	if err != nil && len(q.InputContains) > 0 && isNotJSONB(err) {
+		// An input among these runs cannot be read as jsonb (inputs are
+		// stored as json): read them all with their inputs, and check the
+		// documents here, as the memory store does, rather than fail the
+		// listing for one odd run.
+		p.InputContains, p.WithInput = documents(nil), true
+		if err = scan(); err == nil {
+			for i, r := range read {
+				read[i].Matched.Bool = slices.ContainsFunc(q.InputContains, func(doc json.RawMessage) bool { return store.JSONContains(r.Input, doc) })
+				if !q.WithInput || !read[i].Matched.Bool {
+					read[i].Input = nil
+				}
+			}
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, nil, wrap(err, "listing runs")
 	}
@@ -122,6 +143,14 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		})
 	}
 	return out, reached, nil
+}
+
+// isNotJSONB reports an input that json accepts and jsonb refuses: the
+// escape \u0000 (22P05, untranslatable_character) or a number beyond
+// numeric's range (22003, numeric_value_out_of_range).
+func isNotJSONB(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22P05" || pgErr.Code == "22003")
 }
 
 // documents passes JSON documents as jsonb[]: never nil, so that none is

@@ -406,3 +406,47 @@ func testListRunsFinished(t *testing.T, f *fixture) {
 		}
 	}
 }
+
+// testListRunsByOddInput: inputs that json holds and jsonb refuses (the
+// escape \u0000, a number beyond numeric's range) are compared like any
+// other, and never fail a listing.
+func testListRunsByOddInput(t *testing.T, f *fixture) {
+	inputs := []string{
+		`{"tier":"gold","note":"a\u0000b"}`,
+		`{"tier":"gold","n":1e200000}`,
+		`{"tier":"silver","n":1e999999999}`, // never expanded
+		`{"tier":"gold","s":"\u0000"}`,
+		`{"tier":"silver"}`,
+	}
+	runs := make([]uuid.UUID, len(inputs))
+	for i, in := range inputs {
+		runs[i] = f.createDiamond(runOpts{input: in})
+		f.tick(time.Second)
+	}
+	for _, tt := range []struct {
+		doc  string
+		want []uuid.UUID
+	}{
+		{`{"tier":"gold"}`, []uuid.UUID{runs[3], runs[1], runs[0]}},
+		{`{"note":"a\u0000b"}`, []uuid.UUID{runs[0]}},
+		{`{"n":1e200000}`, []uuid.UUID{runs[1]}},
+		{`{"n":5}`, []uuid.UUID{}},
+	} {
+		got := f.listRuns(store.RunQuery{InputContains: []json.RawMessage{json.RawMessage(tt.doc)}})
+		if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+			t.Errorf("ListRuns(InputContains %s) (-want +got):\n%s", tt.doc, diff)
+		}
+		for _, r := range got {
+			if r.Input != nil {
+				t.Errorf("run %s listed with its input %s, not asked for", r.ID, r.Input)
+			}
+		}
+	}
+	scanned, reached, err := f.s.ScanRuns(f.ctx, store.RunQuery{InputContains: []json.RawMessage{json.RawMessage(`{"tier":"gold"}`)}, Limit: 3, WithInput: true})
+	if err != nil || reached == nil || reached.ID != runs[2] {
+		t.Fatalf("ScanRuns(gold, 3) = %v, reached %v, %v; want the position of run 2", ids(scanned), reached, err)
+	}
+	if diff := cmp.Diff([]uuid.UUID{runs[3]}, ids(scanned)); diff != "" || string(scanned[0].Input) != inputs[3] {
+		t.Errorf("ScanRuns(gold, 3) = %q; want run 3 with its input (-want +got):\n%s", inputsOf(scanned), diff)
+	}
+}

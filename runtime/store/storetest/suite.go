@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListRunsFinishedSince", testListRunsFinished},
 		{"ListRunsPages", testListRunsPages},
 		{"ListRunsByInput", testListRunsByInput},
+		{"ListRunsByOddInput", testListRunsByOddInput},
 		{"ListWorkers", testListWorkers},
 		{"QueueStats", testQueueStats},
 		{"ListWorkflows", testListWorkflows},

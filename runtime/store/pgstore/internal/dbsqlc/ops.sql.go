@@ -286,7 +286,7 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT $12
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($13::jsonb[]) = 0 OR trellis_input_contains(s.input, $13::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($13::jsonb[]) = 0 OR s.input::jsonb @> ANY ($13::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
@@ -338,9 +338,8 @@ type OpsRunsScanRow struct {
 // many older ones the status has. Run it under OpsCustomPlans. One status at
 // a time: an index is read in order for one status, not for several. Each
 // run comes with whether its input contains one of the documents (true
-// when there are none, and when the input cannot be read as jsonb: see
-// schema/0015; no index covers inputs, so this checks the rows the index
-// yields), and its input only then, and only with with_input.
+// when there are none; no index covers inputs, so this checks the rows
+// the index yields), and its input only then, and only with with_input.
 // The scan reads lim runs whatever the documents match, so its cost is
 // bounded; the last row tells where to go on.
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
