@@ -56,11 +56,11 @@ func addOpsFlags(fs *flag.FlagSet, o *OpsOptions) {
 // the bounds of each page a -where filter reads.
 func addWhereBoundFlags(fs *flag.FlagSet, o *OpsOptions) {
 	fs.Uint64Var(&o.Bounds.WhereBudget, "where-budget", ops.DefaultWhereBudget,
-		"the CEL `cost` one page may spend evaluating -where, summed over its runs; a page that spends it\n"+
-			"stops early, says so, and prints a next page that goes on")
+		"the CEL `cost` one page of runs may spend evaluating -where, summed over its runs; a page that\n"+
+			"spends it stops early and says so, and the next page goes on from there")
 	fs.DurationVar(&o.Bounds.WhereTimeout, "where-timeout", ops.DefaultWhereTimeout,
-		"how long one page may read and evaluate runs under -where (a `duration`); a page that takes it\n"+
-			"stops early, says so, and prints a next page that goes on")
+		"how long one page of runs may take reading and evaluating them under -where (a `duration`); a\n"+
+			"page that takes it stops early and says so, and the next page goes on from there")
 }
 
 func (o OpsOptions) now() time.Time {
