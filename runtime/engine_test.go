@@ -52,6 +52,8 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"TriggerOnlyEngineClaimsNothing", testTriggerOnly},
 		{"UnstorableResultsFailTheirTask", testUnstorable},
 		{"RefusedResultDoesNotStallOthers", testRefused},
+		{"RefusedStartFailsOnlyItsTask", testRefusedStart},
+		{"RefusedFailureEndsWithTheRetryBudget", testRefusedFailure},
 		{"LostClaimIsReconciled", testLostClaimIsReconciled},
 		{"EarlierProcessLeaseCounts", testEarlierProcessLeaseCounts},
 		{"StartFailureHandsBack", testStartFailureHandsBack},
@@ -443,8 +445,14 @@ func testUnstorable(t *testing.T, s store.Store) {
 }
 
 // refusing is a store that refuses to record completions whose output
-// says "poison", as a database refuses data it cannot hold.
-type refusing struct{ store.Store }
+// says "poison", as a database refuses data it cannot hold; with
+// failuresToo, also the failures the engine records for them; and the
+// starts of tasks of the runs in starts.
+type refusing struct {
+	store.Store
+	failuresToo bool
+	starts      *sync.Map // of runtime.RunID
+}
 
 func (r refusing) Finish(ctx context.Context, res store.Results) (store.FinishResult, error) {
 	for _, c := range res.Completions {
@@ -452,7 +460,88 @@ func (r refusing) Finish(ctx context.Context, res store.Results) (store.FinishRe
 			return store.FinishResult{}, fmt.Errorf("test: %w", store.ErrInvalidData)
 		}
 	}
+	for _, f := range res.Failures {
+		if r.failuresToo && strings.Contains(f.Error, "refused this task's result") {
+			return store.FinishResult{}, fmt.Errorf("test: %w", store.ErrInvalidData)
+		}
+	}
 	return r.Store.Finish(ctx, res)
+}
+
+func (r refusing) StartTasks(ctx context.Context, tasks []store.Attempt, now time.Time) error {
+	for _, a := range tasks {
+		if _, bad := r.starts.Load(a.Key.Run); r.starts != nil && bad {
+			return fmt.Errorf("test: %w", store.ErrInvalidData)
+		}
+	}
+	return r.Store.StartTasks(ctx, tasks, now)
+}
+
+// testRefusedStart: a task whose start the store refuses fails with the
+// reason, and the tasks claimed with it run.
+func testRefusedStart(t *testing.T, s store.Store) {
+	bad := &sync.Map{}
+	tel := newTelemetry(t)
+	e := newEngine(t, refusing{Store: s, starts: bad}, "w", tel.configure)
+	// skipIf makes the step's start a write of its own (StartTasks).
+	spec := &runtime.WorkflowSpec{Name: "starts", InputSchema: `{"type":"object","properties":{"skip":{"type":"boolean"}}}`,
+		Steps: []runtime.StepSpec{{Name: "s", SkipIf: []string{"has(input.skip) && input.skip"}}}}
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			return json.RawMessage(`"fine"`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := w.TriggerMany(t.Context(), []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{}`), json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Store(refs[1].ID, true)
+	start(t, e)
+	for i, ref := range refs {
+		res, err := w.Wait(waitCtx(t), ref.ID)
+		if i == 1 {
+			if !errors.Is(err, runtime.ErrRunFailed) || !strings.Contains(res.Failure.Error, "refused to record the task's start") {
+				t.Errorf("refused run: %+v, %v", res, err)
+			}
+			continue
+		}
+		if err != nil || string(res.Outputs["s"]) != `"fine"` {
+			t.Errorf("run %d: %+v, %v", i, res, err)
+		}
+	}
+	if got := tel.metrics(t).sum(t, "trellis.task.quarantined"); got != 1 {
+		t.Errorf("tasks quarantined: %d, want 1", got)
+	}
+}
+
+// testRefusedFailure: a task whose result and whose failure the store
+// both refuse is handed back counted, so that its retry budget ends it
+// rather than it running forever.
+func testRefusedFailure(t *testing.T, s store.Store) {
+	e := newEngine(t, refusing{Store: s, failuresToo: true}, "w")
+	spec := &runtime.WorkflowSpec{Name: "doubly", InputSchema: `{"type":"object"}`, Steps: []runtime.StepSpec{{Name: "s",
+		Retry: runtime.RetryPolicy{MaxRetries: 1, InitialDelay: time.Millisecond, BackoffFactor: 1, MaxDelay: time.Millisecond}}}}
+	var runs atomic.Int32
+	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`"poison"`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, e)
+	res, err := w.Run(waitCtx(t), json.RawMessage(`{}`))
+	if !errors.Is(err, runtime.ErrRunFailed) || res == nil {
+		t.Fatalf("Run = %+v, %v; want the run failed once its attempts ran out", res, err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the step ran %d times, want 2 (maxRetries 1)", n)
+	}
 }
 
 // testRefused runs on a started engine and on one run by a Driver (as
@@ -463,7 +552,7 @@ func testRefused(t *testing.T, s store.Store) {
 }
 
 func refused(t *testing.T, s store.Store, driven bool) {
-	e := newEngine(t, refusing{s}, fmt.Sprintf("w-%t", driven))
+	e := newEngine(t, refusing{Store: s}, fmt.Sprintf("w-%t", driven))
 	spec := &runtime.WorkflowSpec{Name: "mixed", InputSchema: `{"type":"object","properties":{"poison":{"type":"boolean"}}}`,
 		Steps: []runtime.StepSpec{{Name: "s"}}}
 	w, err := e.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{

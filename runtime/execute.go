@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,6 +46,13 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 	m := e.metrics
 	for _, c := range claimed {
 		a := attemptOf(c)
+		if c.Refused != "" {
+			// Quarantined: its data made the store's claim fail.
+			e.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
+			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: c.Refused})
+			m.quarantine(ctx, c.Workflow, c.Tenant)
+			continue
+		}
 		def, err := e.definition(ctx, c.Version)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
@@ -147,11 +155,44 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		}
 	}
 	if len(start) > 0 {
-		if err := e.store.StartTasks(ctx, start, now); err != nil {
+		err := e.store.StartTasks(ctx, start, now)
+		if errors.Is(err, store.ErrInvalidData) {
+			// One task's data made the batch fail: start them one by one,
+			// failing those the store refuses, which hold up no other.
+			var refused map[store.Attempt]error
+			refused, err = e.startEach(ctx, start, now)
+			jobs = slices.DeleteFunc(jobs, func(j *job) bool {
+				cause, bad := refused[attemptOf(j.claim)]
+				if bad {
+					e.attemptLog(attemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
+					results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(j.claim),
+						Error: "the store refused to record the task's start: " + cleanText(cause.Error())})
+					m.quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
+				}
+				return bad
+			})
+		}
+		if err != nil {
 			return nil, store.Results{}, err
 		}
 	}
 	return jobs, results, nil
+}
+
+// startEach records the starts of tasks one by one, and returns those
+// the store refused, with why.
+func (e *Engine) startEach(ctx context.Context, start []store.Attempt, now time.Time) (map[store.Attempt]error, error) {
+	refused := map[store.Attempt]error{}
+	for _, a := range start {
+		err := e.store.StartTasks(ctx, []store.Attempt{a}, now)
+		switch {
+		case errors.Is(err, store.ErrInvalidData):
+			refused[a] = err
+		case err != nil:
+			return nil, err
+		}
+	}
+	return refused, nil
 }
 
 func attemptOf(c store.ClaimedTask) store.Attempt {

@@ -74,6 +74,7 @@ type metrics struct {
 	claimSize     metric.Int64Histogram
 	handOffs      metric.Int64Counter
 	staleResults  metric.Int64Counter
+	quarantined   metric.Int64Counter
 	timerLateness metric.Float64Histogram
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
 	purgedStatus  map[RunStatus]metric.MeasurementOption
@@ -138,6 +139,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 	m.claimDuration = seconds("trellis.claim.duration", "How long one claim of ready tasks took.")
 	m.handOffs = counter("trellis.task.handed_off", "{task}", "Tasks the store handed straight to this engine as their parents' results were recorded, without a claim.")
 	m.staleResults = counter("trellis.task.stale_results", "{result}", "Results the store refused because their attempt no longer held its task (its run ended, or the task was recovered or handed back and claimed again): a result counts only for the attempt that holds the task.")
+	m.quarantined = counter("trellis.task.quarantined", "{task}", "Tasks failed without retries because the store could not take their own data: a claim, start or result it refused for that task alone, so that the task held up no other.")
 	m.timerLateness = seconds("trellis.timer.lateness", "How late a durable timer (a sleep's end, a retry's backoff) fired.")
 	if err == nil {
 		m.claimSize, err = meter.Int64Histogram("trellis.claim.size", metric.WithUnit("{task}"),
@@ -254,6 +256,14 @@ func (m *metrics) refusedStale(ctx context.Context, n int) {
 		return
 	}
 	m.staleResults.Add(ctx, int64(n))
+}
+
+// quarantine counts a task failed because the store refused its data.
+func (m *metrics) quarantine(ctx context.Context, workflow, tenant string) {
+	if m == nil {
+		return
+	}
+	m.quarantined.Add(ctx, 1, metric.WithAttributes(attrWorkflow.String(workflow), attrTenant.String(tenant)))
 }
 
 // claimed records a claim: how long it took and how many tasks it took.

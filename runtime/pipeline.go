@@ -513,11 +513,16 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 	}
 	a := attempts(batch)[0]
 	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
-		e.attemptLog(a).Error("the store refused a task's failure too; handing the task back", "error", cause)
-		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", false)
+		// Counted: should the store refuse this task's results however
+		// often it runs, its retry budget ends it, failed by the store.
+		e.attemptLog(a).Error("the store refused a task's failure too; handing the task back, counted", "error", cause)
+		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", true)
 		return
 	}
 	e.attemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
+	if cl, ok := e.claims.about(a); ok {
+		e.metrics.quarantine(ctx, cl.workflow, cl.tenant)
+	}
 	p.record(ctx, outcome{Results: store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}}})
 }
 

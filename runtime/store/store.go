@@ -543,6 +543,15 @@ type ClaimedTask struct {
 	Woken bool
 	// Plain is true when the claim already wrote the STARTED event.
 	Plain bool
+	// Refused, when set, says why the store could not claim the task as
+	// it claims others: the task's own data made its claim fail (a rate
+	// limit key too long for an index, say), which would hold up every
+	// claim behind it. The store took the task all the same, bare (no
+	// rate limit turn, no STARTED event), so that the engine fails it
+	// with this reason, without retries: the task is quarantined, and its
+	// run fails with the reason recorded. A store that cannot fail that
+	// way never sets it.
+	Refused string
 	// QueuedAt is when the task was queued for this claim (the time of its
 	// last QUEUED or WOKEN event): the claim's time less QueuedAt is how
 	// long it waited.

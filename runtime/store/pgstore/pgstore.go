@@ -121,11 +121,13 @@ func isUndefinedTable(err error) bool {
 }
 
 // isInvalidData reports an error about the data itself: a data exception
-// (SQLSTATE class 22, such as text that is not valid UTF-8) or an
-// integrity violation (class 23).
+// (SQLSTATE class 22, such as text that is not valid UTF-8), an integrity
+// violation (class 23), or a value past one of Postgres's limits (class
+// 54, such as a key too long for its index).
 func isInvalidData(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+	return errors.As(err, &pgErr) &&
+		(strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23") || strings.HasPrefix(pgErr.Code, "54"))
 }
 
 // isTransient reports a passing fault: the connection was lost or could

@@ -2,10 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
@@ -26,30 +29,123 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 		workflows = []string{}
 	}
 	var out []store.ClaimedTask
+	var err error
 	if p.TenantLimit <= 0 {
-		rows, err := s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Workflows: workflows, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
-		if err != nil {
-			return nil, wrap(err, "claiming tasks")
-		}
+		var rows []dbsqlc.ReadyClaimRow
+		rows, err = s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Workflows: workflows, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
 		for _, r := range rows {
 			out = append(out, claimed(dbsqlc.ReadyClaimLimitedRow(r)))
 		}
-		return out, nil
+	} else {
+		err = s.inTx(ctx, func(q *dbsqlc.Queries) error {
+			if err := q.ClaimLock(ctx); err != nil {
+				return err
+			}
+			rows, err := q.ReadyClaimLimited(ctx, dbsqlc.ReadyClaimLimitedParams{
+				Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
+				Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now,
+			})
+			for _, r := range rows {
+				out = append(out, claimed(r))
+			}
+			return err
+		})
 	}
-	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		if err := q.ClaimLock(ctx); err != nil {
+	if isInvalidData(err) {
+		// One task's data made the claim fail, and would make every claim
+		// that picks it fail: claim the tasks one at a time instead.
+		out, err = s.claimEach(ctx, p, workflows)
+	}
+	return out, wrap(err, "claiming tasks")
+}
+
+// claimEach claims what a claim of p would take one task at a time, each
+// in a savepoint of one transaction, so that a task whose data makes its
+// claim fail holds up no other: it is claimed bare instead, with the
+// reason in Refused, for the engine to fail it (see store.ClaimedTask). A
+// task that even that fails for is left queued, and named in the error
+// should no other task be claimed.
+func (s *Store) claimEach(ctx context.Context, p store.Claim, workflows []string) ([]store.ClaimedTask, error) {
+	var out []store.ClaimedTask
+	var stuck error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out, stuck = nil, nil
+		q := s.q.WithTx(tx)
+		var keys []dbsqlc.ReadyPickRow
+		var err error
+		if p.TenantLimit <= 0 {
+			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Workflows: workflows, Lim: int32(p.Limit)})
+		} else {
+			if err = q.ClaimLock(ctx); err != nil {
+				return err
+			}
+			var rows []dbsqlc.ReadyPickLimitedRow
+			rows, err = q.ReadyPickLimited(ctx, dbsqlc.ReadyPickLimitedParams{
+				Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit), Lim: int32(p.Limit),
+			})
+			for _, r := range rows {
+				keys = append(keys, dbsqlc.ReadyPickRow(r))
+			}
+		}
+		if err != nil {
 			return err
 		}
-		rows, err := q.ReadyClaimLimited(ctx, dbsqlc.ReadyClaimLimitedParams{
-			Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
-			Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now,
-		})
-		for _, r := range rows {
-			out = append(out, claimed(r))
+		for _, k := range keys {
+			one := dbsqlc.ReadyClaimKeysParams{RunIds: []uuid.UUID{k.RunID}, Steps: []int16{k.Step}, Worker: p.Worker, Now: p.Now}
+			var rows []dbsqlc.ReadyClaimKeysRow
+			cause := inSavepoint(ctx, tx, func(q *dbsqlc.Queries) (err error) {
+				rows, err = q.ReadyClaimKeys(ctx, one)
+				return err
+			})
+			if cause == nil {
+				for _, r := range rows {
+					out = append(out, claimed(dbsqlc.ReadyClaimLimitedRow(r)))
+				}
+				continue
+			}
+			if !isInvalidData(cause) {
+				return cause
+			}
+			var bare []dbsqlc.ReadyQuarantineRow
+			err := inSavepoint(ctx, tx, func(q *dbsqlc.Queries) (err error) {
+				bare, err = q.ReadyQuarantine(ctx, dbsqlc.ReadyQuarantineParams(one))
+				return err
+			})
+			switch {
+			case err == nil:
+				for _, r := range bare {
+					c := claimed(dbsqlc.ReadyClaimLimitedRow(r))
+					c.Refused = refusal(cause)
+					out = append(out, c)
+				}
+			case isInvalidData(err):
+				stuck = fmt.Errorf("task %s/%d can be claimed neither as it is (%w) nor bare: %w", k.RunID, k.Step, cause, err)
+			default:
+				return err
+			}
 		}
-		return err
+		return nil
 	})
-	return out, wrap(err, "claiming tasks")
+	if err == nil && len(out) == 0 && stuck != nil {
+		err = stuck
+	}
+	return out, err
+}
+
+// inSavepoint runs fn in a savepoint of tx, rolled back when fn fails.
+func inSavepoint(ctx context.Context, tx pgx.Tx, fn func(q *dbsqlc.Queries) error) error {
+	return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return fn(dbsqlc.New(sp)) })
+}
+
+// refusal says why a task's claim failed, for its run's failure: the
+// database's own message (which names the constraint or limit, not the
+// value), cut short.
+func refusal(err error) string {
+	msg := err.Error()
+	if len(msg) > 500 {
+		msg = strings.ToValidUTF8(msg[:500], "") + "..."
+	}
+	return "the store could not claim the task (" + msg + "); it was failed rather than retried, so that it holds up no other task"
 }
 
 // attempt builds a store.Attempt from a row's columns.

@@ -163,6 +163,142 @@ func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]Ready
 	return items, nil
 }
 
+const readyClaimKeys = `-- name: ReadyClaimKeys :many
+WITH picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    WHERE q.run_id = ANY ($1::uuid[])
+      AND (q.run_id, q.step) IN (SELECT unnest($1::uuid[]), unnest($2::smallint[]))
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    -- run_id = ANY (...) lets the primary key find the rows; a plain join
+    -- would be planned as a scan of the whole queue.
+    DELETE FROM trellis_ready q
+    WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
+      AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
+    RETURNING q.run_id, q.step, q.wake, q.tenant
+), claimed AS (
+    -- Stamped no earlier than the task's last change (its QUEUED event),
+    -- whatever the caller's clock says.
+    -- run_id = ANY (...) again: without it, statistics that make QUEUED
+    -- look common (a burst of new runs before ANALYZE) get the join
+    -- planned as a scan of every task. step = ANY (...) too, so that the
+    -- primary key finds the tasks taken rather than every task of their
+    -- runs (BenchmarkTaskCycle: 52 to 48.5 µs of server CPU per task
+    -- claimed, chain of five).
+    -- A task with a rate limit starts only at its turn (trellis_pace): the
+    -- call names k, so that it is a condition of the join, tested for the
+    -- tasks taken only, never for others of their runs.
+    UPDATE trellis_tasks t
+    SET status = 'RUNNING', worker = $3::text, updated_at = greatest($4::timestamptz, t.updated_at),
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
+    FROM taken k
+    WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
+      AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+      AND (t.rate_key IS NULL OR k.wake
+           OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
+                           greatest($4::timestamptz, t.updated_at)))
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+), leased AS (
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
+    SELECT run_id, step, attempt, $3, tenant, at FROM claimed
+), started AS (
+    INSERT INTO trellis_events (run_id, step, type, attempt, at)
+    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
+)
+SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       coalesce(r.trace_context, '')::text AS trace_context, p.queued_at::timestamptz AS queued_at,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
+FROM claimed c
+JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    -- One scan reads the parents and the task itself. This statement sees
+    -- the tasks as they were before it: the task as it was queued, its
+    -- updated_at the time it was queued.
+    SELECT array_agg(pt.step ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::json[] AS outputs,
+           max(pt.updated_at) FILTER (WHERE pt.step = c.step) AS queued_at
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents || c.step)
+) p ON true
+`
+
+type ReadyClaimKeysParams struct {
+	RunIds []uuid.UUID
+	Steps  []int16
+	Worker string
+	Now    time.Time
+}
+
+type ReadyClaimKeysRow struct {
+	RunID          uuid.UUID
+	Step           int16
+	Kind           int16
+	Attempt        int32
+	PriorAttempts  int32
+	Plain          bool
+	Wake           bool
+	Workflow       string
+	Version        string
+	Tenant         string
+	Input          []byte
+	FailedStep     int32
+	Error          string
+	TraceContext   string
+	QueuedAt       time.Time
+	ParentSteps    []int16
+	ParentStatuses []string
+	ParentOutputs  [][]byte
+}
+
+// Claims the given queued tasks as ReadyClaim claims.
+// (Rendered from ready.sql.tmpl.)
+func (q *Queries) ReadyClaimKeys(ctx context.Context, arg ReadyClaimKeysParams) ([]ReadyClaimKeysRow, error) {
+	rows, err := q.db.Query(ctx, readyClaimKeys,
+		arg.RunIds,
+		arg.Steps,
+		arg.Worker,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReadyClaimKeysRow{}
+	for rows.Next() {
+		var i ReadyClaimKeysRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Kind,
+			&i.Attempt,
+			&i.PriorAttempts,
+			&i.Plain,
+			&i.Wake,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.Input,
+			&i.FailedStep,
+			&i.Error,
+			&i.TraceContext,
+			&i.QueuedAt,
+			&i.ParentSteps,
+			&i.ParentStatuses,
+			&i.ParentOutputs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const readyClaimLimited = `-- name: ReadyClaimLimited :many
 WITH running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
@@ -368,6 +504,248 @@ func (q *Queries) ReadyDepth(ctx context.Context, lim int32) ([]ReadyDepthRow, e
 			&i.Running,
 			&i.TotalQueued,
 			&i.TotalRunning,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const readyPick = `-- name: ReadyPick :many
+WITH picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+    ORDER BY q.qid, q.lane DESC
+    LIMIT (SELECT $2::int)
+    FOR UPDATE SKIP LOCKED
+)
+SELECT run_id, step FROM picked
+`
+
+type ReadyPickParams struct {
+	Workflows []string
+	Lim       int32
+}
+
+type ReadyPickRow struct {
+	RunID uuid.UUID
+	Step  int16
+}
+
+// The tasks ReadyClaim would take, in its order, locked and left queued:
+// a claim that failed on one task's data claims them one at a time
+// instead (ReadyClaimKeys), so that the task holds up no other.
+// (Rendered from ready.sql.tmpl.)
+func (q *Queries) ReadyPick(ctx context.Context, arg ReadyPickParams) ([]ReadyPickRow, error) {
+	rows, err := q.db.Query(ctx, readyPick, arg.Workflows, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReadyPickRow{}
+	for rows.Next() {
+		var i ReadyPickRow
+		if err := rows.Scan(&i.RunID, &i.Step); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const readyPickLimited = `-- name: ReadyPickLimited :many
+WITH running AS (
+    SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant
+), eligible AS (
+    SELECT q.run_id, q.step, q.qid, q.lane,
+           row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
+    FROM (
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
+        WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+        ORDER BY qid, lane DESC
+        LIMIT $2::int
+    ) q
+    LEFT JOIN running r ON r.tenant = q.tenant
+), picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
+    WHERE w.nth <= $3::bigint
+    ORDER BY w.qid, w.lane DESC
+    LIMIT (SELECT $4::int)
+    FOR UPDATE OF q SKIP LOCKED
+)
+SELECT run_id, step FROM picked
+`
+
+type ReadyPickLimitedParams struct {
+	Workflows   []string
+	Scan        int32
+	TenantLimit int64
+	Lim         int32
+}
+
+type ReadyPickLimitedRow struct {
+	RunID uuid.UUID
+	Step  int16
+}
+
+// ReadyPick under a per-tenant cap, as ReadyClaimLimited picks.
+// (Rendered from ready.sql.tmpl.)
+func (q *Queries) ReadyPickLimited(ctx context.Context, arg ReadyPickLimitedParams) ([]ReadyPickLimitedRow, error) {
+	rows, err := q.db.Query(ctx, readyPickLimited,
+		arg.Workflows,
+		arg.Scan,
+		arg.TenantLimit,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReadyPickLimitedRow{}
+	for rows.Next() {
+		var i ReadyPickLimitedRow
+		if err := rows.Scan(&i.RunID, &i.Step); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const readyQuarantine = `-- name: ReadyQuarantine :many
+WITH picked AS (
+    SELECT q.run_id, q.step
+    FROM trellis_ready q
+    WHERE q.run_id = ANY ($1::uuid[])
+      AND (q.run_id, q.step) IN (SELECT unnest($1::uuid[]), unnest($2::smallint[]))
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    -- run_id = ANY (...) lets the primary key find the rows; a plain join
+    -- would be planned as a scan of the whole queue.
+    DELETE FROM trellis_ready q
+    WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
+      AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
+    RETURNING q.run_id, q.step, q.wake, q.tenant
+), claimed AS (
+    -- Stamped no earlier than the task's last change (its QUEUED event),
+    -- whatever the caller's clock says.
+    -- run_id = ANY (...) again: without it, statistics that make QUEUED
+    -- look common (a burst of new runs before ANALYZE) get the join
+    -- planned as a scan of every task. step = ANY (...) too, so that the
+    -- primary key finds the tasks taken rather than every task of their
+    -- runs (BenchmarkTaskCycle: 52 to 48.5 µs of server CPU per task
+    -- claimed, chain of five).
+    -- A task with a rate limit starts only at its turn (trellis_pace): the
+    -- call names k, so that it is a condition of the join, tested for the
+    -- tasks taken only, never for others of their runs.
+    UPDATE trellis_tasks t
+    SET status = 'RUNNING', worker = $3::text, updated_at = greatest($4::timestamptz, t.updated_at),
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
+    FROM taken k
+    WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
+      AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, false::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+), leased AS (
+    INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
+    SELECT run_id, step, attempt, $3, tenant, at FROM claimed
+)
+SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
+       r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
+       coalesce(r.trace_context, '')::text AS trace_context, p.queued_at::timestamptz AS queued_at,
+       p.steps AS parent_steps, p.statuses AS parent_statuses, p.outputs AS parent_outputs
+FROM claimed c
+JOIN trellis_runs r ON r.id = c.run_id
+LEFT JOIN LATERAL (
+    -- One scan reads the parents and the task itself. This statement sees
+    -- the tasks as they were before it: the task as it was queued, its
+    -- updated_at the time it was queued.
+    SELECT array_agg(pt.step ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::smallint[] AS steps,
+           array_agg(pt.status ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::text[] AS statuses,
+           array_agg(pt.output ORDER BY pt.step) FILTER (WHERE pt.step <> c.step)::json[] AS outputs,
+           max(pt.updated_at) FILTER (WHERE pt.step = c.step) AS queued_at
+    FROM trellis_tasks pt
+    WHERE pt.run_id = c.run_id AND pt.step = ANY (c.parents || c.step)
+) p ON true
+`
+
+type ReadyQuarantineParams struct {
+	RunIds []uuid.UUID
+	Steps  []int16
+	Worker string
+	Now    time.Time
+}
+
+type ReadyQuarantineRow struct {
+	RunID          uuid.UUID
+	Step           int16
+	Kind           int16
+	Attempt        int32
+	PriorAttempts  int32
+	Plain          bool
+	Wake           bool
+	Workflow       string
+	Version        string
+	Tenant         string
+	Input          []byte
+	FailedStep     int32
+	Error          string
+	TraceContext   string
+	QueuedAt       time.Time
+	ParentSteps    []int16
+	ParentStatuses []string
+	ParentOutputs  [][]byte
+}
+
+// Claims the given queued tasks bare, for the engine to fail them: their
+// claim failed on their own data (a rate limit key too long for its
+// index, say), so this one leaves out what reads it: no rate limit turn,
+// no STARTED event. (Rendered from ready.sql.tmpl.)
+func (q *Queries) ReadyQuarantine(ctx context.Context, arg ReadyQuarantineParams) ([]ReadyQuarantineRow, error) {
+	rows, err := q.db.Query(ctx, readyQuarantine,
+		arg.RunIds,
+		arg.Steps,
+		arg.Worker,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReadyQuarantineRow{}
+	for rows.Next() {
+		var i ReadyQuarantineRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Step,
+			&i.Kind,
+			&i.Attempt,
+			&i.PriorAttempts,
+			&i.Plain,
+			&i.Wake,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.Input,
+			&i.FailedStep,
+			&i.Error,
+			&i.TraceContext,
+			&i.QueuedAt,
+			&i.ParentSteps,
+			&i.ParentStatuses,
+			&i.ParentOutputs,
 		); err != nil {
 			return nil, err
 		}
