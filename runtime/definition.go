@@ -390,7 +390,7 @@ func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage, task
 		if err != nil {
 			return fmt.Errorf("workflow %s: concurrency key: %w", d.spec.Name, err)
 		}
-		tasks[i].Limit = store.Limit{Key: l.scope + ":" + v, Max: l.max}
+		tasks[i].Limit = store.Limit{Key: l.scope + ":" + storedKey(v), Max: l.max}
 	}
 	for i, r := range d.rates {
 		if r == nil {
@@ -400,7 +400,7 @@ func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage, task
 		if err != nil {
 			return fmt.Errorf("workflow %s: rate limit key: %w", d.spec.Name, err)
 		}
-		tasks[i].Rate = store.Rate{Key: r.scope + ":" + v, Interval: r.interval, Burst: r.burst}
+		tasks[i].Rate = store.Rate{Key: r.scope + ":" + storedKey(v), Interval: r.interval, Burst: r.burst}
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition
 		if err != nil {
 			return a, fmt.Errorf("waitFor key of step %s: %w", step.Name, err)
 		}
-		a.Keyed, a.EventKey = true, key
+		a.Keyed, a.EventKey = true, storedKey(key)
 	}
 	if w.Timeout > 0 {
 		a.Deadline = now.Add(w.Timeout)
@@ -127,12 +127,14 @@ func (w *Workflow) Signal(ctx context.Context, id RunID, event string, payload j
 // (WithTenant; the default tenant otherwise) created at or before now,
 // receive payload, now or when they begin to wait. It returns how many
 // waiting steps it woke; those that begin to wait later receive it then.
+// A key may be of any length: the store keeps a long one as its digest,
+// as it does the waits' keys (see storedKey).
 // The payload must satisfy the event's schema (an *EventError says where
 // it does not). WithTx sends it inside the caller's transaction (on
 // Postgres).
 func (w *Workflow) Send(ctx context.Context, event, key string, payload json.RawMessage, opts ...RunOption) (int, error) {
 	o := runOptions(opts)
-	return w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Tenant: o.Tenant, Key: key, Payload: payload}}, opts)
+	return w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Tenant: o.Tenant, Key: storedKey(key), Payload: payload}}, opts)
 }
 
 // sendEvents validates events of def and sends them; it returns how many
