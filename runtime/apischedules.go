@@ -54,7 +54,7 @@ type ScheduleError struct {
 }
 
 func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("schedule %s of workflow %s: %v", e.Name, e.Workflow, errors.Join(e.Problems...))
+	return fmt.Sprintf("schedule %s of workflow %s: %v", clip(e.Name), e.Workflow, errors.Join(e.Problems...))
 }
 
 // Is makes errors.Is(err, ErrInvalidSchedule) true.
@@ -109,7 +109,12 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 		input = json.RawMessage(`{}`)
 	}
 	var problems []error
-	if err := spec.CheckName(name); err != nil {
+	limits := &w.engine.cfg.SizeLimits
+	if err := limits.checkIdempotencyKey("idempotency key", scheduleKey(name, time.Time{})); err != nil {
+		// Not quoted: it may be huge.
+		problems = append(problems, fmt.Errorf("name is %d bytes: the idempotency key of its runs, trellis:schedule:<name>:<tick>, would be over the limit of %d (Config.SizeLimits.MaxIdempotencyKeyBytes); choose a shorter name",
+			len(name), limits.MaxIdempotencyKeyBytes))
+	} else if err := spec.CheckName(name); err != nil {
 		problems = append(problems, err)
 	}
 	if slices.ContainsFunc(w.def.spec.Schedules, func(s ScheduleSpec) bool { return s.Name == name }) {
@@ -118,7 +123,12 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 	if _, _, err := parseCron(cronExpr, o.timezone); err != nil {
 		problems = append(problems, err)
 	}
-	if err := w.def.ValidateInput(input); err != nil {
+	if err := limits.checkTenant(o.tenant); err != nil {
+		problems = append(problems, err)
+	}
+	if err := limits.checkInput(input); err != nil {
+		problems = append(problems, err)
+	} else if err := w.def.ValidateInput(input); err != nil {
 		problems = append(problems, err)
 	}
 	if len(problems) > 0 {

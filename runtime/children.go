@@ -105,6 +105,9 @@ func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defin
 	if err != nil {
 		return sp, err
 	}
+	if err := e.cfg.SizeLimits.checkInput(input); err != nil {
+		return sp, NonRetryable(fmt.Errorf("step %s: the input of workflow %s: %w", step.Name, child.Name(), err))
+	}
 	if err := child.ValidateInput(input); err != nil {
 		return sp, NonRetryable(fmt.Errorf("step %s: the input of workflow %s: %w", step.Name, child.Name(), err))
 	}

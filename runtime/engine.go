@@ -113,6 +113,11 @@ type Config struct {
 	// or deletes takes effect on this engine within it. Changes made
 	// through this engine take effect at once.
 	ScheduleRefresh time.Duration
+	// SizeLimits bound run inputs, step outputs, event payloads, map
+	// steps' items, tenants and idempotency keys; zero fields take their
+	// defaults (1 MiB inputs, outputs and payloads, 64 levels of nesting,
+	// 10,000 items, 255-byte tenants, 512-byte keys). See SizeLimits.
+	SizeLimits SizeLimits
 }
 
 func (c *Config) setDefaults() error {
@@ -156,6 +161,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
+	}
+	if err := c.SizeLimits.setDefaults(); err != nil {
+		return err
 	}
 	return c.Retention.setDefaults()
 }

@@ -300,6 +300,10 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 				err = serr
 				break
 			}
+			if lerr := e.cfg.SizeLimits.checkOutput(j.step.Name, out); lerr != nil {
+				err = NonRetryable(lerr)
+				break
+			}
 			if verr := j.def.validateOutput(j.step.Index, out); verr != nil {
 				err = NonRetryable(verr)
 				break

@@ -79,6 +79,9 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 	if err != nil {
 		return sp, fmt.Errorf("forEach of step %s: %w", step.Name, err)
 	}
+	if err := e.cfg.SizeLimits.checkItems(step.Name, len(items)); err != nil {
+		return sp, NonRetryable(err)
+	}
 	done := map[int]bool{}
 	if c.Attempt > 1 {
 		earlier, err := e.store.ChildRuns(ctx, c.Key)

@@ -48,6 +48,9 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	if span != nil {
 		defer func() { e.endTrigger(span, refs, err) }()
 	}
+	if err := e.checkRunOptions(def, o.Tenant, keys); err != nil {
+		return nil, err
+	}
 	inputs = slices.Clone(inputs)
 	priorities := make([]int, len(inputs))
 	tasks := newTasks(def)
@@ -56,7 +59,10 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		if len(in) == 0 {
 			inputs[i] = json.RawMessage(`{}`)
 		}
-		err := def.ValidateInput(inputs[i])
+		err := e.cfg.SizeLimits.checkInput(inputs[i])
+		if err == nil {
+			err = def.ValidateInput(inputs[i])
+		}
 		if err == nil {
 			priorities[i], err = o.Priority, nil
 			if o.Priority == 0 {
@@ -70,6 +76,10 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		if err != nil {
 			if len(inputs) > 1 {
 				return nil, fmt.Errorf("input %d of %d: %w", i, len(inputs), err)
+			}
+			var le *LimitError
+			if errors.As(err, &le) {
+				return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 			}
 			return nil, err
 		}
@@ -126,6 +136,26 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 		e.metrics.runsStarted(ctx, def.Name(), o.Tenant, created)
 	}
 	return refs, nil
+}
+
+// checkRunOptions checks the tenant and the idempotency keys (keys[i]
+// for input i, when keys is not nil) of a trigger of def against the
+// engine's SizeLimits.
+func (e *Engine) checkRunOptions(def *Definition, tenant string, keys []string) error {
+	l := &e.cfg.SizeLimits
+	if err := l.checkTenant(tenant); err != nil {
+		return fmt.Errorf("triggering %s: %w", def.Name(), err)
+	}
+	for i, k := range keys {
+		field := "idempotency key"
+		if len(keys) > 1 {
+			field = fmt.Sprintf("idempotency key of input %d", i)
+		}
+		if err := l.checkIdempotencyKey(field, k); err != nil {
+			return fmt.Errorf("triggering %s: %w", def.Name(), err)
+		}
+	}
+	return nil
 }
 
 // newTasks lists the tasks a run of def starts with.

@@ -144,6 +144,9 @@ func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store
 	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
 		return 0, fmt.Errorf("sending events of %s: only WithTenant and WithTx apply to events", def.Name())
 	}
+	if err := e.cfg.SizeLimits.checkTenant(o.Tenant); err != nil {
+		return 0, fmt.Errorf("sending events of %s: %w", def.Name(), err)
+	}
 	for i, ev := range events {
 		sch, ok := def.events[ev.Name]
 		if !ok {
@@ -151,6 +154,9 @@ func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store
 		}
 		if len(ev.Payload) == 0 {
 			events[i].Payload = json.RawMessage(`{}`)
+		}
+		if err := e.cfg.SizeLimits.checkEvent(ev.Name, events[i].Payload); err != nil {
+			return 0, fmt.Errorf("sending event %s of %s: %w", ev.Name, def.Name(), err)
 		}
 		problems, err := sch.problems("payload", events[i].Payload)
 		if err != nil {

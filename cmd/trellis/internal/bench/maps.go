@@ -125,6 +125,10 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	timer := &spawnTimer{Store: pgstore.New(pool)}
 	logs := &logTail{}
 	ecfg := runtime.Config{Store: timer, WorkerID: "bench-map", Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	// -map-items may ask for more items, and so a longer input, than the
+	// engine takes by default.
+	ecfg.SizeLimits.MaxMapItems = max(o.MapItems, 1)
+	ecfg.SizeLimits.MaxInputBytes = max(16*o.MapItems, 1<<20)
 	o.Engine.apply(&ecfg)
 	shutdown := o.Engine.withTelemetry(&ecfg)
 	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()

@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// SizeLimits bound what users and steps hand the engine: run inputs, step
+// outputs, event payloads, the lists map steps fan out over, and the
+// tenants and idempotency keys that name runs. They are not the
+// concurrency and rate limits workflows declare. Something over a limit is
+// refused where it enters, with a *LimitError naming what and which limit
+// and never quoting the value: a trigger, a Send or Signal, or a
+// CreateSchedule writes nothing; a step's output fails its attempt at
+// once, without retries, as an output that does not match its schema
+// does; a map step over MaxMapItems fails, starting no item.
+//
+// A zero field takes its default; a negative one is an error of New. The
+// limits are the engine's own, checked where it takes the value in: an
+// engine with larger limits than another may start runs the other would
+// have refused, which that one then runs all the same (it does not check
+// inputs again).
+type SizeLimits struct {
+	// MaxInputBytes bounds a run's input, as JSON (default 1 MiB): at
+	// trigger, for a schedule's input when it is created, and for the
+	// input of a child workflow's run (whose step then fails).
+	MaxInputBytes int
+	// MaxOutputBytes bounds what a step's code returns, as JSON (default
+	// 1 MiB).
+	MaxOutputBytes int
+	// MaxEventBytes bounds an event's payload, as JSON (default 1 MiB).
+	MaxEventBytes int
+	// MaxDepth bounds how deeply objects and arrays nest in inputs,
+	// outputs and payloads (default 64; {"a":[1]} is 2 deep).
+	MaxDepth int
+	// MaxMapItems bounds the items of one map step's forEach (default
+	// 10,000): all its item runs are created in one transaction.
+	MaxMapItems int
+	// MaxTenantBytes bounds a tenant's name (default 255, at most 1024:
+	// the store indexes it). Tenants must also be valid UTF-8 without NUL.
+	MaxTenantBytes int
+	// MaxIdempotencyKeyBytes bounds an idempotency key (default 512, at
+	// most 1024: the store indexes it). Keys must also be valid UTF-8
+	// without NUL.
+	MaxIdempotencyKeyBytes int
+}
+
+// The defaults of SizeLimits, and the most an identifier may be
+// configured to: the store indexes tenants and idempotency keys together
+// with a workflow's name, and Postgres refuses index entries over about
+// 2.7 kB.
+const (
+	defaultMaxPayloadBytes    = 1 << 20
+	defaultMaxDepth           = 64
+	defaultMaxMapItems        = 10_000
+	defaultMaxTenantBytes     = 255
+	defaultMaxIdempotencyKey  = 512
+	maxIdentifierBytesAllowed = 1024
+)
+
+func (l *SizeLimits) setDefaults() error {
+	fields := []struct {
+		name string
+		v    *int
+		def  int
+		most int
+	}{
+		{"MaxInputBytes", &l.MaxInputBytes, defaultMaxPayloadBytes, 0},
+		{"MaxOutputBytes", &l.MaxOutputBytes, defaultMaxPayloadBytes, 0},
+		{"MaxEventBytes", &l.MaxEventBytes, defaultMaxPayloadBytes, 0},
+		{"MaxDepth", &l.MaxDepth, defaultMaxDepth, 0},
+		{"MaxMapItems", &l.MaxMapItems, defaultMaxMapItems, 0},
+		{"MaxTenantBytes", &l.MaxTenantBytes, defaultMaxTenantBytes, maxIdentifierBytesAllowed},
+		{"MaxIdempotencyKeyBytes", &l.MaxIdempotencyKeyBytes, defaultMaxIdempotencyKey, maxIdentifierBytesAllowed},
+	}
+	var errs []error
+	for _, f := range fields {
+		switch {
+		case *f.v < 0:
+			errs = append(errs, fmt.Errorf("runtime.Config: SizeLimits.%s is %d; give a positive limit, or 0 for the default (%d)", f.name, *f.v, f.def))
+		case *f.v == 0:
+			*f.v = f.def
+		case f.most > 0 && *f.v > f.most:
+			errs = append(errs, fmt.Errorf("runtime.Config: SizeLimits.%s is %d; it may be at most %d, since the store indexes it", f.name, *f.v, f.most))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrOverLimit is matched by a *LimitError: something a user or a step
+// sent is over one of the engine's SizeLimits.
+var ErrOverLimit = errors.New("over a size limit")
+
+// LimitError says that a value is over one of the engine's SizeLimits.
+// It names the value and the limit, never quoting the value. Besides
+// ErrOverLimit it matches ErrInvalidInput for a run input,
+// ErrInvalidOutput for a step's output and ErrInvalidEvent for an
+// event's payload.
+type LimitError struct {
+	// Field is what is over the limit: "input", "tenant", "idempotency
+	// key", "output of step grade", "payload of event confirmed",
+	// "forEach of step charge".
+	Field string
+	// Limit names the SizeLimits field, such as "MaxInputBytes".
+	Limit string
+	// Max is the limit's value, and Size what was found: bytes, items,
+	// or, for MaxDepth, Max+1 (the check stops one level past the limit).
+	Max, Size int
+	class     error // ErrInvalidInput, ErrInvalidOutput, ErrInvalidEvent or nil
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case "MaxDepth":
+		return fmt.Sprintf("%s nests objects and arrays more than %d deep, over the limit (Config.SizeLimits.MaxDepth)", e.Field, e.Max)
+	case "MaxMapItems":
+		return fmt.Sprintf("%s has %d items, over the limit of %d (Config.SizeLimits.MaxMapItems)", e.Field, e.Size, e.Max)
+	}
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d (Config.SizeLimits.%s)", e.Field, e.Size, e.Max, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrOverLimit) true, and errors.Is with the
+// sentinel of what was refused (see LimitError).
+func (e *LimitError) Is(target error) bool {
+	return target == ErrOverLimit || e.class != nil && target == e.class
+}
+
+// checkDocument checks a JSON document against a size limit and
+// MaxDepth. field and limit name them in the error; class is the
+// sentinel the error also matches.
+func (l *SizeLimits) checkDocument(data []byte, field, limit string, max int, class error) error {
+	if len(data) > max {
+		return &LimitError{Field: field, Limit: limit, Max: max, Size: len(data), class: class}
+	}
+	if nestedDeeper(data, l.MaxDepth) {
+		return &LimitError{Field: field, Limit: "MaxDepth", Max: l.MaxDepth, Size: l.MaxDepth + 1, class: class}
+	}
+	return nil
+}
+
+// checkInput checks a run input; checkOutput what a step's code returned
+// (step is its name); checkEvent an event's payload.
+func (l *SizeLimits) checkInput(input []byte) error {
+	return l.checkDocument(input, "input", "MaxInputBytes", l.MaxInputBytes, ErrInvalidInput)
+}
+
+func (l *SizeLimits) checkOutput(step string, output []byte) error {
+	return l.checkDocument(output, "output of step "+step, "MaxOutputBytes", l.MaxOutputBytes, ErrInvalidOutput)
+}
+
+func (l *SizeLimits) checkEvent(event string, payload []byte) error {
+	return l.checkDocument(payload, "payload of event "+event, "MaxEventBytes", l.MaxEventBytes, ErrInvalidEvent)
+}
+
+// checkItems checks the number of items of a map step's forEach.
+func (l *SizeLimits) checkItems(step string, n int) error {
+	if n > l.MaxMapItems {
+		return &LimitError{Field: "forEach of step " + step, Limit: "MaxMapItems", Max: l.MaxMapItems, Size: n}
+	}
+	return nil
+}
+
+// checkTenant and checkIdempotencyKey check the identifiers a user names
+// runs with: within their limit, valid UTF-8, without NUL (which the
+// store's text cannot hold).
+func (l *SizeLimits) checkTenant(tenant string) error {
+	return checkIdentifier(tenant, "tenant", "MaxTenantBytes", l.MaxTenantBytes)
+}
+
+func (l *SizeLimits) checkIdempotencyKey(field, key string) error {
+	return checkIdentifier(key, field, "MaxIdempotencyKeyBytes", l.MaxIdempotencyKeyBytes)
+}
+
+func checkIdentifier(s, field, limit string, max int) error {
+	switch {
+	case len(s) > max:
+		return &LimitError{Field: field, Limit: limit, Max: max, Size: len(s)}
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s is not valid UTF-8", field)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%s contains a NUL byte", field)
+	}
+	return nil
+}
+
+// nestedDeeper reports whether the JSON document data nests objects and
+// arrays more than max deep. It reads the document a token at a time and
+// stops at the first level past max, so a document nested a million deep
+// costs no more to refuse than one nested max+1 deep, and holds no more
+// than one token in memory. Each level takes two bytes, so a short
+// document is not read at all. A document that is not JSON is not over
+// the limit: validation reports it.
+func nestedDeeper(data []byte, max int) bool {
+	if len(data) <= 2*max {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			if depth > max {
+				return true
+			}
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+}
+
+// clip shortens a value that an error names, which may be huge: one of
+// more than 64 bytes is cut to its first 32 and its length.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 32
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
