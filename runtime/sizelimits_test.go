@@ -264,6 +264,14 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 		if list, err := wf.Schedules(ctx); err != nil || len(list) != 0 {
 			t.Errorf("schedules after refusals: %v, %v", list, err)
 		}
+		// The longest name whose runs' keys, trellis:schedule:<name>:<tick>,
+		// fit in 512 bytes.
+		if _, err := wf.CreateSchedule(ctx, strings.Repeat("n", 474), "@hourly", nil); err != nil {
+			t.Errorf("a name of 474 bytes: %v", err)
+		}
+		if _, err := wf.CreateSchedule(ctx, strings.Repeat("n", 475), "@hourly", nil); !errors.Is(err, runtime.ErrInvalidSchedule) {
+			t.Errorf("a name of 475 bytes: %v, want refused", err)
+		}
 	})
 }
 
