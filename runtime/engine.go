@@ -263,6 +263,9 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 	if err := checkHandlers(def, h); err != nil {
 		return nil, err
 	}
+	if err := e.checkSchedules(def); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, dup := e.registered[def.Name()]; dup {

@@ -127,7 +127,7 @@ func (o *RunOptions) checkMany(workflow string, n int) error {
 			continue
 		}
 		if j, dup := first[k]; dup {
-			return fmt.Errorf("triggering %s: idempotency key %q is given for inputs %d and %d; a key names one run, so give each input a key of its own", workflow, k, j, i)
+			return fmt.Errorf("triggering %s: idempotency key %q is given for inputs %d and %d; a key names one run, so give each input a key of its own", workflow, clip(k), j, i)
 		}
 		first[k] = i
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,6 +38,29 @@ type schedule struct {
 	// since is when a stored schedule was last changed (created, updated
 	// or resumed): no tick before it fires. Zero for the file's.
 	since time.Time
+}
+
+// checkSchedules checks the tenant, name and input of the schedules of
+// a workflow file against the engine's SizeLimits, so that a schedule
+// whose runs every trigger would refuse is refused when registered.
+func (e *Engine) checkSchedules(def *Definition) error {
+	l := &e.cfg.SizeLimits
+	var errs []error
+	for _, s := range def.schedules {
+		for _, err := range []error{
+			l.checkTenant(s.tenant),
+			l.checkIdempotencyKey("the idempotency key of its runs", scheduleKey(s.name, time.Time{})),
+			l.checkInput(s.input),
+		} {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("schedule %s: %w", clip(s.name), err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("registering workflow %s: %w", def.Name(), errors.Join(errs...))
+	}
+	return nil
 }
 
 // compileSchedules parses the schedules of a spec and checks their inputs

@@ -299,3 +299,28 @@ func TestSizeLimitsConfig(t *testing.T) {
 		}
 	}
 }
+
+// A workflow file's schedule whose runs every trigger would refuse is
+// refused when the workflow is registered.
+func TestSizeLimitsOfFileSchedules(t *testing.T) {
+	h := trellistest.New(t, trellistest.WithConfig(func(c *runtime.Config) { c.SizeLimits.MaxInputBytes = 100 }))
+	spec := boundedSpec()
+	spec.Schedules = []runtime.ScheduleSpec{
+		{Name: "fine", Cron: "@hourly", Tenant: "acme"},
+		{Name: "wide", Cron: "@hourly", Tenant: strings.Repeat("t", 256)},
+		{Name: "big", Cron: "@hourly", Input: `{"blob":` + string(blob(100)) + `}`},
+	}
+	_, err := h.Engine.Register(spec, boundedHandlers(map[string]int{}))
+	for _, want := range []string{
+		"registering workflow bounded: ",
+		"schedule wide: tenant is 256 bytes, over the limit of 255 (Config.SizeLimits.MaxTenantBytes)",
+		"schedule big: input is 109 bytes, over the limit of 100 (Config.SizeLimits.MaxInputBytes)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Register: %v, want %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "schedule fine") {
+		t.Errorf("Register: %v; schedule fine is within the limits", err)
+	}
+}
