@@ -116,7 +116,8 @@ type Config struct {
 	// SizeLimits bound run inputs, step outputs, event payloads, map
 	// steps' items, tenants and idempotency keys; zero fields take their
 	// defaults (1 MiB inputs, outputs and payloads, 64 levels of nesting,
-	// 10,000 items, 255-byte tenants, 512-byte keys). See SizeLimits.
+	// 10,000 items, 255-byte tenants, 512-byte keys, step errors cut at
+	// 8 KiB). See SizeLimits.
 	SizeLimits SizeLimits
 }
 

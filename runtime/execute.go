@@ -314,7 +314,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		}
 	}
 	timedOut := runCtx.Err() != nil && errors.Is(context.Cause(runCtx), context.DeadlineExceeded)
-	msg := cleanText(err.Error())
+	msg := e.cfg.SizeLimits.clipError(cleanText(err.Error()))
 	if timedOut {
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}

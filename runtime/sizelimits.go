@@ -45,6 +45,11 @@ type SizeLimits struct {
 	// most 1024: the store indexes it). Keys must also be valid UTF-8
 	// without NUL.
 	MaxIdempotencyKeyBytes int
+	// MaxErrorBytes bounds the message of an error a step returns (or
+	// panics with) as the engine keeps it, in the step's event log, its
+	// failure and the logs (default 8 KiB). A longer one is not refused
+	// but cut, at a character boundary, with a note of its length.
+	MaxErrorBytes int
 }
 
 // The defaults of SizeLimits, and the most an identifier may be
@@ -57,6 +62,7 @@ const (
 	defaultMaxMapItems        = 10_000
 	defaultMaxTenantBytes     = 255
 	defaultMaxIdempotencyKey  = 512
+	defaultMaxErrorBytes      = 8 << 10
 	maxIdentifierBytesAllowed = 1024
 )
 
@@ -74,6 +80,7 @@ func (l *SizeLimits) setDefaults() error {
 		{"MaxMapItems", &l.MaxMapItems, defaultMaxMapItems, 0},
 		{"MaxTenantBytes", &l.MaxTenantBytes, defaultMaxTenantBytes, maxIdentifierBytesAllowed},
 		{"MaxIdempotencyKeyBytes", &l.MaxIdempotencyKeyBytes, defaultMaxIdempotencyKey, maxIdentifierBytesAllowed},
+		{"MaxErrorBytes", &l.MaxErrorBytes, defaultMaxErrorBytes, 0},
 	}
 	var errs []error
 	for _, f := range fields {
@@ -224,6 +231,19 @@ func nestedDeeper(data []byte, max int) bool {
 		}
 	}
 	return false
+}
+
+// clipError cuts the message of a step's error to MaxErrorBytes, at a
+// character boundary, noting how long it was.
+func (l *SizeLimits) clipError(msg string) string {
+	if len(msg) <= l.MaxErrorBytes {
+		return msg
+	}
+	cut := l.MaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (cut: the error was %d bytes, over Config.SizeLimits.MaxErrorBytes)", msg[:cut], len(msg))
 }
 
 // clip shortens a value that an error names, which may be huge: one of

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
@@ -275,13 +277,57 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 	})
 }
 
+// A step's error of any length is kept cut to MaxErrorBytes, on both
+// stores.
+func TestLongStepErrorsMemory(t *testing.T) { testLongStepErrors(t, trellistest.New(t)) }
+
+func TestLongStepErrorsPostgres(t *testing.T) {
+	testLongStepErrors(t, trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t)))))
+}
+
+func testLongStepErrors(t *testing.T, h *trellistest.Harness) {
+	retry := runtime.DefaultRetryPolicy()
+	retry.MaxRetries = 1
+	spec := &runtime.WorkflowSpec{Name: "noisy", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{{Name: "shout", Retry: retry}}}
+	// 1 MiB of "é": two bytes each, so that a cut in the middle of one
+	// would leave invalid UTF-8.
+	long := strings.Repeat("é", 1<<19)
+	wf, err := h.Engine.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"shout": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, errors.New("x" + long) },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := wf.Trigger(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	h.Advance(time.Minute)
+	res := h.Result(ref.ID)
+	if res.Status != runtime.RunFailed || res.Failure == nil {
+		t.Fatalf("run %s, failure %+v; want FAILED", res.Status, res.Failure)
+	}
+	msg := res.Failure.Error
+	const note = "… (cut: the error was 1048577 bytes, over Config.SizeLimits.MaxErrorBytes)"
+	if !strings.HasPrefix(msg, "x"+long[:8190]) || !strings.HasSuffix(msg, note) || len(msg) > 8192+len(note) || !utf8.ValidString(msg) {
+		t.Errorf("failure is %d bytes, ending %q; want the first 8 KiB, cut at a character, and the note", len(msg), msg[max(0, len(msg)-100):])
+	}
+	for _, ev := range h.Events(ref.ID) {
+		if len(ev.Detail) > 8192+len(note) {
+			t.Errorf("%s event's detail is %d bytes", ev.Type, len(ev.Detail))
+		}
+	}
+}
+
 func TestSizeLimitsConfig(t *testing.T) {
 	e, err := runtime.New(runtime.Config{Store: memstore.New(), SizeLimits: runtime.SizeLimits{MaxDepth: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := runtime.SizeLimits{MaxInputBytes: 1 << 20, MaxOutputBytes: 1 << 20, MaxEventBytes: 1 << 20, MaxDepth: 8,
-		MaxMapItems: 10_000, MaxTenantBytes: 255, MaxIdempotencyKeyBytes: 512}
+		MaxMapItems: 10_000, MaxTenantBytes: 255, MaxIdempotencyKeyBytes: 512, MaxErrorBytes: 8 << 10}
 	if got := e.Config().SizeLimits; got != want {
 		t.Errorf("SizeLimits = %+v, want %+v", got, want)
 	}
