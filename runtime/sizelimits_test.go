@@ -294,7 +294,9 @@ func testLongStepErrors(t *testing.T, h *trellistest.Harness) {
 	// would leave invalid UTF-8.
 	long := strings.Repeat("é", 1<<19)
 	wf, err := h.Engine.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
-		"shout": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, errors.New("x" + long) },
+		"shout": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			return nil, errors.New("x" + long)
+		},
 	}})
 	if err != nil {
 		t.Fatal(err)
