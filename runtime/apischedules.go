@@ -63,6 +63,13 @@ func (e *ScheduleError) Is(target error) bool { return target == ErrInvalidSched
 // Unwrap returns the problems.
 func (e *ScheduleError) Unwrap() []error { return e.Problems }
 
+// The longest cron expression and time zone name CreateSchedule takes:
+// far longer than any valid one, short enough to quote in an error.
+const (
+	maxCronBytes     = 256
+	maxTimezoneBytes = 128
+)
+
 // ScheduleOption sets an option of CreateSchedule.
 type ScheduleOption func(*scheduleOptions)
 
@@ -120,8 +127,15 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 	if slices.ContainsFunc(w.def.spec.Schedules, func(s ScheduleSpec) bool { return s.Name == name }) {
 		problems = append(problems, errors.New("the workflow file declares a schedule of that name; choose another name"))
 	}
-	if _, _, err := parseCron(cronExpr, o.timezone); err != nil {
-		problems = append(problems, err)
+	switch {
+	case len(cronExpr) > maxCronBytes:
+		problems = append(problems, fmt.Errorf("cron expression is %d bytes; a cron expression is at most %d", len(cronExpr), maxCronBytes))
+	case len(o.timezone) > maxTimezoneBytes:
+		problems = append(problems, fmt.Errorf("time zone is %d bytes; an IANA time zone name is at most %d", len(o.timezone), maxTimezoneBytes))
+	default:
+		if _, _, err := parseCron(cronExpr, o.timezone); err != nil {
+			problems = append(problems, err)
+		}
 	}
 	if err := limits.checkTenant(o.tenant); err != nil {
 		problems = append(problems, err)

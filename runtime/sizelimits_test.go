@@ -240,6 +240,9 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 		overLimit(t, "payload 65 deep", err, "payload of event poked", "MaxDepth", runtime.ErrInvalidEvent)
 		_, err = wf.Send(ctx, "poked", "k", nil, runtime.WithTenant(strings.Repeat("t", 256)))
 		overLimit(t, "tenant of 256 bytes", err, "tenant", "MaxTenantBytes")
+		if _, err := wf.Send(ctx, strings.Repeat("p", 10_000), "k", nil); err == nil || len(err.Error()) > 200 {
+			t.Errorf("an unknown event of 10,000 bytes: %.300v, want a brief error", err)
+		}
 		if n, err := wf.Send(ctx, "poked", "k", json.RawMessage(`{"b":`+string(nested(63))+`}`)); err != nil {
 			t.Errorf("payload 64 deep: %v", err)
 		} else if n == 0 {
@@ -257,8 +260,14 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 			{"tenant", "s", nil, []runtime.ScheduleOption{runtime.WithScheduleTenant(strings.Repeat("t", 256))}, "Config.SizeLimits.MaxTenantBytes"},
 			{"input", "s", inputWith(blob(mib)), nil, "Config.SizeLimits.MaxInputBytes"},
 			{"name", strings.Repeat("n", 10_000), nil, nil, "name is 10000 bytes"},
+			{"time zone", "s", nil, []runtime.ScheduleOption{runtime.WithTimezone(strings.Repeat("z", 10_000))}, "time zone is 10000 bytes"},
+			{"cron", "s", nil, nil, "cron expression is 100000 bytes"},
 		} {
-			_, err := wf.CreateSchedule(ctx, c.name, "@hourly", c.input, c.opts...)
+			cron := "@hourly"
+			if c.what == "cron" {
+				cron = strings.Repeat("* ", 50_000)
+			}
+			_, err := wf.CreateSchedule(ctx, c.name, cron, c.input, c.opts...)
 			if !errors.Is(err, runtime.ErrInvalidSchedule) || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 400 {
 				t.Errorf("%s: %v, want a brief ScheduleError with %q", c.what, err, c.want)
 			}

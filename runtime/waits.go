@@ -150,7 +150,7 @@ func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store
 	for i, ev := range events {
 		sch, ok := def.events[ev.Name]
 		if !ok {
-			return 0, fmt.Errorf("sending event %q: workflow %s declares no such event", ev.Name, def.Name())
+			return 0, fmt.Errorf("sending event %q: workflow %s declares no such event", clip(ev.Name), def.Name())
 		}
 		if len(ev.Payload) == 0 {
 			events[i].Payload = json.RawMessage(`{}`)
