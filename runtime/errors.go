@@ -42,13 +42,23 @@ type FieldProblem struct {
 	Message string
 }
 
+// joinProblems says what the problems are: the first maxProblemsShown
+// of them, and how many more there are (a huge input may have a
+// problem for each of a hundred thousand items).
 func joinProblems(problems []FieldProblem) string {
-	parts := make([]string, len(problems))
-	for i, p := range problems {
+	shown := problems[:min(len(problems), maxProblemsShown)]
+	parts := make([]string, len(shown), len(shown)+1)
+	for i, p := range shown {
 		parts[i] = p.Field + ": " + p.Message
+	}
+	if more := len(problems) - len(shown); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, "; ")
 }
+
+// maxProblemsShown is how many problems an error's message lists.
+const maxProblemsShown = 20
 
 // InputError lists every problem found in a run input.
 type InputError struct {

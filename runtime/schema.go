@@ -82,13 +82,18 @@ func (s *schema) collect(ve *jsonschema.ValidationError, root string, instance a
 	if strings.HasSuffix(ve.KeywordLocation, "/required") {
 		if missing := s.missing(ve, instance); len(missing) > 0 {
 			for _, name := range missing {
-				*out = append(*out, FieldProblem{Field: fieldPath(root, ve.InstanceLocation) + pathStep(name), Message: "is required but missing"})
+				*out = append(*out, FieldProblem{Field: elide(fieldPath(root, ve.InstanceLocation)+pathStep(name), maxProblemBytes), Message: "is required but missing"})
 			}
 			return
 		}
 	}
-	*out = append(*out, FieldProblem{Field: fieldPath(root, ve.InstanceLocation), Message: ve.Message})
+	// The validator's messages may quote the value (a format's does), and
+	// the path its keys: either may be huge.
+	*out = append(*out, FieldProblem{Field: elide(fieldPath(root, ve.InstanceLocation), maxProblemBytes), Message: elide(ve.Message, maxProblemBytes)})
 }
+
+// maxProblemBytes bounds a FieldProblem's field and message.
+const maxProblemBytes = 256
 
 // missing lists the properties a failed "required" keyword names that the
 // object it was checked on lacks.

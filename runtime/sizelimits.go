@@ -246,6 +246,23 @@ func (l *SizeLimits) clipError(msg string) string {
 	return fmt.Sprintf("%s… (cut: the error was %d bytes, over Config.SizeLimits.MaxErrorBytes)", msg[:cut], len(msg))
 }
 
+// elide shortens a text of more than max bytes to about max, keeping its
+// start and its end (which says what is wrong, as in "'…' is not valid
+// email"), cut at character boundaries.
+func elide(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max/2, len(s)-max/2
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + "…" + s[tail:]
+}
+
 // clip shortens a value that an error names, which may be huge: one of
 // more than 64 bytes is cut to its first 32 and its length.
 func clip(s string) string {

@@ -381,3 +381,36 @@ func TestSizeLimitsOfFileSchedules(t *testing.T) {
 		t.Errorf("Register: %v; schedule fine is within the limits", err)
 	}
 }
+
+// An input under the size limit may still hold a huge value its schema
+// refuses, or a problem for each of many items: the error stays brief,
+// while InputError.Problems lists every problem.
+func TestInputErrorsStayBrief(t *testing.T) {
+	h := trellistest.New(t)
+	wf, err := h.Engine.Workflow(&runtime.WorkflowSpec{Name: "strict",
+		InputSchema: `{"type":"object","properties":{"email":{"type":"string","format":"email"},
+			"items":{"type":"array","items":{"type":"integer"}}},"additionalProperties":false}`,
+		Steps: []runtime.StepSpec{{Name: "s"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("z", 100_000)
+	for _, c := range []struct {
+		what, input, want string
+		problems          int
+	}{
+		{"a huge value its format refuses", `{"email":"` + big + `"}`, "' is not valid 'email'", 1},
+		{"a huge property name", `{"` + big + `":1}`, "' not allowed", 1},
+		{"a thousand bad items", `{"items":[` + strings.TrimSuffix(strings.Repeat(`"x",`, 1000), ",") + `]}`, "; and 980 more", 1000},
+	} {
+		_, err := wf.Trigger(t.Context(), json.RawMessage(c.input))
+		var ie *runtime.InputError
+		if !errors.As(err, &ie) || len(ie.Problems) != c.problems {
+			t.Errorf("%s: %.300v, want an InputError with %d problems", c.what, err, c.problems)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 2000 || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: %d bytes: %.300q…, want a brief error with %q", c.what, len(msg), msg, c.want)
+		}
+	}
+}
