@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -49,10 +50,31 @@ func boundedSpec() *runtime.WorkflowSpec {
 	}
 }
 
-func boundedHandlers(ran map[string]int) runtime.Handlers {
+// tally counts the runs of each step; steps run concurrently.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *tally) add(step string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[step]++
+}
+
+func (c *tally) of(step string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[step]
+}
+
+func boundedHandlers(ran *tally) runtime.Handlers {
 	return runtime.Handlers{Steps: map[string]runtime.StepFunc{
 		"echo": func(_ context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
-			ran["echo"]++
+			ran.add("echo")
 			var in struct {
 				Blob   json.RawMessage
 				Double bool
@@ -70,8 +92,11 @@ func boundedHandlers(ran map[string]int) runtime.Handlers {
 			}
 			return out, nil
 		},
-		"after": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { ran["after"]++; return nil, nil },
-		"each":  func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { ran["each"]++; return nil, nil },
+		"after": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			ran.add("after")
+			return nil, nil
+		},
+		"each": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { ran.add("each"); return nil, nil },
 	}}
 }
 
@@ -112,7 +137,7 @@ func overLimit(t *testing.T, what string, err error, field, limit string, is ...
 
 func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 	ctx := t.Context()
-	ran := map[string]int{}
+	ran := &tally{}
 	wf, err := h.Engine.Register(boundedSpec(), boundedHandlers(ran))
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +205,7 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 			{"1 MiB and a bit", `{"double":true,"blob":` + string(blob(mib/2)) + `}`, "MaxOutputBytes"},
 			{"65 deep", `{"wrap":2,"blob":` + string(nested(63)) + `}`, "MaxDepth"},
 		} {
-			before := ran["echo"]
+			before := ran.of("echo")
 			ref, err := wf.Trigger(ctx, json.RawMessage(c.input))
 			if err != nil {
 				t.Fatalf("%s: %v", c.what, err)
@@ -194,20 +219,20 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 			if !strings.Contains(msg, "output of step echo") || !strings.Contains(msg, "Config.SizeLimits."+c.limit) || len(msg) > 300 {
 				t.Errorf("%s: failure %q should name the step and the limit, briefly", c.what, msg)
 			}
-			if got := ran["echo"] - before; got != 1 {
+			if got := ran.of("echo") - before; got != 1 {
 				t.Errorf("%s: echo ran %d times, want once (no retries)", c.what, got)
 			}
 			if got := res.Steps["after"]; got == runtime.TaskCompleted {
 				t.Errorf("%s: after is %s; children never see an output over the limit", c.what, got)
 			}
 		}
-		if ran["after"] != 2 {
-			t.Errorf("after ran %d times, want 2 (for the runs at the limits only)", ran["after"])
+		if ran.of("after") != 2 {
+			t.Errorf("after ran %d times, want 2 (for the runs at the limits only)", ran.of("after"))
 		}
 	})
 
 	t.Run("a map over MaxMapItems fails, starting no item", func(t *testing.T) {
-		before := ran["each"]
+		before := ran.of("each")
 		ok, err := wf.Trigger(ctx, json.RawMessage(`{"items":[1,2,3,4,5]}`))
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +253,7 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 		if items := h.Items(over.ID, "each"); len(items) != 0 {
 			t.Errorf("the refused map started %d item runs", len(items))
 		}
-		if got := ran["each"] - before; got != 5 {
+		if got := ran.of("each") - before; got != 5 {
 			t.Errorf("items ran %d times, want 5 (the map that fits)", got)
 		}
 	})
@@ -367,7 +392,7 @@ func TestSizeLimitsOfFileSchedules(t *testing.T) {
 		{Name: "wide", Cron: "@hourly", Tenant: strings.Repeat("t", 256)},
 		{Name: "big", Cron: "@hourly", Input: `{"blob":` + string(blob(100)) + `}`},
 	}
-	_, err := h.Engine.Register(spec, boundedHandlers(map[string]int{}))
+	_, err := h.Engine.Register(spec, boundedHandlers(&tally{}))
 	for _, want := range []string{
 		"registering workflow bounded: ",
 		"schedule wide: tenant is 256 bytes, over the limit of 255 (Config.SizeLimits.MaxTenantBytes)",
