@@ -82,6 +82,12 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 	if err := e.cfg.SizeLimits.checkItems(step.Name, len(items)); err != nil {
 		return sp, NonRetryable(err)
 	}
+	for i, item := range items {
+		// Each item is the input of a run.
+		if err := e.cfg.SizeLimits.checkItemInput(step.Name, i, item); err != nil {
+			return sp, NonRetryable(err)
+		}
+	}
 	done := map[int]bool{}
 	if c.Attempt > 1 {
 		earlier, err := e.store.ChildRuns(ctx, c.Key)

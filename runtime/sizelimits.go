@@ -161,6 +161,12 @@ func (l *SizeLimits) checkEvent(event string, payload []byte) error {
 	return l.checkDocument(payload, "payload of event "+event, "MaxEventBytes", l.MaxEventBytes, ErrInvalidEvent)
 }
 
+// checkItemInput checks item i of a map step's forEach, the input of
+// its run.
+func (l *SizeLimits) checkItemInput(step string, i int, item []byte) error {
+	return l.checkDocument(item, fmt.Sprintf("item %d of forEach of step %s", i, step), "MaxInputBytes", l.MaxInputBytes, ErrInvalidInput)
+}
+
 // checkItems checks the number of items of a map step's forEach.
 func (l *SizeLimits) checkItems(step string, n int) error {
 	if n > l.MaxMapItems {

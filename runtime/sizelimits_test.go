@@ -439,3 +439,46 @@ func TestInputErrorsStayBrief(t *testing.T) {
 		}
 	}
 }
+
+// A map step's item is the input of a run: one over MaxInputBytes (CEL
+// may build it bigger than anything the run was given) fails the map,
+// starting no item.
+func TestMapItemOverInputLimitMemory(t *testing.T) {
+	testMapItemOverInputLimit(t, trellistest.New(t, inputBytes(100)))
+}
+
+func TestMapItemOverInputLimitPostgres(t *testing.T) {
+	testMapItemOverInputLimit(t, trellistest.New(t, inputBytes(100), trellistest.WithStore(pgstore.New(pgtest.Pool(t)))))
+}
+
+func inputBytes(n int) trellistest.Option {
+	return trellistest.WithConfig(func(c *runtime.Config) { c.SizeLimits.MaxInputBytes = n })
+}
+
+func testMapItemOverInputLimit(t *testing.T, h *trellistest.Harness) {
+	ran := &tally{}
+	wf, err := h.Engine.Register(&runtime.WorkflowSpec{Name: "doubler",
+		InputSchema: `{"type":"object","required":["s"],"properties":{"s":{"type":"string"}}}`,
+		Steps: []runtime.StepSpec{{Name: "each",
+			ForEach: &runtime.ForEachSpec{Items: "[input.s, input.s + input.s]", ItemSchema: `{"type":"string"}`}}},
+	}, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"each": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { ran.add("each"); return nil, nil },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The input is 68 bytes; the second item, 122.
+	ref, err := wf.Trigger(t.Context(), json.RawMessage(`{"s":"`+strings.Repeat("s", 60)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	res := h.Result(ref.ID)
+	const want = "item 1 of forEach of step each is 122 bytes, over the limit of 100 (Config.SizeLimits.MaxInputBytes)"
+	if res.Status != runtime.RunFailed || res.Failure == nil || res.Failure.Error != want {
+		t.Fatalf("run %s, failure %+v; want FAILED with %q", res.Status, res.Failure, want)
+	}
+	if n := ran.of("each"); n != 0 || len(h.Items(ref.ID, "each")) != 0 {
+		t.Errorf("%d items ran, %d item runs; want none", n, len(h.Items(ref.ID, "each")))
+	}
+}
