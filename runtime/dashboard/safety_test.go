@@ -9,6 +9,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
 // Markup that must never reach a page as markup: each comes from users'
@@ -71,7 +72,11 @@ func TestUserDataIsEscaped(t *testing.T) {
 }
 
 func TestHugeAndDeepDocuments(t *testing.T) {
-	b := setup(t, dashboard.Options{})
+	// Documents over the default size limits, as an engine whose
+	// Config.SizeLimits are raised keeps them.
+	b := setup(t, dashboard.Options{}, trellistest.WithConfig(func(c *runtime.Config) {
+		c.SizeLimits = runtime.SizeLimits{MaxInputBytes: 4 << 20, MaxDepth: 10_000}
+	}))
 	huge := `{"note":"` + strings.Repeat("x", 3<<20) + `"}`
 	deep := `{"note":"deep","nest":` + strings.Repeat(`[`, 5000) + strings.Repeat(`]`, 5000) + `}`
 	for name, input := range map[string]string{"huge": huge, "deep": deep} {
