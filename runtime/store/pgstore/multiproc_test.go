@@ -111,6 +111,10 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	if _, err := multiproc.RegisterHostile(engine, hostileSteps{}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
 		log.Error("start", "error", err)
 		return 1
@@ -160,7 +164,7 @@ func (s *fulfilSteps) Pick3(ctx context.Context, in multiproc.FulfilInput, _ mul
 	if err := s.pick(ctx); err != nil {
 		return err
 	}
-	if info, _ := runtime.InfoFromContext(ctx); in.Slow != nil && *in.Slow && info.Attempt == 1 {
+	if info, _ := runtime.InfoFromContext(ctx); in.Slow != nil && *in.Slow && info.Retries == 0 {
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -212,6 +216,7 @@ type cluster struct {
 	limited *multiproc.LimitedClient
 	paced   *multiproc.PacedClient
 	bulk    *multiproc.BulkClient
+	hostile *multiproc.HostileClient
 	workers map[string]*exec.Cmd
 	logs    []string // log files of every worker started
 }
@@ -265,8 +270,12 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hostile, err := multiproc.NewHostileClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		limited: limited, paced: paced, bulk: bulk, workers: map[string]*exec.Cmd{}}
+		limited: limited, paced: paced, bulk: bulk, hostile: hostile, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.
