@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -18,6 +19,9 @@ import (
 type schema struct {
 	compiled *jsonschema.Schema
 	doc      any
+	// tainted are the schemas that are marked sensitive or lead to one
+	// (see redact); nil when none is.
+	tainted map[*jsonschema.Schema]bool
 }
 
 // compileSchema compiles a schema given as JSON text; an empty text is the
@@ -29,6 +33,9 @@ func compileSchema(name, text string) (*schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
+	if err := registerSensitive(c); err != nil {
+		return nil, err
+	}
 	c.LoadURL = func(s string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("schema refers to %s; only references into $defs of the same schema are supported", s)
 	}
@@ -44,7 +51,7 @@ func compileSchema(name, text string) (*schema, error) {
 	if err := json.Unmarshal([]byte(text), &doc); err != nil {
 		return nil, err
 	}
-	return &schema{compiled: compiled, doc: doc}, nil
+	return &schema{compiled: compiled, doc: doc, tainted: taint(compiled)}, nil
 }
 
 // problems validates a JSON document and returns every problem, sorted by
@@ -87,9 +94,80 @@ func (s *schema) collect(ve *jsonschema.ValidationError, root string, instance a
 			return
 		}
 	}
-	// The validator's messages may quote the value (a format's does), and
-	// the path its keys: either may be huge.
-	*out = append(*out, FieldProblem{Field: elide(fieldPath(root, ve.InstanceLocation), maxProblemBytes), Message: elide(ve.Message, maxProblemBytes)})
+	value := pointer(instance, ve.InstanceLocation)
+	sensitive := s.sensitiveAt(instance, ve.InstanceLocation)
+	// The path may be huge (its keys are the document's); the message
+	// quotes at most a short part of a value that is not sensitive.
+	*out = append(*out, FieldProblem{Field: elide(fieldPath(root, ve.InstanceLocation), maxProblemBytes),
+		Message: elide(s.message(ve, value, sensitive), maxProblemBytes)})
+}
+
+// maxQuoted is how much of an offending value a problem quotes: enough to
+// recognise it, not enough to copy a document into the error.
+const maxQuoted = 32
+
+// message says why a value failed one keyword of its schema: it names the
+// rule, and quotes the value only when it is not sensitive, and then at
+// most maxQuoted bytes of it. Problems are stored as step errors, returned
+// to triggers and logged, so they must not carry what the schema hides.
+func (s *schema) message(ve *jsonschema.ValidationError, value any, sensitive bool) string {
+	keyword := ve.KeywordLocation[strings.LastIndex(ve.KeywordLocation, "/")+1:]
+	_, fragment, _ := strings.Cut(ve.AbsoluteKeywordLocation, "#")
+	rule := pointer(s.doc, fragment)
+	quoted := ""
+	if !sensitive {
+		quoted = quoteShort(value) + " "
+	}
+	switch keyword {
+	case "format":
+		return fmt.Sprintf("%sis not a valid %q", quoted, fmt.Sprint(rule))
+	case "multipleOf":
+		return fmt.Sprintf("%sis not a multiple of %v", quoted, rule)
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+		msg, _, _ := strings.Cut(ve.Message, " but found ")
+		if sensitive {
+			return msg
+		}
+		return msg + " but found " + strings.TrimSuffix(quoted, " ")
+	case "minLength", "maxLength":
+		if sensitive {
+			msg, _, _ := strings.Cut(ve.Message, ", but got ")
+			return msg
+		}
+	}
+	return ve.Message
+}
+
+// quoteShort quotes a JSON value for an error: a string in Go syntax, a
+// number as written, at most maxQuoted bytes of either, cut at a
+// character and marked with … when cut.
+func quoteShort(v any) string {
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = v
+	case json.Number:
+		text = v.String()
+	default:
+		b, _ := json.Marshal(v)
+		text = string(b)
+	}
+	cut := len(text) > maxQuoted
+	if cut {
+		n := maxQuoted
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n]
+	}
+	if _, isString := v.(string); isString || cut {
+		q := strconv.Quote(text)
+		if cut {
+			q = q[:len(q)-1] + "…\""
+		}
+		return q
+	}
+	return text
 }
 
 // maxProblemBytes bounds a FieldProblem's field and message.
