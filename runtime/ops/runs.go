@@ -329,7 +329,11 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 	if err != nil {
 		return nil, notFound(err, id)
 	}
-	names := a.stepNames(ctx, r.Version)
+	def, _ := a.engine.Definition(ctx, r.Version) // nil when the version cannot be loaded
+	var names []string
+	if def != nil {
+		names = def.StepNames()
+	}
 	var failure *runtime.Failure
 	if r.Status == runtime.RunFailed {
 		failure = &runtime.Failure{Step: stepName(names, r.FailedStep), Error: r.Error}
@@ -345,7 +349,7 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 			}
 		}
 	}
-	d := &RunDetail{Run: listed(r, failure), Input: json.RawMessage(r.Input), Steps: make([]Step, len(tasks))}
+	d := &RunDetail{Run: listed(r, failure), Input: redactInput(def, r.Input), Steps: make([]Step, len(tasks))}
 	for i, t := range tasks {
 		s := Step{
 			Index: t.Key.Step, Name: stepName(names, t.Key.Step), Kind: t.Kind.String(), Status: t.Status,
@@ -358,7 +362,7 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 			s.WakeAt = timeOrNil(t.WakeAt)
 		case runtime.TaskCompleted:
 			if len(t.Output) > 0 {
-				s.Output = json.RawMessage(t.Output)
+				s.Output = redactOutput(def, t.Key.Step, t.Output)
 			}
 		}
 		d.Steps[i] = s

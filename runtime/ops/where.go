@@ -75,6 +75,9 @@ func (a *Admin) compileWhere(ctx context.Context, workflow, expr string) (*where
 			return nil, fmt.Errorf("workflow version %s: %w", v.Version, err)
 		}
 		f, iss := env.Compile(expr)
+		if iss == nil {
+			iss = readsSensitive(spec.InputSchema, expr)
+		}
 		switch {
 		case iss != nil && i == 0:
 			return nil, &WhereError{Expr: expr, Version: v.Version, Issues: iss}
