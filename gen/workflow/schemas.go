@@ -30,7 +30,7 @@ func (d *decoder) schema(v *Value, what string) *Schema {
 	s.JSON = text
 	// Unknown keywords are reported, but the schema still means what its
 	// known keywords say, so later checks go on using it.
-	d.keywords(v, what)
+	d.keywords(v, what, "", false)
 	before := d.probs.Len()
 	switch t := v.Get("type"); {
 	case t == nil:
@@ -49,25 +49,67 @@ func (d *decoder) schema(v *Value, what string) *Schema {
 // keywords reports keys of the schema v (and its subschemas) that are not
 // JSON Schema keywords. JSON Schema ignores unknown keywords, so a typo
 // such as requried would silently make every property optional. Keys
-// starting with x- are extensions and left alone.
-func (d *decoder) keywords(v *Value, what string) {
+// starting with x- are extensions and left alone, except Trellis's own
+// (x-trellis-), which are checked (see sensitive). test names the
+// keyword above v that only tests values (not, if, contains,
+// propertyNames), if any; marked says an enclosing schema is marked
+// sensitive.
+func (d *decoder) keywords(v *Value, what, test string, marked bool) {
 	if v.Kind != KindMap {
 		return
 	}
 	known := schemaKeywords()
+	if f := v.Get(sensitiveKeyword); f != nil {
+		marked = d.sensitive(f, what, test, marked)
+	}
 	for _, f := range v.Fields {
+		if strings.HasPrefix(f.Key, "x-trellis-") && f.Key != sensitiveKeyword {
+			d.probs.Add(f.KeyPos, "", "unknown Trellis keyword %q in %s; the one Trellis reads is %q", f.Key, what, sensitiveKeyword)
+			continue
+		}
 		if !contains(known, f.Key) && !strings.HasPrefix(f.Key, "x-") {
 			msg := fmt.Sprintf("unknown JSON Schema keyword %q in %s; JSON Schema would ignore it", f.Key, what)
-			if guess := closest(f.Key, known); guess != "" {
+			guess := closest(f.Key, known)
+			if f.Key == "sensitive" {
+				guess = sensitiveKeyword
+			}
+			if guess != "" {
 				msg = fmt.Sprintf("unknown JSON Schema keyword %q in %s; did you mean %q? (JSON Schema would ignore it)", f.Key, what, guess)
 			}
 			d.probs.Add(f.KeyPos, "", "%s", msg)
 			continue
 		}
+		inner := test
+		switch f.Key {
+		case "not", "if", "contains", "propertyNames":
+			inner = f.Key
+		}
 		for _, sub := range Subschemas(f) {
-			d.keywords(sub, what)
+			d.keywords(sub, what, inner, marked)
 		}
 	}
+}
+
+// sensitiveKeyword marks the values a schema describes as sensitive:
+// Trellis shows them as [redacted] (runtime.SensitiveKeyword).
+const sensitiveKeyword = "x-trellis-sensitive"
+
+// sensitive checks one x-trellis-sensitive keyword: a boolean, on a
+// schema that describes values (not one that only tests them), and not
+// false under a marked schema, which cannot unmark what it holds. It
+// returns whether the schema is marked.
+func (d *decoder) sensitive(f *Field, what, test string, marked bool) bool {
+	if f.Value.Kind != KindBool {
+		d.probs.Add(f.Value.Pos, "type", "%s in %s must be true or false, not %s", sensitiveKeyword, what, describeScalar(f.Value))
+		return marked
+	}
+	switch {
+	case test != "":
+		d.probs.Add(f.KeyPos, "", "%s in %s means nothing under %s, which only tests values: mark the property itself", sensitiveKeyword, what, test)
+	case marked && !f.Value.Bool:
+		d.probs.Add(f.KeyPos, "", "%s: false in %s cannot unmark a value inside one marked sensitive: everything inside a marked value is redacted", sensitiveKeyword, what)
+	}
+	return marked || f.Value.Bool
 }
 
 // schemaKeywords are the keywords of JSON Schema draft 2020-12, and the
