@@ -51,11 +51,13 @@ func (a *Admin) Schedules(ctx context.Context, workflow string) ([]ScheduleInfo,
 	}
 	var out []ScheduleInfo
 	seen := map[string]bool{}
-	for _, v := range versions { // newest first within a name
+	newest := map[string]string{} // version by workflow, to redact inputs with
+	for _, v := range versions {  // newest first within a name
 		if seen[v.Name] || workflow != "" && v.Name != workflow {
 			continue
 		}
 		seen[v.Name] = true
+		newest[v.Name] = v.Version
 		var spec runtime.WorkflowSpec
 		if err := json.Unmarshal(v.Spec, &spec); err != nil {
 			return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
@@ -74,6 +76,10 @@ func (a *Admin) Schedules(ctx context.Context, workflow string) ([]ScheduleInfo,
 	}
 	for _, s := range stored {
 		out = append(out, apiSchedule(s))
+	}
+	for i := range out { // a schedule's input is shown as its workflow's newest version marks it
+		def, _ := a.engine.Definition(ctx, newest[out[i].Workflow])
+		out[i].Input = redactInput(def, out[i].Input)
 	}
 	slices.SortStableFunc(out, func(a, b ScheduleInfo) int {
 		return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Name, b.Name))

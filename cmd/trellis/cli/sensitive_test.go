@@ -71,6 +71,10 @@ func TestSensitiveValuesAreRedacted(t *testing.T) {
 	}
 	steps.mu.Unlock()
 
+	if _, err := client.CreateSchedule(ctx, "nightly", "0 3 * * *", wf.VaultInput{Email: "ada@example.com", CardNumber: secretCard}); err != nil {
+		t.Fatal(err)
+	}
+
 	secrets := []string{secretCard, secretHolder, secretToken, "41111111"}
 	hidden := func(what, out string) {
 		t.Helper()
@@ -89,10 +93,11 @@ func TestSensitiveValuesAreRedacted(t *testing.T) {
 		{"runs", "events", failed.ID.String(), "-format", "json"},
 		{"runs", "list", "-workflow", "vault", "-format", "json"},
 		{"runs", "list", "-status", "FAILED"},
+		{"schedules", "list", "-format", "json"},
 	} {
 		out := e.ok(args...)
 		hidden(strings.Join(args, " "), out)
-		if args[1] == "show" && !strings.Contains(out, runtime.Redacted) {
+		if (args[1] == "show" || args[0] == "schedules") && !strings.Contains(out, runtime.Redacted) {
 			t.Errorf("%s shows no %s:\n%s", strings.Join(args, " "), runtime.Redacted, out)
 		}
 	}
