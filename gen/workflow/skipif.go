@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/condition"
 )
 
@@ -55,6 +56,7 @@ func checkConditions(w *Workflow, lines [][]byte, probs *Problems) {
 		}
 		if s.IsMap() {
 			checkItems(s, env, lines, probs)
+			markSensitiveItems(s, w.Input.JSON, parents)
 		}
 		checkChildInput(s, env, lines, probs)
 	}
@@ -79,6 +81,55 @@ func checkItems(s *Step, env *condition.Env, lines [][]byte, probs *Problems) {
 	}
 	relocate(root, e.Pos) // problems with the item type point at the expression
 	s.ForEach.Item = &Schema{Value: root, JSON: x.ItemSchema, OK: true}
+}
+
+// markSensitiveItems marks the items of a map step sensitive when its
+// forEach reads a value its schemas mark sensitive (a list of marked
+// card numbers, say): the type of an item, and so the schema derived from
+// it, cannot carry the mark, and the items runs' inputs would show the
+// values. Items that are objects keep the marks of their own properties.
+func markSensitiveItems(s *Step, input string, parents map[string]json.RawMessage) {
+	if s.ForEach.Item == nil {
+		return
+	}
+	marks := strings.Contains(input, runtime.SensitiveKeyword)
+	for _, p := range parents {
+		marks = marks || strings.Contains(string(p), runtime.SensitiveKeyword)
+	}
+	if !marks {
+		return
+	}
+	strip := func(schema json.RawMessage) (json.RawMessage, bool) {
+		if len(schema) == 0 {
+			return schema, true
+		}
+		out, err := runtime.WithoutSensitive(schema)
+		return out, err == nil
+	}
+	in, ok := strip(json.RawMessage(input))
+	stripped := make(map[string]json.RawMessage, len(parents))
+	for name, p := range parents {
+		var pok bool
+		stripped[name], pok = strip(p)
+		ok = ok && pok
+	}
+	if ok {
+		if env, err := condition.NewEnv(in, stripped); err == nil {
+			if _, issues := env.CompileList(s.ForEach.Items.Source); len(issues) == 0 {
+				return // it reads nothing sensitive
+			}
+		}
+	}
+	var item map[string]any
+	if err := json.Unmarshal([]byte(s.ForEach.Item.JSON), &item); err != nil {
+		return
+	}
+	item[runtime.SensitiveKeyword] = true
+	marked, err := json.Marshal(item)
+	if err != nil {
+		return
+	}
+	s.ForEach.Item.JSON = string(marked)
 }
 
 // dashHint explains the likely cause when a condition names part of a
