@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,6 +92,15 @@ func TestDashboardRedactsSensitiveValues(t *testing.T) {
 						t.Errorf("GET %s does not show %q", path, want)
 					}
 				}
+			}
+
+			// A where filter may not read a sensitive field.
+			body := b.page("/runs?workflow=vault&where="+url.QueryEscape(`input.cardNumber.startsWith("4")`), http.StatusBadRequest)
+			if !strings.Contains(body, "marked x-trellis-sensitive") {
+				t.Errorf("a where filter on cardNumber is not refused:\n%s", body)
+			}
+			if body := b.page("/runs?workflow=vault&where="+url.QueryEscape(`input.email == "ada@example.com"`), http.StatusOK); !strings.Contains(body, id) {
+				t.Errorf("a where filter on email does not list the run")
 			}
 		})
 	}
