@@ -91,7 +91,7 @@ func (d *decoder) keywords(v *Value, what, test string, marked bool) {
 }
 
 // sensitiveKeyword marks the values a schema describes as sensitive:
-// Trellis shows them as [redacted] (runtime.SensitiveKeyword).
+// Trellis shows them as [redacted] (spec.SensitiveKeyword).
 const sensitiveKeyword = "x-trellis-sensitive"
 
 // sensitive checks one x-trellis-sensitive keyword: a boolean, on a

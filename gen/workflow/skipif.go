@@ -7,8 +7,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/condition"
+	"github.com/effectivelabs/trellis/runtime/spec"
 )
 
 // checkConditions type-checks every skipIf condition against the input
@@ -92,9 +92,9 @@ func markSensitiveItems(s *Step, input string, parents map[string]json.RawMessag
 	if s.ForEach.Item == nil {
 		return
 	}
-	marks := strings.Contains(input, runtime.SensitiveKeyword)
+	marks := strings.Contains(input, spec.SensitiveKeyword)
 	for _, p := range parents {
-		marks = marks || strings.Contains(string(p), runtime.SensitiveKeyword)
+		marks = marks || strings.Contains(string(p), spec.SensitiveKeyword)
 	}
 	if !marks {
 		return
@@ -103,7 +103,7 @@ func markSensitiveItems(s *Step, input string, parents map[string]json.RawMessag
 		if len(schema) == 0 {
 			return schema, true
 		}
-		out, err := runtime.WithoutSensitive(schema)
+		out, err := spec.WithoutSensitive(schema)
 		return out, err == nil
 	}
 	in, ok := strip(json.RawMessage(input))
@@ -124,7 +124,7 @@ func markSensitiveItems(s *Step, input string, parents map[string]json.RawMessag
 	if err := json.Unmarshal([]byte(s.ForEach.Item.JSON), &item); err != nil {
 		return
 	}
-	item[runtime.SensitiveKeyword] = true
+	item[spec.SensitiveKeyword] = true
 	marked, err := json.Marshal(item)
 	if err != nil {
 		return
