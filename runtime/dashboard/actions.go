@@ -65,15 +65,19 @@ func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, what string)
 }
 
 // mayAct answers 404 when the path names no action (there is no such
-// what at it) and 403 on a read-only dashboard (which does not, as
-// refusal says), and reports whether the request may go on.
+// what at it) and 403 to a read-only user (who does not, as refusal
+// says), and reports whether the request may go on.
 func (d *Dashboard) mayAct(w http.ResponseWriter, r *http.Request, found bool, what, refusal string) bool {
 	if !found {
 		d.errorPage(w, r, http.StatusNotFound, "There is no "+what+" at "+r.URL.Path+".")
 		return false
 	}
-	if d.opts.ReadOnly {
-		d.errorPage(w, r, http.StatusForbidden, "This dashboard is read-only: "+refusal+".")
+	if u := userOf(r); u.ReadOnly {
+		who := "This dashboard is read-only"
+		if u.Name != "" && !d.opts.ReadOnly {
+			who = "You (" + u.Name + ") are read-only"
+		}
+		d.errorPage(w, r, http.StatusForbidden, who+": "+refusal+".")
 		return false
 	}
 	return true
@@ -132,6 +136,6 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusInternalServerError, a.Verb+" failed: "+res.Error)
 		return
 	}
-	d.log.Info("dashboard: "+a.Name, "run", id, "outcome", res.Outcome)
+	d.log.Info("dashboard: "+a.Name, "run", id, "outcome", res.Outcome, "user", userOf(r).Name)
 	http.Redirect(w, r, d.url("/runs/"+id.String())+"?"+url.Values{"done": {string(res.Outcome)}}.Encode(), http.StatusSeeOther)
 }

@@ -98,7 +98,10 @@ func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string, *runtime.Engin
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash := dashboard.New(ops.New(viewer), dashboard.Options{Prefix: "/trellis", PollInterval: 200 * time.Millisecond})
+	dash, err := dashboard.New(ops.New(viewer), dashboard.Options{Prefix: "/trellis", PollInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(dash)
 	t.Cleanup(func() {
 		dash.Close()

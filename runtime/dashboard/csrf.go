@@ -26,6 +26,7 @@ const (
 type csrf struct {
 	key     []byte
 	trusted []string // origins besides the request's own
+	hosts   hosts    // the hosts the dashboard answers to
 	path    string   // the cookie's path: the dashboard's prefix
 }
 
@@ -71,8 +72,11 @@ func (c csrf) check(r *http.Request) error {
 	return nil
 }
 
-// sameOrigin reports whether origin is the request's own host (on either
-// scheme: a proxy may end TLS) or a trusted origin.
+// sameOrigin reports whether origin is a trusted origin, or the request's
+// own host (on either scheme: a proxy may end TLS) when the allowed
+// hosts name it. The request's Host alone proves nothing: a page that
+// rebinds its own name to the dashboard's address sends its own name as
+// both Host and Origin, and under AllowedHosts "*" it gets this far.
 func (c csrf) sameOrigin(r *http.Request, origin string) bool {
 	if slices.Contains(c.trusted, strings.TrimRight(origin, "/")) {
 		return true
@@ -81,5 +85,5 @@ func (c csrf) sameOrigin(r *http.Request, origin string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Host, r.Host) && c.hosts.allowsOrigin(origin)
 }

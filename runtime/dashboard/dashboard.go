@@ -17,8 +17,9 @@ import (
 	"github.com/effectivelabs/trellis/runtime/ops"
 )
 
-// Options configure a Dashboard. The zero value serves at the root, with
-// actions, polling every two seconds.
+// Options configure a Dashboard. The zero value serves at the root, to
+// everyone who reaches it on a loopback name (localhost, 127.0.0.1,
+// [::1]), with actions, polling every two seconds.
 type Options struct {
 	// Prefix is the path the dashboard is mounted under ("/trellis"), or
 	// "" for the root. The handler expects request paths with the prefix
@@ -33,10 +34,33 @@ type Options struct {
 	// show; 2s when zero. Whatever the number of browsers, it reads once
 	// per interval.
 	PollInterval time.Duration
+	// AllowedHosts are the host names the dashboard answers to; any other
+	// Host gets 421 and nothing else, which defeats DNS rebinding. An
+	// entry is a name on any port ("ops.example.com"), a name with a port
+	// ("ops.example.com:8443"), every name under a domain
+	// ("*.example.com"), "localhost" for the loopback names and addresses,
+	// or "*" for any host (when a proxy in front checks it). Empty means
+	// the loopback names and addresses only.
+	AllowedHosts []string
+	// Authenticate tells who makes a request, or why they may not: an
+	// error wrapping ErrUnauthenticated answers 401, ErrForbidden 403.
+	// Every request passes through it, assets and live streams included,
+	// so that the dashboard's own pages and permissions (User.ReadOnly,
+	// User.Tenants) follow whatever sign-in the server in front uses (a
+	// proxy's header, a session cookie). Users.Authenticate is HTTP Basic
+	// over a users file. Nil lets everyone in as an unnamed operator.
+	Authenticate func(*http.Request) (User, error)
 	// TrustedOrigins are origins besides the request's own host that may
 	// post actions ("https://ops.example.com"): set it when a proxy in
-	// front rewrites the Host header.
+	// front rewrites the Host header. Their hosts need not be in
+	// AllowedHosts.
 	TrustedOrigins []string
+	// MaxStreams caps the live-update streams open at once (each is an
+	// open connection), DefaultMaxStreams when zero; MaxStreamsPerUser
+	// caps those of one named user, DefaultMaxStreamsPerUser when zero.
+	// Beyond either, a page's stream answers 503 with Retry-After, and
+	// the page shows what it showed when loaded, without live updates.
+	MaxStreams, MaxStreamsPerUser int
 	// CSRFKey signs the tokens that guard actions. Give every replica of
 	// a dashboard behind one load balancer the same key (32 random
 	// bytes); when nil, a Dashboard makes a key of its own.
@@ -56,18 +80,38 @@ type Dashboard struct {
 	clock   clock.Clock
 	pages   *pages
 	csrf    csrf
+	hosts   hosts
 	live    *hub
+	streams *streamLimit
 	handler http.Handler
 }
 
-// New returns the dashboard of admin's store. It starts nothing: the live
+// Defaults of Options.
+const (
+	DefaultMaxStreams        = 100
+	DefaultMaxStreamsPerUser = 10
+)
+
+// New returns the dashboard of admin's store, or an error naming an entry
+// of opts.AllowedHosts it cannot read. It starts nothing: the live
 // poller runs only while a page is open.
-func New(admin *ops.Admin, opts Options) *Dashboard {
+func New(admin *ops.Admin, opts Options) (*Dashboard, error) {
 	opts.Prefix = strings.TrimRight(opts.Prefix, "/")
+	allowed, err := newHosts(opts.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	if opts.MaxStreamsPerUser <= 0 {
+		opts.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 2 * time.Second
 	}
-	d := &Dashboard{admin: admin, opts: opts, log: opts.Logger, clock: opts.Clock}
+	d := &Dashboard{admin: admin, opts: opts, log: opts.Logger, clock: opts.Clock, hosts: allowed,
+		streams: newStreamLimit(opts.MaxStreams, opts.MaxStreamsPerUser)}
 	if d.log == nil {
 		d.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -79,13 +123,13 @@ func New(admin *ops.Admin, opts Options) *Dashboard {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // never fails (crypto/rand)
 	}
-	d.csrf = csrf{key: key, trusted: opts.TrustedOrigins, path: opts.Prefix + "/"}
+	d.csrf = csrf{key: key, trusted: opts.TrustedOrigins, hosts: allowed, path: opts.Prefix + "/"}
 	d.pages = mustParsePages()
 	d.live = newHub(opts.PollInterval, d.log, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error) {
 		return admin.EventCounts(ctx, ids...)
 	})
 	d.handler = d.routes()
-	return d
+	return d, nil
 }
 
 // Close ends the live streams of every open page and stops the poller.
@@ -102,6 +146,14 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
+	// Pages, downloads and streams carry run data: no cache keeps them
+	// (assets say otherwise).
+	h.Set("Cache-Control", "no-store")
+	if !d.hosts.allows(r.Host) {
+		d.log.Warn("dashboard: refused a request for another host", "host", oneLine(r.Host, 200), "path", oneLine(r.URL.Path, 200), "remote", r.RemoteAddr)
+		misdirected(w)
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
@@ -111,6 +163,10 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.errorPage(w, r, http.StatusInternalServerError, "The dashboard failed to show this page; its log says why.")
 		}
 	}()
+	r, ok := d.authenticate(w, r)
+	if !ok {
+		return
+	}
 	d.handler.ServeHTTP(w, r)
 }
 

@@ -51,8 +51,9 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) liveOverview(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
 	d.stream(w, r, "overview", uuid.Nil, func(ctx context.Context) ([]byte, error) {
-		return d.fragment("overview", d.livePage(d.loadOverview(ctx)))
+		return d.fragment("overview", d.livePage(u, d.loadOverview(ctx)))
 	})
 }
 

@@ -46,6 +46,8 @@ type page struct {
 	Title    string
 	Nav      string // the navigation entry to highlight
 	ReadOnly bool
+	// User is who is signed in; Name is empty without authentication.
+	User User
 	// CSRF is the token of this browser's forms; empty in live updates,
 	// which many browsers share (the page script fills it in).
 	CSRF string
@@ -58,18 +60,27 @@ type page struct {
 }
 
 // newPage returns the page of r, with its CSRF token (and cookie) unless
-// the dashboard is read-only.
+// its user is read-only.
 func (d *Dashboard) newPage(w http.ResponseWriter, r *http.Request, nav, title string, data any) *page {
-	p := &page{Base: d.opts.Prefix, Title: title, Nav: nav, ReadOnly: d.opts.ReadOnly, Now: d.clock.Now().UTC(), Data: data}
-	if !d.opts.ReadOnly {
+	u := userOf(r)
+	p := &page{Base: d.opts.Prefix, Title: title, Nav: nav, ReadOnly: u.ReadOnly, User: u, Now: d.clock.Now().UTC(), Data: data}
+	if !u.ReadOnly {
 		p.CSRF = d.csrf.token(w, r)
 	}
 	return p
 }
 
-// livePage is a page rendered for the live updates of every browser.
-func (d *Dashboard) livePage(data any) *page {
-	return &page{Base: d.opts.Prefix, ReadOnly: d.opts.ReadOnly, Now: d.clock.Now().UTC(), Data: data}
+// livePage is a page rendered for the live updates of every browser
+// whose user sees what u sees (viewKey).
+func (d *Dashboard) livePage(u User, data any) *page {
+	return &page{Base: d.opts.Prefix, ReadOnly: u.ReadOnly, User: User{ReadOnly: u.ReadOnly, Tenants: u.Tenants}, Now: d.clock.Now().UTC(), Data: data}
+}
+
+// viewKey names what r's user may see and do: live pages are shared by
+// the browsers of users with the same key, and only by them.
+func viewKey(r *http.Request) string {
+	u := userOf(r)
+	return fmt.Sprintf("%t %q ", u.ReadOnly, u.Tenants)
 }
 
 // render writes page name with status code, whole.
@@ -98,7 +109,8 @@ func (d *Dashboard) fragment(name string, p *page) ([]byte, error) {
 // errorPage shows a problem: what went wrong and, for a bad request,
 // which parameter and why.
 func (d *Dashboard) errorPage(w http.ResponseWriter, r *http.Request, status int, message string) {
-	p := &page{Base: d.opts.Prefix, Title: http.StatusText(status), ReadOnly: d.opts.ReadOnly, Now: d.clock.Now().UTC(),
+	u := userOf(r)
+	p := &page{Base: d.opts.Prefix, Title: http.StatusText(status), ReadOnly: u.ReadOnly, User: u, Now: d.clock.Now().UTC(),
 		Data: errorData{Status: status, Message: message}}
 	d.render(w, r, status, "error", p)
 }

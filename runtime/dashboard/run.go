@@ -80,12 +80,13 @@ func (d *Dashboard) liveRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	u := userOf(r)
 	d.stream(w, r, "run/"+id.String(), id, func(ctx context.Context) ([]byte, error) {
 		data := d.loadRun(ctx, id)
 		if data.Problem != "" {
 			return nil, errors.New(data.Problem)
 		}
-		return d.fragment("run", d.livePage(data))
+		return d.fragment("run", d.livePage(u, data))
 	})
 }
 

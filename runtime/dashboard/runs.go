@@ -188,12 +188,13 @@ func (d *Dashboard) liveRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := "runs?" + form.query("").Encode()
+	u := userOf(r)
 	d.stream(w, r, key, uuid.Nil, func(ctx context.Context) ([]byte, error) {
 		data, status := d.loadRuns(ctx, form)
 		if status == http.StatusInternalServerError {
 			return nil, errors.New(data.Problem)
 		}
-		return d.fragment("runs", d.livePage(data))
+		return d.fragment("runs", d.livePage(u, data))
 	})
 }
 

@@ -98,6 +98,6 @@ func (d *Dashboard) actSchedule(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusInternalServerError, a.Verb+" failed: "+err.Error())
 		return
 	}
-	d.log.Info("dashboard: "+a.Name+" schedule", "workflow", workflow, "schedule", name)
+	d.log.Info("dashboard: "+a.Name+" schedule", "workflow", workflow, "schedule", name, "user", userOf(r).Name)
 	http.Redirect(w, r, d.url("/workflows/"+url.PathEscape(workflow))+"?"+url.Values{"done": {a.Name}}.Encode(), http.StatusSeeOther)
 }

@@ -136,7 +136,10 @@ func TestScreenshots(t *testing.T) {
 	if err != nil || len(completed.Runs) == 0 {
 		t.Fatalf("no completed run to show: %v", err)
 	}
-	dash := dashboard.New(admin, dashboard.Options{Clock: h.Clock})
+	dash, err := dashboard.New(admin, dashboard.Options{Clock: h.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(dash)
 	t.Cleanup(func() {
 		dash.Close()

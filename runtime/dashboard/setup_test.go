@@ -43,7 +43,11 @@ func setup(t *testing.T, opts dashboard.Options, harness ...trellistest.Option) 
 		opts.PollInterval = 10 * time.Millisecond
 	}
 	opts.Clock = h.Clock
-	b.dash = dashboard.New(ops.New(h.Engine), opts)
+	dash, err := dashboard.New(ops.New(h.Engine), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.dash = dash
 	var handler http.Handler = b.dash
 	prefix := strings.TrimRight(opts.Prefix, "/")
 	if prefix != "" {

@@ -19,7 +19,17 @@ const keepAlive = 25 * time.Second
 // event carrying the new HTML of the page's live part whenever it
 // changes, until the browser leaves or the dashboard closes.
 func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, key string, run uuid.UUID, render func(context.Context) ([]byte, error)) {
-	s, err := d.live.subscribe(key, run, render)
+	user := userOf(r).Name
+	if !d.streams.acquire(user) {
+		d.log.Warn("dashboard: refused a live stream: too many open", "user", user, "path", r.URL.Path)
+		w.Header().Set("Retry-After", "60")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintln(w, "503 Service Unavailable: too many live pages are open; this page does not update live (reload it later).")
+		return
+	}
+	defer d.streams.release(user)
+	s, err := d.live.subscribe(viewKey(r)+key, run, render)
 	if errors.Is(err, errClosed) {
 		d.errorPage(w, r, http.StatusServiceUnavailable, "Live updates have stopped: the dashboard is shutting down.")
 		return

@@ -79,7 +79,10 @@
   source.addEventListener('error', function () {
     if (state) {
       state.className = 'live off';
-      state.title = 'Live updates are reconnecting';
+      // A refused stream (503: too many live pages open) is not retried;
+      // the page stays as loaded.
+      state.title = source.readyState === EventSource.CLOSED ?
+        'No live updates: reload the page later' : 'Live updates are reconnecting';
     }
   });
   // While a button is held down on the page, an update waits: replacing
