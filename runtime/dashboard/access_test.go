@@ -402,3 +402,75 @@ func (b *bundle) openStream(path string) (int, string, string) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, resp.Header.Get("Retry-After"), string(body)
 }
+
+// A user who sees only some tenants sees their runs alone: another
+// tenant's run answers 404 wherever its id goes, lists and the overview
+// leave it out, and the figures that add up every tenant are not shown.
+func TestTenantScopedUser(t *testing.T) {
+	b := setup(t, dashboard.Options{Authenticate: testUsers(t).Authenticate})
+	acme := b.failed(`{"note":"acme's"}`, runtime.WithTenant("acme"))
+	globex := b.failed(`{"note":"globex's"}`, runtime.WithTenant("globex"))
+	initech := b.failed(`{"note":"initech's"}`, runtime.WithTenant("initech"))
+	carol, dave := b.as("carol", "lorac"), b.as("dave", "evad")
+
+	lists := map[string]string{
+		"runs":          carol.page("/runs", http.StatusOK),
+		"failed runs":   carol.page("/runs?status=FAILED&workflow=probe", http.StatusOK),
+		"overview":      carol.page("/", http.StatusOK),
+		"workflow":      carol.page("/workflows/probe", http.StatusOK),
+		"overview live": carol.live("/live/overview").next(t, "card declined"),
+		"runs live":     carol.live("/live/runs").next(t, "card declined"),
+	}
+	for name, body := range lists {
+		if !strings.Contains(body, acme.String()) || strings.Contains(body, globex.String()) || strings.Contains(body, initech.String()) {
+			t.Errorf("carol's %s page: want acme's run and no other", name)
+		}
+	}
+	overview := lists["overview"]
+	if !strings.Contains(overview, "shown to users who see every tenant") || strings.Contains(overview, "Leader:") || strings.Contains(overview, "running now") {
+		t.Error("carol's overview shows the activity or the workers of every tenant")
+	}
+	if !strings.Contains(overview, "tenants: acme") {
+		t.Error("carol's pages do not say which tenants she sees")
+	}
+	if body := carol.page("/runs?tenant=initech", http.StatusBadRequest); !strings.Contains(body, "you see the runs of tenants acme only") ||
+		strings.Contains(body, initech.String()) {
+		t.Error("carol's listing of initech's runs does not refuse")
+	}
+	token := carol.token("/runs/" + acme.String())
+	confirmed := url.Values{"csrf": {token}, "confirm": {"yes"}}
+	for _, path := range []string{"/runs/" + initech.String(), "/runs/" + initech.String() + "/input.json", "/runs/" + initech.String() + "/steps/reserve/output.json",
+		"/runs/" + initech.String() + "/retry", "/live/runs/" + initech.String()} {
+		code, body := carol.get(path)
+		if code != http.StatusNotFound || strings.Contains(body, "initech&#39;s") || strings.Contains(body, "initech's") {
+			t.Errorf("carol's GET %s = %d; want 404, as for a run that does not exist", path, code)
+		}
+	}
+	if code, _, _ := carol.post("/runs/"+initech.String()+"/retry", confirmed, nil); code != http.StatusNotFound {
+		t.Errorf("carol's retry of initech's run = %d, want 404", code)
+	}
+	if st := b.h.Result(initech).Status; st != runtime.RunFailed {
+		t.Fatalf("initech's run is %s after carol's retry", st)
+	}
+	if code, _, _ := carol.post("/runs/"+acme.String()+"/retry", confirmed, nil); code != http.StatusSeeOther {
+		t.Errorf("carol's retry of acme's run = %d, want 303", code)
+	}
+
+	// Dave sees acme and globex, one tenant's listing at a time.
+	if body := dave.page("/runs", http.StatusOK); !strings.Contains(body, acme.String()) || strings.Contains(body, globex.String()) {
+		t.Error("dave's runs list does not show acme's runs, his first tenant's")
+	}
+	if body := dave.page("/runs?tenant=globex", http.StatusOK); !strings.Contains(body, globex.String()) || strings.Contains(body, initech.String()) {
+		t.Error("dave's listing of globex shows the wrong runs")
+	}
+	body := dave.page("/", http.StatusOK)
+	if !strings.Contains(body, globex.String()) || strings.Contains(body, initech.String()) {
+		t.Error("dave's overview does not show globex's failed run, or shows initech's")
+	}
+	dave.page("/runs/"+globex.String(), http.StatusOK)
+	dave.page("/runs/"+initech.String(), http.StatusNotFound)
+	// Alice sees every tenant.
+	if body := b.as("alice", "ecila").page("/", http.StatusOK); !strings.Contains(body, initech.String()) || strings.Contains(body, "shown to users who see every tenant") {
+		t.Error("alice's overview does not show every tenant, or the workers")
+	}
+}

@@ -112,6 +112,10 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := d.checkVisible(r.Context(), userOf(r), id); err != nil {
+		d.runProblem(w, r, id, err)
+		return
+	}
 	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id)))
 }
 
@@ -123,7 +127,14 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ok := d.runID(w, r)
-	if !ok || !d.confirmed(w, r, a.Name, "runs", runConfirm(a, id)) {
+	if !ok {
+		return
+	}
+	if err := d.checkVisible(r.Context(), userOf(r), id); err != nil {
+		d.runProblem(w, r, id, err)
+		return
+	}
+	if !d.confirmed(w, r, a.Name, "runs", runConfirm(a, id)) {
 		return
 	}
 	res := a.do(d.admin, r, id)

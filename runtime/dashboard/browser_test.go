@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -75,9 +77,10 @@ func browser(t *testing.T, width, height int64) context.Context {
 // liveEngine is a started engine on a fresh Postgres schema, running the
 // probe workflow on real time, and a dashboard over the same schema
 // through an engine of its own that is never started, as trellis
-// dashboard does. It returns the probe, its workflow on the started
-// engine, the dashboard's URL and the started engine.
-func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string, *runtime.Engine) {
+// dashboard does, with the options configure sets. It returns the probe,
+// its workflow on the started engine, the dashboard's URL and the
+// started engine.
+func liveEngine(t *testing.T, configure ...func(*dashboard.Options)) (*probe, *runtime.Workflow, string, *runtime.Engine) {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	engine, err := runtime.New(runtime.Config{
@@ -98,7 +101,11 @@ func liveEngine(t *testing.T) (*probe, *runtime.Workflow, string, *runtime.Engin
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := dashboard.New(ops.New(viewer), dashboard.Options{Prefix: "/trellis", PollInterval: 200 * time.Millisecond})
+	opts := dashboard.Options{Prefix: "/trellis", PollInterval: 200 * time.Millisecond}
+	for _, c := range configure {
+		c(&opts)
+	}
+	dash, err := dashboard.New(ops.New(viewer), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +291,52 @@ func TestBrowserClickSurvivesLiveUpdate(t *testing.T) {
 			updates: document.getElementById("live").getAttribute("data-updates"),
 			selected: document.querySelector('g.node[data-step="charge"]').classList.contains("selected")})`, &state))
 		t.Errorf("the click whose press and release an update came between was lost, or the update never applied (%s): %v", state, err)
+	}
+}
+
+// signIn makes every request of the browser carry HTTP Basic credentials,
+// as a browser does once its user has typed them.
+func signIn(name, password string) chromedp.Action {
+	auth := base64.StdEncoding.EncodeToString([]byte(name + ":" + password))
+	return network.SetExtraHTTPHeaders(network.Headers{"Authorization": "Basic " + auth})
+}
+
+// A read-only user's browser shows a failed run with no button that acts
+// (TestReadOnlyUser checks the live updates' HTML); an operator's shows
+// Retry.
+func TestBrowserReadOnlyUserSeesNoActions(t *testing.T) {
+	users := testUsers(t)
+	p, w, base, _ := liveEngine(t, func(o *dashboard.Options) { o.Authenticate = users.Authenticate })
+	p.failing.Store(true)
+	ref, err := w.Trigger(t.Context(), []byte(`{"note":"look only","amount":7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Wait(t.Context(), ref.ID); res == nil || res.Status != runtime.RunFailed {
+		t.Fatalf("the run ended %v, %v; want FAILED", res, err)
+	}
+	for _, tt := range []struct {
+		name, password string
+		buttons        int
+	}{{"bob", "bob", 0}, {"alice", "ecila", 1}} {
+		ctx := browser(t, 1280, 900)
+		var buttons, forms int
+		err := chromedp.Run(ctx,
+			network.Enable(),
+			signIn(tt.name, tt.password),
+			chromedp.Navigate(fmt.Sprintf("%s/runs/%s", base, ref.ID)),
+			chromedp.WaitVisible(`#run-status .badge.s-failed`),
+			// The stream's first update repeats the page; wait for the
+			// stream to open, so that what is counted is what it shows.
+			chromedp.Poll(`document.getElementById("live-state").classList.contains("on")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(`document.querySelectorAll("#retry, #cancel").length`, &buttons),
+			chromedp.Evaluate(`document.querySelectorAll("form[method=post]").length`, &forms),
+		)
+		if err != nil {
+			t.Fatalf("%s opening the failed run: %v", tt.name, err)
+		}
+		if buttons != tt.buttons || forms != tt.buttons {
+			t.Errorf("%s sees %d action buttons and %d forms, want %d", tt.name, buttons, forms, tt.buttons)
+		}
 	}
 }

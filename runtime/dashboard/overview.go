@@ -44,7 +44,7 @@ type tenantQueue struct {
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
-	data := d.loadOverview(r.Context())
+	data := d.loadOverview(r.Context(), userOf(r))
 	p := d.newPage(w, r, "overview", "Overview", data)
 	p.Live = d.url("/live/overview")
 	d.render(w, r, http.StatusOK, "overview", p)
@@ -53,14 +53,19 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) liveOverview(w http.ResponseWriter, r *http.Request) {
 	u := userOf(r)
 	d.stream(w, r, "overview", uuid.Nil, func(ctx context.Context) ([]byte, error) {
-		return d.fragment("overview", d.livePage(u, d.loadOverview(ctx)))
+		return d.fragment("overview", d.livePage(u, d.loadOverview(ctx, u)))
 	})
 }
 
-func (d *Dashboard) loadOverview(ctx context.Context) *overviewData {
+// loadOverview reads the overview. For a user who sees only some
+// tenants it shows their queue, stuck and failed runs, and not the
+// activity or the workers, which add up every tenant's.
+func (d *Dashboard) loadOverview(ctx context.Context, u User) *overviewData {
 	data := &overviewData{Errors: map[string]string{}}
 	var err error
-	if data.Activity, err = d.admin.Activity(ctx, activityWindow, activityBucket); err != nil {
+	if u.Scoped() {
+		data.Errors["activity"] = scopedActivity
+	} else if data.Activity, err = d.admin.Activity(ctx, activityWindow, activityBucket); err != nil {
 		data.Errors["activity"] = d.problem("reading run activity", err)
 	} else {
 		data.Totals = data.Activity.Totals()
@@ -69,12 +74,16 @@ func (d *Dashboard) loadOverview(ctx context.Context) *overviewData {
 	if groups, err := d.admin.Queue(ctx); err != nil {
 		data.Errors["queue"] = d.problem("reading the queue", err)
 	} else {
+		groups = slices.DeleteFunc(groups, func(g ops.QueueGroup) bool { return !u.Sees(g.Tenant) })
 		data.Tenants = byTenant(groups)
 	}
 	if data.Stuck, err = d.admin.Stuck(ctx); err != nil {
 		data.Errors["stuck"] = d.problem("reading stuck runs", err)
 	}
-	if data.Workers, err = d.admin.Workers(ctx); err != nil {
+	data.Stuck = slices.DeleteFunc(data.Stuck, func(s ops.StuckRun) bool { return !u.Sees(s.Tenant) })
+	if u.Scoped() {
+		data.Errors["workers"] = scopedWorkers
+	} else if data.Workers, err = d.admin.Workers(ctx); err != nil {
 		data.Errors["workers"] = d.problem("reading workers", err)
 	}
 	for _, w := range data.Workers {
@@ -82,11 +91,8 @@ func (d *Dashboard) loadOverview(ctx context.Context) *overviewData {
 			data.Leader = w.ID
 		}
 	}
-	page, err := d.admin.ListRuns(ctx, ops.RunFilter{Statuses: []runtime.RunStatus{runtime.RunFailed}, Limit: latestFailed})
-	if err != nil {
+	if data.Failed, err = d.visibleRuns(ctx, u, ops.RunFilter{Statuses: []runtime.RunStatus{runtime.RunFailed}, Limit: latestFailed}); err != nil {
 		data.Errors["failed"] = d.problem("listing failed runs", err)
-	} else {
-		data.Failed = page.Runs
 	}
 	return data
 }

@@ -55,7 +55,7 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	data := d.loadRun(r.Context(), id)
+	data := d.loadRun(r.Context(), userOf(r), id)
 	status := http.StatusOK
 	switch {
 	case data.Gone:
@@ -81,8 +81,12 @@ func (d *Dashboard) liveRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userOf(r)
+	if err := d.checkVisible(r.Context(), u, id); err != nil {
+		d.runProblem(w, r, id, err)
+		return
+	}
 	d.stream(w, r, "run/"+id.String(), id, func(ctx context.Context) ([]byte, error) {
-		data := d.loadRun(ctx, id)
+		data := d.loadRun(ctx, u, id)
 		if data.Problem != "" {
 			return nil, errors.New(data.Problem)
 		}
@@ -91,11 +95,12 @@ func (d *Dashboard) liveRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // loadRun reads everything a run's page shows: the run, its steps and
-// event log, and its workflow version's definition, through ops.
-func (d *Dashboard) loadRun(ctx context.Context, id uuid.UUID) *runData {
+// event log, and its workflow version's definition, through ops. A run
+// of a tenant u does not see is Gone, as one that does not exist.
+func (d *Dashboard) loadRun(ctx context.Context, u User, id uuid.UUID) *runData {
 	data := &runData{ID: id}
 	run, err := d.admin.GetRun(ctx, id)
-	if errors.Is(err, runtime.ErrRunNotFound) {
+	if errors.Is(err, runtime.ErrRunNotFound) || err == nil && !u.Sees(run.Tenant) {
 		data.Gone = true
 		return data
 	}
@@ -147,12 +152,11 @@ func (d *Dashboard) runJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := d.admin.GetRun(r.Context(), id)
-	if errors.Is(err, runtime.ErrRunNotFound) {
-		d.errorPage(w, r, http.StatusNotFound, "There is no run "+id.String()+".")
-		return
+	if err == nil && !userOf(r).Sees(run.Tenant) {
+		err = errNotVisible
 	}
 	if err != nil {
-		d.errorPage(w, r, http.StatusInternalServerError, d.problem("reading run "+id.String(), err))
+		d.runProblem(w, r, id, err)
 		return
 	}
 	doc, name := []byte(run.Input), "input"
@@ -171,4 +175,14 @@ func (d *Dashboard) runJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s.json"`, id, name))
 	_, _ = w.Write(doc)
+}
+
+// runProblem answers a run that could not be read: 404 for one that does
+// not exist (or that the user may not see), 500 for a failed read.
+func (d *Dashboard) runProblem(w http.ResponseWriter, r *http.Request, id uuid.UUID, err error) {
+	if isNotFound(err) {
+		d.errorPage(w, r, http.StatusNotFound, "There is no run "+id.String()+".")
+		return
+	}
+	d.errorPage(w, r, http.StatusInternalServerError, d.problem("reading run "+id.String(), err))
 }

@@ -170,7 +170,7 @@ func parseTime(v string, now time.Time) (time.Time, error) {
 }
 
 func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
-	data, status := d.loadRuns(r.Context(), readRunsForm(r.URL.Query()))
+	data, status := d.loadRuns(r.Context(), userOf(r), readRunsForm(r.URL.Query()))
 	p := d.newPage(w, r, "runs", "Runs", data)
 	if status == http.StatusOK && data.Form.Where == "" && data.Form.After == "" {
 		p.Live = queryLink(d.url("/live/runs"), data.Form.query("").Encode())
@@ -190,7 +190,7 @@ func (d *Dashboard) liveRuns(w http.ResponseWriter, r *http.Request) {
 	key := "runs?" + form.query("").Encode()
 	u := userOf(r)
 	d.stream(w, r, key, uuid.Nil, func(ctx context.Context) ([]byte, error) {
-		data, status := d.loadRuns(ctx, form)
+		data, status := d.loadRuns(ctx, u, form)
 		if status == http.StatusInternalServerError {
 			return nil, errors.New(data.Problem)
 		}
@@ -199,9 +199,18 @@ func (d *Dashboard) liveRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 // loadRuns reads a page of the listing and the workflow names, and
-// returns the status code to answer with.
-func (d *Dashboard) loadRuns(ctx context.Context, form runsForm) (*runsData, int) {
+// returns the status code to answer with. A user who sees only some
+// tenants lists one of them at a time: the first unless the form names
+// another.
+func (d *Dashboard) loadRuns(ctx context.Context, u User, form runsForm) (*runsData, int) {
+	if u.Scoped() && form.Tenant == "" {
+		form.Tenant = u.Tenants[0]
+	}
 	data := &runsData{Form: form, First: queryLink(d.url("/runs"), form.query("").Encode())}
+	if !u.Sees(form.Tenant) {
+		data.Param, data.Problem = "tenant", fmt.Sprintf("you see the runs of tenants %s only", strings.Join(u.Tenants, ", "))
+		return data, http.StatusBadRequest
+	}
 	versions, err := d.admin.Workflows(ctx)
 	if err != nil {
 		data.Problem = d.problem("listing workflows", err)

@@ -60,7 +60,33 @@ func scheduleNotice(done string) string {
 // answers 404 or, on a read-only dashboard, 403.
 func (d *Dashboard) scheduleAllowed(w http.ResponseWriter, r *http.Request) (scheduleAction, bool) {
 	a, ok := scheduleActionNamed(r.PathValue("action"))
-	return a, d.mayAct(w, r, ok, "page", "it does not change schedules")
+	if !d.mayAct(w, r, ok, "page", "it does not change schedules") {
+		return a, false
+	}
+	return a, d.scheduleVisible(w, r)
+}
+
+// scheduleVisible answers 404, and reports false, for a schedule of a
+// tenant the user does not see (a user who sees every tenant goes on,
+// and the action itself says whether the schedule exists).
+func (d *Dashboard) scheduleVisible(w http.ResponseWriter, r *http.Request) bool {
+	u := userOf(r)
+	if !u.Scoped() {
+		return true
+	}
+	workflow, name := r.PathValue("name"), r.PathValue("schedule")
+	schedules, err := d.admin.Schedules(r.Context(), workflow)
+	if err != nil {
+		d.errorPage(w, r, http.StatusInternalServerError, d.problem("listing the schedules of "+workflow, err))
+		return false
+	}
+	for _, s := range schedules {
+		if s.Name == name && u.Sees(s.Tenant) {
+			return true
+		}
+	}
+	d.errorPage(w, r, http.StatusNotFound, "Workflow "+workflow+" has no schedule "+name+" created at run time.")
+	return false
 }
 
 func (d *Dashboard) scheduleConfirm(a scheduleAction, r *http.Request) confirmData {

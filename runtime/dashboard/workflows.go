@@ -90,10 +90,10 @@ func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		s := workflowSummary{Latest: v, Versions: 1}
-		if page, err := d.admin.ListRuns(r.Context(), ops.RunFilter{Workflow: v.Name, Limit: listSample}); err != nil {
+		if runs, err := d.visibleRuns(r.Context(), userOf(r), ops.RunFilter{Workflow: v.Name, Limit: listSample}); err != nil {
 			s.Problem = d.problem("listing runs of "+v.Name, err)
 		} else {
-			s.Stats = statsOf(page.Runs)
+			s.Stats = statsOf(runs)
 		}
 		list = append(list, s)
 	}
@@ -116,7 +116,7 @@ type workflowData struct {
 
 func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	data, status, err := d.loadWorkflow(r.Context(), name, r.URL.Query().Get("version"))
+	data, status, err := d.loadWorkflow(r.Context(), userOf(r), name, r.URL.Query().Get("version"))
 	if err != nil {
 		if status == http.StatusBadRequest {
 			d.badParam(w, r, "version", err)
@@ -130,7 +130,9 @@ func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "workflow", p)
 }
 
-func (d *Dashboard) loadWorkflow(ctx context.Context, name, version string) (*workflowData, int, error) {
+// loadWorkflow reads a workflow's page: its runs and schedules those of
+// the tenants u sees.
+func (d *Dashboard) loadWorkflow(ctx context.Context, u User, name, version string) (*workflowData, int, error) {
 	all, err := d.admin.Workflows(ctx)
 	if err != nil {
 		return nil, http.StatusInternalServerError, fmt.Errorf("%s", d.problem("listing workflows", err))
@@ -160,12 +162,13 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, name, version string) (*wo
 	if data.Schedules, err = d.admin.Schedules(ctx, name); err != nil {
 		data.Problem = d.problem("listing the schedules of "+name, err)
 	}
-	page, err := d.admin.ListRuns(ctx, ops.RunFilter{Workflow: name, Limit: detailSample})
+	data.Schedules = slices.DeleteFunc(data.Schedules, func(s ops.ScheduleInfo) bool { return !u.Sees(s.Tenant) })
+	runs, err := d.visibleRuns(ctx, u, ops.RunFilter{Workflow: name, Limit: detailSample})
 	if err != nil {
 		data.Problem = d.problem("listing runs of "+name, err)
 		return data, http.StatusOK, nil
 	}
-	data.Stats = statsOf(page.Runs)
-	data.Recent = page.Runs[:min(len(page.Runs), recentShown)]
+	data.Stats = statsOf(runs)
+	data.Recent = runs[:min(len(runs), recentShown)]
 	return data, http.StatusOK, nil
 }
