@@ -7,12 +7,15 @@
 // It is built on ops alone, so it shows exactly what the trellis CLI
 // does, on either store, and costs the database what the CLI's commands
 // cost. Serve it with trellis dashboard, or mount it in your own server
-// behind your own authentication:
+// with your own authentication (Options.Authenticate) and host names
+// (Options.AllowedHosts):
 //
 //	admin := ops.New(engine) // an engine that is not started will do
-//	dash := dashboard.New(admin, dashboard.Options{Prefix: "/trellis"})
+//	dash, err := dashboard.New(admin, dashboard.Options{Prefix: "/trellis",
+//		AllowedHosts: []string{"ops.example.com"}, Authenticate: yourUser})
+//	if err != nil { ... }
 //	defer dash.Close()
-//	mux.Handle("/trellis/", requireOperator(dash))
+//	mux.Handle("/trellis/", dash)
 //	srv.RegisterOnShutdown(dash.Close) // end live streams on Shutdown
 //
 // # Pages
@@ -44,11 +47,17 @@
 //
 // # Safety
 //
-// Actions (cancel, retry) are POST only, and need a token bound to a
-// cookie (HMAC-signed, so that a cookie planted by a sibling domain does
-// not do) and, when the browser sends them, an Origin of this host and a
-// Sec-Fetch-Site of same-origin. With ReadOnly the pages show no actions
-// and the action URLs answer 403. Every response carries a
-// Content-Security-Policy that allows the dashboard's own script and
-// style only.
+// The handler answers only to the host names of Options.AllowedHosts
+// (the loopback names by default), so that a page that rebinds its own
+// name to the dashboard's address gets nothing (421). Every request
+// passes through Options.Authenticate (Users.Authenticate is HTTP Basic
+// over a users file), whose User says whether its user may act and which
+// tenants' runs they see. Actions (cancel, retry) are POST only, and
+// need a token bound to a cookie (HMAC-signed, so that a cookie planted
+// by a sibling domain does not do) and, when the browser sends them, an
+// Origin of an allowed host and a Sec-Fetch-Site of same-origin. A
+// read-only user sees no actions, and the action URLs answer them 403.
+// Every response carries a Content-Security-Policy that allows the
+// dashboard's own script and style only, and all but the static assets
+// Cache-Control: no-store. Live streams are capped (Options.MaxStreams).
 package dashboard
