@@ -313,6 +313,7 @@ func TestUsersFile(t *testing.T) {
 	}{
 		{"htpasswd -B", "ann:" + apache + "\n", ""},
 		{"comments and blanks", "# users\n\n  ann:" + string(good) + ":operator:t1,t2\n", ""},
+		{"a byte-order mark and CRLF", "\ufeffann:" + string(good) + "\r\n", ""},
 		{"empty", "# nobody\n", "users:"},
 		{"no hash", "ann\n", "users:1: want name:bcrypt-hash"},
 		{"a plain password", "ann:hunter2:operator\n", "users:1: user \"ann\": the second field is not a bcrypt hash"},

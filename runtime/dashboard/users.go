@@ -87,6 +87,9 @@ func ParseUsers(r io.Reader, name string) (*Users, error) {
 		n++
 		size += len(sc.Bytes()) + 1
 		line := strings.TrimSpace(sc.Text())
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\ufeff") // a byte-order mark some editors write
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
