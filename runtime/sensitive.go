@@ -176,9 +176,6 @@ type redactor struct {
 	out     bytes.Buffer
 }
 
-// errTooDeep stops a walk that reached maxRedactDepth.
-var errTooDeep = errors.New("too deep")
-
 // redact returns doc with every value a schema marks sensitive replaced by
 // the JSON string Redacted, its structure and every other value kept. A
 // document the schema does not describe (an older version's, or invalid

@@ -17,9 +17,16 @@ import (
 	"github.com/effectivelabs/trellis/runtime/dashboard"
 )
 
+// reply is what request returns of a response, whose body it read and
+// closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
 // request sends method to path with Host host (and headers), and returns
 // the response with its body read.
-func (b *bundle) request(method, path, host string, form url.Values, headers map[string]string) (*http.Response, string) {
+func (b *bundle) request(method, path, host string, form url.Values, headers map[string]string) (reply, string) {
 	b.t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -47,7 +54,7 @@ func (b *bundle) request(method, path, host string, form url.Values, headers map
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return resp, string(data)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, string(data)
 }
 
 // port is the port the test server listens on.

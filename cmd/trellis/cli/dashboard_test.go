@@ -219,7 +219,11 @@ func TestDashboardSignsIn(t *testing.T) {
 	if !strings.Contains(out.String(), "to the users of "+users) {
 		t.Errorf("said %q; want the users file named", out.String())
 	}
-	get := func(host, name, password string) (*http.Response, string) {
+	type reply struct {
+		StatusCode int
+		Header     http.Header
+	}
+	get := func(host, name, password string) (reply, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"runs", nil)
 		if host != "" {
@@ -234,7 +238,7 @@ func TestDashboardSignsIn(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return resp, string(body)
+		return reply{StatusCode: resp.StatusCode, Header: resp.Header}, string(body)
 	}
 	for _, tt := range []struct {
 		host, name, password string

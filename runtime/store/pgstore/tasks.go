@@ -76,7 +76,7 @@ func (s *Store) claimEach(ctx context.Context, p store.Claim, workflows []string
 		if p.TenantLimit <= 0 {
 			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Workflows: workflows, Lim: int32(p.Limit)})
 		} else {
-			if err = q.ClaimLock(ctx); err != nil {
+			if err := q.ClaimLock(ctx); err != nil {
 				return err
 			}
 			var rows []dbsqlc.ReadyPickLimitedRow

@@ -23,6 +23,7 @@ package termtext
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -111,7 +112,7 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 // Write writes p, escaped, to the underlying writer. It reports all of p
 // written unless the underlying writer fails.
 func (w *Writer) Write(p []byte) (int, error) {
-	buf := append(w.pending, p...)
+	buf := append(slices.Clip(w.pending), p...) // a new array: pending is reset below
 	cut := len(buf) - incompleteTail(buf)
 	out := Text(string(buf[:cut]))
 	w.pending = append(w.pending[:0:0], buf[cut:]...)

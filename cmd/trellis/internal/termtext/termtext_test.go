@@ -105,7 +105,7 @@ func TestWriterJoinsCharactersSplitBetweenWrites(t *testing.T) {
 	}
 	var out bytes.Buffer
 	w := NewWriter(&out)
-	w.Write([]byte("ab\xe2\x82"))
+	_, _ = w.Write([]byte("ab\xe2\x82"))
 	if out.String() != "ab" {
 		t.Errorf("before Flush: %q, want the incomplete character held back", out.String())
 	}
