@@ -51,6 +51,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			e.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: c.Refused})
 			m.quarantine(ctx, c.Workflow, c.Tenant)
+			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
 			continue
 		}
 		def, err := e.definition(ctx, c.Version)
@@ -168,6 +169,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 					results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(j.claim),
 						Error: "the store refused to record the task's start: " + cleanText(cause.Error())})
 					m.quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
+					m.taskEnded(ctx, j.claim.Workflow, j.step.Name, j.claim.Tenant, outcomeFailed)
 				}
 				return bad
 			})

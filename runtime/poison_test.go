@@ -76,7 +76,11 @@ func TestPoisonStaysWithItsRunPostgres(t *testing.T) {
 	if !strings.Contains(res.Failure.Error, "could not claim the task") || !strings.Contains(res.Failure.Error, "54000") {
 		t.Errorf("the poisoned run failed with %q, want the store's reason", res.Failure.Error)
 	}
-	if got := tel.metrics(t).sum(t, "trellis.task.quarantined"); got != 1 {
+	ms := tel.metrics(t)
+	if got := ms.sum(t, "trellis.task.quarantined"); got != 1 {
 		t.Errorf("tasks quarantined: %d, want 1", got)
+	}
+	if got := ms.sum(t, "trellis.task.finished", "trellis.task.outcome=failed"); got != 1 {
+		t.Errorf("tasks finished as failed: %d, want 1, the quarantined one", got)
 	}
 }
