@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/effectivelabs/trellis/gen/golang"
-	"github.com/effectivelabs/trellis/gen/workflow"
-	"github.com/effectivelabs/trellis/runtime/spec"
-	"github.com/effectivelabs/trellis/runtime/spec/graph"
+	"github.com/effectivelabs/trellis/gen/internal/golang"
+	"github.com/effectivelabs/trellis/gen/internal/workflow"
+	"github.com/effectivelabs/trellis/schema/spec"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
 )
 
 // Problem is one thing wrong with a workflow file; its String is

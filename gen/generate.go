@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/effectivelabs/trellis/gen/golang"
-	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/gen/internal/golang"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Output is a generated Go file.

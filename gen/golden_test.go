@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/effectivelabs/trellis/runtime/spec/graph"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/effectivelabs/trellis/gen/workflow"
+	"github.com/effectivelabs/trellis/gen/internal/workflow"
 )
 
 // resolver finds child workflows for one lint or generate: by name among

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/effectivelabs/trellis/runtime/spec/graph"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
 )
 
 // TestGeneratedCodeIsFresh fails when generated code checked into the

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Schedule is a cron schedule created at run time (Workflow.CreateSchedule),

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
 )
 
 // Child workflow steps. Each attempt of a child workflow step starts one

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
 )
 
 // Definition is a compiled WorkflowSpec: its validated graph, its

@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Map steps. A map step's task evaluates its forEach expression and

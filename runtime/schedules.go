@@ -89,7 +89,7 @@ func (d *Definition) compileSchedules() error {
 
 // parseCron parses a standard five-field cron expression (or a descriptor
 // such as @daily or @every 15m) read in the IANA time zone tz ("" for
-// UTC). Lint (gen/workflow, which does not import the engine) reads
+// UTC). Lint (gen/internal/workflow, which does not import the engine) reads
 // expressions with the same parser and time zone database.
 func parseCron(expr, tz string) (cron.Schedule, *time.Location, error) {
 	loc := time.UTC

@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Sensitive data. A workflow's schemas mark the values Trellis must never

@@ -1,6 +1,6 @@
 package runtime
 
-import "github.com/effectivelabs/trellis/runtime/spec"
+import "github.com/effectivelabs/trellis/schema/spec"
 
 // The model of a workflow lives in package spec, which the generator and
 // the engine share; these are its names as generated code uses them.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
 )
 
 // Event waits. A wait step runs no code: its task asks the store to wait

@@ -19,7 +19,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/effectivelabs/trellis/cmd/trellis/cli"
+	"github.com/effectivelabs/trellis/cmd/trellis/internal/cli"
 )
 
 func main() {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
-	"github.com/effectivelabs/trellis/runtime/spec/graph"
+	"github.com/effectivelabs/trellis/schema/spec"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
 )
 
 // dag is a DAG as a page draws it: graph.Lay's layout, each node with the

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 func TestMain(m *testing.M) {

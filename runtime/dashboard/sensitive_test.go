@@ -11,10 +11,10 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // vaultSpec marks a card number, a receipt's token and an event's one-time

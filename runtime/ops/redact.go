@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/condition"
+	"github.com/effectivelabs/trellis/schema/condition"
 )
 
 // What the operations API shows of a run's data passes through its

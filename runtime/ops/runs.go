@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/spec/graph"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
 )
 
 // Page sizes of ListRuns.

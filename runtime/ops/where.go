@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/condition"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
 )
 
 // Scanning under a Where filter: the store returns candidate runs whereBatch

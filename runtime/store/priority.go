@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // # Priorities and lanes

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 func orderWorkflow() *spec.Workflow {

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Step is one node of a Graph. Steps are addressed by their index, which is

@@ -4,8 +4,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/spec"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // backoff is the wait before retry number retry (1 for the first retry):

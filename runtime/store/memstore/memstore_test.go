@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/internal/storetest"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
-	"github.com/effectivelabs/trellis/runtime/store/storetest"
 )
 
 func TestConformance(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/effectivelabs/trellis/runtime/store"
-	"github.com/effectivelabs/trellis/runtime/store/storetest"
+	"github.com/effectivelabs/trellis/runtime/store/internal/storetest"
 )
 
 // TestQueueCountsValidEntries runs the conformance suite and checks,

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/spec"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // The flow-control scenario: diamond-6 burn-downs under concurrency

@@ -1,0 +1,806 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/schema/spec"
+	"github.com/effectivelabs/trellis/schema/spec/graph"
+)
+
+// RunsCommand is trellis runs: it lists runs, shows one with its steps or
+// its event log, cancels or retries runs, and purges finished ones.
+type RunsCommand struct {
+	// Clock is the time relative times are measured from; nil is the
+	// system clock.
+	Clock clock.Clock
+	// Confirm asks the user a yes-or-no question (bulk cancel and retry,
+	// and purge, ask before they act); nil asks on the terminal when
+	// standard input is one.
+	Confirm func(question string) (bool, error)
+}
+
+// Name implements Command.
+func (RunsCommand) Name() string { return "runs" }
+
+// Summary implements Command.
+func (RunsCommand) Summary() string {
+	return "list, show, cancel, retry and purge runs (list|show|events|cancel|retry|purge)"
+}
+
+// runsSubcommand is one of trellis runs' subcommands.
+type runsSubcommand struct{ name, synopsis, summary string }
+
+// runsSubcommands returns trellis runs' subcommands, in the order usage
+// lists them.
+func runsSubcommands() []runsSubcommand {
+	return []runsSubcommand{
+		{"list", "[flags]", "list runs, newest first, a page at a time"},
+		{"show", "[flags] RUN", "show a run: its failure, steps, input and outputs, or its DAG (-graph)"},
+		{"events", "[flags] RUN", "print a run's event log"},
+		{"cancel", "[flags] RUN... | [flags] FILTERS", "cancel running runs, by id or by filter"},
+		{"retry", "[flags] RUN... | [flags] FILTERS", "retry failed or cancelled runs from the steps that did not complete, by id or by filter"},
+		{"purge", "[flags]", "delete finished runs older than their retention, or than -older-than"},
+	}
+}
+
+// Run implements Command.
+func (c RunsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		c.usage(stderr)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		c.usage(stdout)
+		return ExitOK
+	case "list":
+		return c.list(ctx, args[1:], stdout, stderr)
+	case "show":
+		return c.show(ctx, args[1:], stdout, stderr)
+	case "events":
+		return c.events(ctx, args[1:], stdout, stderr)
+	case "cancel", "retry":
+		return c.act(ctx, args[0], args[1:], stdout, stderr)
+	case "purge":
+		return c.purge(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "trellis runs: unknown subcommand %q\n\n", args[0])
+	c.usage(stderr)
+	return ExitUsage
+}
+
+func (RunsCommand) usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("Usage: trellis runs <subcommand> [flags] [arguments]\n\nSubcommands:\n\n")
+	for _, s := range runsSubcommands() {
+		fmt.Fprintf(&b, "\t%-7s %s\n", s.name, s.summary)
+	}
+	b.WriteString("\nEach takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.\nRun trellis runs <subcommand> -h for its flags.\n")
+	fmt.Fprint(w, b.String())
+}
+
+// flagSet returns the flag set of a subcommand, with the flags every one
+// takes.
+func (c RunsCommand) flagSet(sub string, o *OpsOptions, detail string) *flag.FlagSet {
+	subs := runsSubcommands()
+	s := subs[slices.IndexFunc(subs, func(s runsSubcommand) bool { return s.name == sub })]
+	fs := newFlagSet("runs "+sub, s.synopsis, strings.ToUpper(s.summary[:1])+s.summary[1:]+"."+detail)
+	o.Clock = c.Clock
+	addOpsFlags(fs, o)
+	return fs
+}
+
+// RunsFilterOptions select runs: the filters of trellis runs list, and of
+// cancel and retry when they act on every run a filter selects.
+type RunsFilterOptions struct {
+	Workflow string
+	// Status is a comma-separated list of run statuses, in any case.
+	Status string
+	Tenant string
+	// Since and Until bound when the runs were created: an RFC 3339 time,
+	// a date (2006-01-02, UTC), or a duration meaning that long ago.
+	Since, Until string
+	// FinishedSince keeps runs that finished at or after it (read as
+	// Since), whenever they were created.
+	FinishedSince  string
+	IdempotencyKey string
+	// Parent keeps the runs the steps of that run (an id) started: map
+	// items and child workflows.
+	Parent string
+	// Where is a CEL expression over input, status, tenant and created,
+	// type-checked against the input schema of Workflow.
+	Where string
+}
+
+// addFilterFlags registers the run filters on fs.
+func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
+	fs.StringVar(&o.Workflow, "workflow", "", "only runs of this workflow `name`")
+	fs.StringVar(&o.Status, "status", "", "only runs in these `statuses` (comma-separated: RUNNING, COMPLETED, FAILED, CANCELLED)")
+	fs.StringVar(&o.Tenant, "tenant", "", "only runs of this `tenant`")
+	fs.StringVar(&o.Since, "since", "", "only runs created at or after this `time` (RFC 3339, a date, or a duration ago such as 24h)")
+	fs.StringVar(&o.Until, "until", "", "only runs created before this `time` (as -since)")
+	fs.StringVar(&o.FinishedSince, "finished-since", "", "only runs that finished (completed, failed or were cancelled) at or after this `time` (as -since),\n"+
+		"whenever they were created, e.g. -status FAILED -finished-since 1h")
+	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
+	fs.StringVar(&o.Parent, "parent", "", "only the runs the steps of this `run` started (map items, child workflows)")
+	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant and created selects\n"+
+		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
+}
+
+// given reports whether any filter is set.
+func (o RunsFilterOptions) given() bool { return o != RunsFilterOptions{} }
+
+// filter turns the options into a run filter, relative to now, reporting
+// every option that is wrong.
+func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
+	f := ops.RunFilter{Workflow: o.Workflow, Tenant: o.Tenant, IdempotencyKey: o.IdempotencyKey, Where: o.Where}
+	var errs []error
+	for _, s := range strings.Split(o.Status, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			f.Statuses = append(f.Statuses, runtime.RunStatus(strings.ToUpper(s)))
+		}
+	}
+	var err error
+	if f.CreatedFrom, err = parseTimeFlag("since", o.Since, now); err != nil {
+		errs = append(errs, err)
+	}
+	if f.CreatedTo, err = parseTimeFlag("until", o.Until, now); err != nil {
+		errs = append(errs, err)
+	}
+	if f.FinishedFrom, err = parseTimeFlag("finished-since", o.FinishedSince, now); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Parent != "" {
+		if f.Parent, err = uuid.Parse(o.Parent); err != nil {
+			errs = append(errs, fmt.Errorf("-parent %q is not a run id", o.Parent))
+		}
+	}
+	if o.Where != "" && o.Workflow == "" {
+		errs = append(errs, errors.New("-where needs -workflow: the expression is type-checked against that workflow's input schema"))
+	}
+	return f, errs
+}
+
+// RunsListOptions are the options of trellis runs list.
+type RunsListOptions struct {
+	OpsOptions
+	RunsFilterOptions
+	Limit int
+	// After is the cursor a previous page printed.
+	After string
+}
+
+// Filter turns the options into the listing's filter, relative to now,
+// reporting every option that is wrong.
+func (o RunsListOptions) Filter(now time.Time) (ops.RunFilter, error) {
+	f, errs := o.filter(now)
+	f.Limit, f.After = o.Limit, o.After
+	if o.Limit <= 0 {
+		errs = append(errs, fmt.Errorf("-limit %d: use 1 to %d", o.Limit, ops.MaxLimit))
+	} else if len(errs) == 0 {
+		if err := f.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return f, errors.Join(errs...)
+}
+
+// parseTimeFlag reads -since or -until: an RFC 3339 time, a date, or a
+// duration before now.
+func parseTimeFlag(name, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("-%s %q: give an RFC 3339 time (2030-01-02T15:04:05Z), a date (2030-01-02) or a duration ago (24h)", name, v)
+}
+
+func (c RunsCommand) list(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o RunsListOptions
+	fs := c.flagSet("list", &o.OpsOptions, "\nFilters combine; -after continues a listing from the cursor the previous page printed.")
+	addFilterFlags(fs, &o.RunsFilterOptions)
+	addWhereBoundFlags(fs, &o.OpsOptions)
+	fs.IntVar(&o.Limit, "limit", ops.DefaultLimit, fmt.Sprintf("runs per page (`n`, at most %d)", ops.MaxLimit))
+	fs.StringVar(&o.After, "after", "", "continue the listing after this `cursor` (printed under the previous page)")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trellis runs list: unexpected argument %q (filters are flags)\n", fs.Arg(0))
+		return ExitUsage
+	}
+	return RunsList(ctx, o, stdout, stderr)
+}
+
+// RunsList runs trellis runs list with opts and returns its exit code.
+func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) int {
+	now := o.now()
+	filter, ferr := o.Filter(now)
+	return opsRun(ctx, "runs list", o.OpsOptions, ferr, 0, stderr, func(a *ops.Admin) (int, error) {
+		page, err := a.ListRuns(ctx, filter)
+		var where *ops.WhereError
+		if errors.As(err, &where) {
+			fmt.Fprintf(stderr, "trellis runs list: -%v\n", err)
+			return ExitUsage, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range page.Notes {
+			fmt.Fprintf(stderr, "trellis runs list: note: %s\n", oneLine(n))
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, page)
+		}
+		if len(page.Runs) == 0 {
+			_, err := fmt.Fprintln(stdout, "no runs")
+			return -1, err
+		}
+		t := newTable(stdout, "ID", "WORKFLOW", "TENANT", "STATUS", "CREATED", "DURATION", "FAILURE")
+		for _, r := range page.Runs {
+			took := "-"
+			if d, ok := r.Duration(); ok {
+				took = shortDuration(d)
+			}
+			failure := ""
+			if r.Failure != nil {
+				failure = truncate(r.Failure.Step+": "+r.Failure.Error, 40)
+			}
+			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), ago(now, r.CreatedAt), took, failure)
+		}
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
+		if page.Next != "" {
+			_, err = fmt.Fprintf(stdout, "\nnext page: -after %s\n", page.Next)
+		}
+		return -1, err
+	})
+}
+
+// RunsShowOptions are the options of trellis runs show and events.
+type RunsShowOptions struct {
+	OpsOptions
+	// Run is the run's id.
+	Run string
+	// Graph, when set (mermaid or dot), makes show draw the run's DAG,
+	// each step coloured by its status, instead of its table.
+	Graph string
+}
+
+// Validate reports options show cannot run with.
+func (o RunsShowOptions) Validate() error {
+	_, err := parseRunIDs([]string{o.Run})
+	if o.Graph != "" {
+		_, gerr := graph.ParseFormat(o.Graph)
+		if gerr == nil && o.Format == "json" {
+			gerr = errors.New("-graph draws the run: it does not go with -format json")
+		}
+		err = errors.Join(err, gerr)
+	}
+	return err
+}
+
+// parseRunIDs reads run ids, reporting every one that is not a uuid.
+func parseRunIDs(args []string) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	var errs []error
+	for _, a := range args {
+		id, err := uuid.Parse(a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q is not a run id (a UUID such as 0190a0b4-7c2e-7d1a-9f3b-4c5d6e7f8a9b)", a))
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids, errors.Join(errs...)
+}
+
+// oneRun parses the flags and the single run id of show and events.
+func (c RunsCommand) oneRun(sub string, args []string, stderr io.Writer) (RunsShowOptions, int) {
+	var o RunsShowOptions
+	fs := c.flagSet(sub, &o.OpsOptions, "")
+	if sub == "show" {
+		fs.StringVar(&o.Graph, "graph", "", "draw the run's DAG, each step coloured by its status, in this `format`\n(mermaid, to paste into Markdown, or dot, for Graphviz) instead of the table")
+	}
+	pos, code := parseInterspersed(fs, args, stderr)
+	if code >= 0 {
+		return o, code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "trellis runs %s: give one run id\n", sub)
+		fs.Usage()
+		return o, ExitUsage
+	}
+	o.Run = pos[0]
+	return o, -1
+}
+
+func (c RunsCommand) show(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code := c.oneRun("show", args, stderr)
+	if code >= 0 {
+		return code
+	}
+	return RunsShow(ctx, o, stdout, stderr)
+}
+
+// RunsShow runs trellis runs show with opts and returns its exit code.
+func RunsShow(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "runs show", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		if o.Graph != "" {
+			format, _ := graph.ParseFormat(o.Graph)
+			drawing, err := a.RunGraph(ctx, uuid.MustParse(o.Run), format)
+			if err != nil {
+				return 0, err
+			}
+			_, err = stdout.Write(drawing)
+			return -1, err
+		}
+		r, err := a.GetRun(ctx, uuid.MustParse(o.Run))
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, r)
+		}
+		return -1, writeRun(stdout, r)
+	})
+}
+
+// priorityName says a run priority with its meaning: "3 (high)".
+func priorityName(p int) string {
+	if !runtime.ValidPriority(p) {
+		return strconv.Itoa(p)
+	}
+	return fmt.Sprintf("%d (%s)", p, spec.PriorityName(p))
+}
+
+// childrenNote sums up the runs a step started: "3 child runs: 2
+// COMPLETED, 1 RUNNING".
+func childrenNote(counts map[runtime.RunStatus]int) string {
+	total := 0
+	var parts []string
+	for _, st := range ops.RunStatuses() {
+		if n := counts[st]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	noun := "child runs"
+	if total == 1 {
+		noun = "child run"
+	}
+	return fmt.Sprintf("%d %s: %s", total, noun, strings.Join(parts, ", "))
+}
+
+// writeRun prints a run: a header, the failure, the steps as a table, then
+// the input and outputs as indented JSON.
+func writeRun(w io.Writer, r *ops.RunDetail) error {
+	h := newTable(w)
+	h.row("Run:", r.ID.String())
+	h.row("Workflow:", r.Workflow+" ("+r.Version+")")
+	h.row("Tenant:", r.Tenant)
+	if p := r.Parent; p != nil {
+		step := p.Step
+		if step == "" {
+			step = "?" // the parent run was purged
+		}
+		h.row("Started by:", fmt.Sprintf("run %s, step %s (index %d)", p.ID, step, p.Index))
+	}
+	if r.IdempotencyKey != "" {
+		h.row("Idempotency key:", r.IdempotencyKey)
+	}
+	h.row("Priority:", priorityName(r.Priority))
+	h.row("Status:", string(r.Status))
+	h.row("Created:", timestamp(&r.CreatedAt))
+	if d, ok := r.Duration(); ok {
+		h.row("Finished:", timestamp(r.FinishedAt)+" (after "+shortDuration(d)+")")
+	}
+	if r.Failure != nil {
+		h.row("Failure:", "step "+r.Failure.Step+": "+r.Failure.Error)
+	}
+	if err := h.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "STEP", "KIND", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "ERROR")
+	for _, s := range r.Steps {
+		took := "-"
+		if d, ok := s.Duration(); ok {
+			took = shortDuration(d)
+		}
+		note := truncate(s.Error, 60)
+		switch {
+		case s.WakeAt != nil && s.Status == runtime.TaskSleeping:
+			note = "wakes " + timestamp(s.WakeAt)
+		case s.WakeAt != nil:
+			note = truncate("next attempt "+timestamp(s.WakeAt)+": "+s.Error, 60)
+		case s.Worker != "":
+			note = "on worker " + s.Worker
+		case len(s.Children) > 0 && note == "":
+			note = childrenNote(s.Children)
+		}
+		t.row(s.Name, s.Kind, string(s.Status), fmt.Sprint(s.Attempts), timestamp(s.StartedAt), took, note)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(r.Steps, func(s ops.Step) bool { return len(s.Children) > 0 }) {
+		fmt.Fprintf(w, "\nChild runs: trellis runs list -parent %s\n", r.ID)
+	}
+	fmt.Fprintln(w, "\nInput:")
+	indentJSON(w, "  ", r.Input)
+	for _, s := range r.Steps {
+		if len(s.Output) > 0 {
+			fmt.Fprintf(w, "\nOutput of %s:\n", oneLine(s.Name))
+			indentJSON(w, "  ", s.Output)
+		}
+	}
+	return nil
+}
+
+func (c RunsCommand) events(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code := c.oneRun("events", args, stderr)
+	if code >= 0 {
+		return code
+	}
+	return RunsEvents(ctx, o, stdout, stderr)
+}
+
+// RunsEvents runs trellis runs events with opts and returns its exit code.
+func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "runs events", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		events, err := a.Events(ctx, uuid.MustParse(o.Run))
+		if err != nil {
+			return 0, err
+		}
+		if o.Format == "json" {
+			return -1, printJSON(stdout, events)
+		}
+		t := newTable(stdout, "TIME", "STEP", "EVENT", "ATTEMPT", "DETAIL")
+		for _, e := range events {
+			t.row(eventTime(e.At), e.Step, string(e.Type), fmt.Sprint(e.Attempt), truncate(e.Detail, 80))
+		}
+		return -1, t.flush()
+	})
+}
+
+// RunsActOptions are the options of trellis runs cancel and retry: the
+// runs' ids, or filters that select them (all of them, however many).
+type RunsActOptions struct {
+	OpsOptions
+	RunsFilterOptions
+	// Runs are the runs' ids.
+	Runs []string
+	// DryRun counts and shows the runs the filters select, changing
+	// nothing.
+	DryRun bool
+	// Yes acts on the runs the filters select without asking first.
+	Yes bool
+	// Confirm asks whether to go on, when neither DryRun nor Yes is set;
+	// nil when nobody can answer (stdin is not a terminal).
+	Confirm func(question string) (bool, error)
+}
+
+// bulkStatuses are the statuses a bulk cancel or retry can act on.
+var bulkStatuses = map[string][]runtime.RunStatus{
+	"cancel": {runtime.RunRunning},
+	"retry":  {runtime.RunFailed, runtime.RunCancelled},
+}
+
+// Validate reports options cancel and retry cannot run with.
+func (o RunsActOptions) Validate() error {
+	if len(o.Runs) > 0 && o.given() {
+		return errors.New("give the ids of the runs or filters that select them, not both")
+	}
+	if len(o.Runs) == 0 && !o.given() {
+		return errors.New("give the ids of the runs, or filters that select them (-workflow, -status, -tenant, -since, -until, -finished-since, -idempotency-key, -parent, -where)")
+	}
+	if len(o.Runs) > 0 && (o.DryRun || o.Yes) {
+		return errors.New("-dry-run and -yes go with filters: runs given by id are acted on as given")
+	}
+	_, err := parseRunIDs(o.Runs)
+	return err
+}
+
+// bulkFilter is the filter of a bulk action: the options' filters, with
+// the statuses the action applies to (all of them when none is given).
+func (o RunsActOptions) bulkFilter(action string, now time.Time) (ops.RunFilter, error) {
+	f, errs := o.filter(now)
+	allowed := bulkStatuses[action]
+	for _, st := range f.Statuses {
+		if !slices.Contains(allowed, st) {
+			errs = append(errs, fmt.Errorf("-status %s: %s acts on runs that are %s", st, action, joinStatuses(allowed)))
+		}
+	}
+	if len(f.Statuses) == 0 {
+		f.Statuses = allowed
+	}
+	if len(errs) == 0 {
+		if err := f.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return f, errors.Join(errs...)
+}
+
+func joinStatuses(sts []runtime.RunStatus) string {
+	names := make([]string, len(sts))
+	for i, st := range sts {
+		names[i] = string(st)
+	}
+	return strings.Join(names, " or ")
+}
+
+func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) int {
+	var o RunsActOptions
+	fs := c.flagSet(sub, &o.OpsOptions, "\n\nGive run ids, or filters: then every run they select is "+map[string]string{
+		"cancel": "cancelled (the running ones)", "retry": "retried (the failed and cancelled ones)",
+	}[sub]+",\nafter a count and a confirmation (-yes skips it; -dry-run only counts).\n"+
+		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 0 otherwise (a run left as it was counts as done).")
+	addFilterFlags(fs, &o.RunsFilterOptions)
+	addWhereBoundFlags(fs, &o.OpsOptions)
+	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
+	fs.BoolVar(&o.Yes, "yes", false, "act on the runs the filters select without asking")
+	pos, code := parseInterspersed(fs, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	o.Runs = pos
+	o.Confirm = c.confirm(stderr)
+	if sub == "cancel" {
+		return RunsCancel(ctx, o, stdout, stderr)
+	}
+	return RunsRetry(ctx, o, stdout, stderr)
+}
+
+// confirm returns how to ask the user a question: Confirm, or on the
+// terminal; nil when there is no one to ask.
+func (c RunsCommand) confirm(stderr io.Writer) func(string) (bool, error) {
+	if c.Confirm != nil {
+		return c.Confirm
+	}
+	if isTerminal(os.Stdin) {
+		return askOn(os.Stdin, stderr)
+	}
+	return nil
+}
+
+// RunsCancel runs trellis runs cancel with opts and returns its exit code.
+func RunsCancel(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) int {
+	return runsAct(ctx, "cancel", o, stdout, stderr, (*ops.Admin).Cancel)
+}
+
+// RunsRetry runs trellis runs retry with opts and returns its exit code.
+func RunsRetry(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) int {
+	return runsAct(ctx, "retry", o, stdout, stderr, (*ops.Admin).Retry)
+}
+
+// bulkChunk is how many runs a bulk action hands the Admin at once:
+// between chunks, an interrupt stops it.
+const bulkChunk = 2000
+
+func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stderr io.Writer,
+	act func(*ops.Admin, context.Context, ...uuid.UUID) []ops.ActionResult,
+) int {
+	name := "runs " + action
+	verr := o.Validate()
+	var filter ops.RunFilter
+	if verr == nil && len(o.Runs) == 0 {
+		filter, verr = o.bulkFilter(action, o.now())
+	}
+	return opsRun(ctx, name, o.OpsOptions, verr, 0, stderr, func(a *ops.Admin) (int, error) {
+		if len(o.Runs) > 0 {
+			ids, _ := parseRunIDs(o.Runs)
+			return printActed(stdout, o.Format, act(a, ctx, ids...))
+		}
+		sel, err := a.Select(ctx, filter)
+		var where *ops.WhereError
+		if errors.As(err, &where) {
+			fmt.Fprintf(stderr, "trellis %s: -%v\n", name, err)
+			return ExitUsage, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range sel.Notes { // runs left unselected, never acted on
+			fmt.Fprintf(stderr, "trellis %s: note: %s\n", name, n)
+		}
+		ids := sel.Runs
+		if o.DryRun || len(ids) == 0 {
+			return -1, printSelected(ctx, a, stdout, o.Format, action, sel)
+		}
+		if !o.Yes {
+			if o.Confirm == nil {
+				return 0, fmt.Errorf("%s selects %s: run again with -yes to %s them (-dry-run shows them)", filterText(o.RunsFilterOptions), runCount(len(ids)), action)
+			}
+			ok, err := o.Confirm(fmt.Sprintf("%s %s? [y/N] ", action, runCount(len(ids))))
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				fmt.Fprintf(stderr, "trellis %s: not confirmed; nothing changed\n", name)
+				return ExitProblems, nil
+			}
+		}
+		var results []ops.ActionResult
+		for chunk := range slices.Chunk(ids, bulkChunk) {
+			if err := ctx.Err(); err != nil {
+				return 0, fmt.Errorf("interrupted after %d of %s: %w", len(results), runCount(len(ids)), err)
+			}
+			results = append(results, act(a, ctx, chunk...)...)
+		}
+		return printBulk(stdout, o.Format, action, results, sel.Unevaluated)
+	})
+}
+
+// printActed prints the outcome of each run of an action on runs given by
+// id.
+func printActed(w io.Writer, format string, results []ops.ActionResult) (int, error) {
+	code := -1
+	if slices.ContainsFunc(results, func(r ops.ActionResult) bool { return !r.OK() }) {
+		code = ExitProblems
+	}
+	if format == "json" {
+		return code, printJSON(w, results)
+	}
+	t := newTable(w)
+	for _, r := range results {
+		t.row(r.Run.String(), outcomeText(r))
+	}
+	return code, t.flush()
+}
+
+func outcomeText(r ops.ActionResult) string {
+	what := string(r.Outcome)
+	switch {
+	case r.Status != "":
+		what += " (" + string(r.Status) + ")"
+	case r.Error != "":
+		what += ": " + r.Error
+	}
+	return what
+}
+
+// selectedShown is how many of the runs a dry run lists in text.
+const selectedShown = 20
+
+// printSelected prints the runs a bulk action would act on.
+// Runs a Where filter could not be evaluated on are not selected: they
+// are counted (unevaluated) and named in the notes on stderr.
+func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, action string, sel *ops.Selection) error {
+	ids := sel.Runs
+	if format == "json" {
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		return printJSON(w, struct {
+			Action      string      `json:"action"`
+			DryRun      bool        `json:"dryRun"`
+			Selected    int         `json:"selected"`
+			Runs        []uuid.UUID `json:"runs"`
+			Unevaluated int         `json:"unevaluated,omitempty"`
+		}{action, true, len(ids), ids, sel.Unevaluated})
+	}
+	if len(ids) == 0 {
+		_, err := fmt.Fprintf(w, "no runs to %s\n", action)
+		return err
+	}
+	fmt.Fprintf(w, "would %s %s:\n\n", action, runCount(len(ids)))
+	t := newTable(w, "ID", "WORKFLOW", "TENANT", "STATUS", "CREATED")
+	for _, id := range ids[:min(len(ids), selectedShown)] {
+		r, err := a.GetRun(ctx, id)
+		if err != nil {
+			t.row(id.String(), "-", "-", "-", "-")
+			continue
+		}
+		t.row(id.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), timestamp(&r.CreatedAt))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(ids) > selectedShown {
+		fmt.Fprintf(w, "... and %d more\n", len(ids)-selectedShown)
+	}
+	_, err := fmt.Fprintln(w, "\ndry run: nothing changed")
+	return err
+}
+
+// printBulk prints what a bulk action did: a count per outcome, and each
+// run that was not found or failed. unevaluated counts the runs left out
+// because the Where filter could not be evaluated on them.
+func printBulk(w io.Writer, format, action string, results []ops.ActionResult, unevaluated int) (int, error) {
+	counts := map[ops.Outcome]int{}
+	var problems []ops.ActionResult
+	for _, r := range results {
+		counts[r.Outcome]++
+		if !r.OK() {
+			problems = append(problems, r)
+		}
+	}
+	code := -1
+	if len(problems) > 0 {
+		code = ExitProblems
+	}
+	if format == "json" {
+		if problems == nil {
+			problems = []ops.ActionResult{}
+		}
+		return code, printJSON(w, struct {
+			Action      string              `json:"action"`
+			Selected    int                 `json:"selected"`
+			Outcomes    map[ops.Outcome]int `json:"outcomes"`
+			Problems    []ops.ActionResult  `json:"problems"`
+			Unevaluated int                 `json:"unevaluated,omitempty"`
+		}{action, len(results), counts, problems, unevaluated})
+	}
+	t := newTable(w, "OUTCOME", "RUNS")
+	for _, o := range []ops.Outcome{ops.Cancelled, ops.Retried, ops.AlreadyEnded, ops.NotRetryable, ops.NotFound, ops.Failed} {
+		if counts[o] > 0 {
+			t.row(string(o), fmt.Sprint(counts[o]))
+		}
+	}
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(w)
+		p := newTable(w)
+		for _, r := range problems {
+			p.row(r.Run.String(), outcomeText(r))
+		}
+		return code, p.flush()
+	}
+	return code, nil
+}
+
+func runCount(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
+// filterText names the filters given, for messages.
+func filterText(o RunsFilterOptions) string {
+	var parts []string
+	add := func(flag, v string) {
+		if v != "" {
+			parts = append(parts, fmt.Sprintf("-%s %q", flag, v))
+		}
+	}
+	add("workflow", o.Workflow)
+	add("status", o.Status)
+	add("tenant", o.Tenant)
+	add("since", o.Since)
+	add("until", o.Until)
+	add("finished-since", o.FinishedSince)
+	add("idempotency-key", o.IdempotencyKey)
+	add("where", o.Where)
+	if len(parts) == 0 {
+		return "the filter"
+	}
+	return strings.Join(parts, " ")
+}
