@@ -62,10 +62,10 @@ func Output[T any](res *RunResult, ref StepRef[T]) (out T, ok bool, err error) {
 }
 
 // DecodeOutput is Output shaped for generated result types, which hold an
-// output as a pointer and join every decoding error to the run's: it
-// returns nil unless the step completed, and appends an error (naming the
-// step) to errs, returning the partly decoded value, when the output does
-// not decode.
+// output as a pointer and report every output that does not decode at
+// once (a Client joins them to the run's error): it returns nil unless the
+// step completed, and appends an error (naming the step) to errs,
+// returning the partly decoded value, when the output does not decode.
 func DecodeOutput[T any](res *RunResult, ref StepRef[T], errs *[]error) *T {
 	out, ok, err := Output(res, ref)
 	if err != nil {

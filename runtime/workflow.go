@@ -6,10 +6,11 @@ import (
 	"fmt"
 )
 
-// Workflow is a compiled workflow bound to an engine: the handle generated
-// clients trigger runs through. Get one from Engine.Register (in processes
-// that execute the workflow's steps) or Engine.Workflow (in processes that
-// only trigger runs).
+// Workflow is a compiled workflow bound to an engine: it triggers runs and
+// reads their results as JSON. A Client wraps one to speak the workflow's
+// Go types, as generated clients do. Get one from Engine.Register (in
+// processes that execute the workflow's steps) or Engine.Workflow (in
+// processes that only trigger runs).
 type Workflow struct {
 	engine *Engine
 	def    *Definition
