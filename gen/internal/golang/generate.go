@@ -28,7 +28,7 @@ const (
 	// it uses. It changes when generated code needs runtime API that older
 	// runtimes lack, and the runtime then exports
 	// SupportsGeneratedCodeV<CodeVersion>.
-	CodeVersion = "4"
+	CodeVersion = "5"
 )
 
 // emitter renders one plan into a jennifer file.

@@ -1,8 +1,11 @@
 // Package golang generates the Go code of a workflow: the input and
 // output types its JSON Schemas map to, the Steps interface users
 // implement, typed parent access, the embedded runtime.WorkflowSpec,
-// typed step references (runtime.StepRef) and a typed client whose result
-// holds every output, read through those references. Plan maps and names
+// typed step references (runtime.StepRef), a typed result that holds
+// every output, read through those references, and the typed client: the
+// runtime's generic runtime.Client, named for the workflow, with a typed
+// method per event. The behaviour lives in the runtime; the generated code
+// is data and thin wrappers. Plan maps and names
 // everything, reporting what cannot be mapped or would collide; Generate
 // renders a plan with jennifer and returns gofmt'ed source.
 package golang
