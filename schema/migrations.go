@@ -7,10 +7,17 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The Postgres migrations: NNNN_name.sql, applied in order, never edited
-// once released. They are also the schema sqlc reads.
+// once released (a database records only which it applied, so an edit
+// would make databases that applied the old text differ, silently, from
+// new ones). They are also the schema sqlc reads. They hold the tables,
+// their indexes and constraints, and data moves; functions and triggers
+// live in functions/ (FunctionFiles), and the functions and triggers the
+// migrations up to lastMigrationWithFunctions created are history,
+// replaced by those files' definitions once the migrations have run.
 //
 //go:embed *.sql
 var migrationFiles embed.FS
@@ -29,6 +36,18 @@ type Migration struct {
 }
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+
+// lastMigrationWithFunctions is the last migration that created functions
+// and triggers, before schema/functions held them. Later ones may create
+// only pg_temp functions, which a data move may use and which go when the
+// migration's session ends: the migration then runs the same, whichever
+// version of the functions the database holds.
+const lastMigrationWithFunctions = 15
+
+var (
+	sqlLineComment = regexp.MustCompile(`--[^\n]*`)
+	createRoutine  = regexp.MustCompile(`(?i)\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:CONSTRAINT\s+)?(FUNCTION|PROCEDURE|TRIGGER)\s+("?[\w$]+"?(?:\s*\.\s*"?[\w$]+"?)?)`)
+)
 
 // Migrations returns the embedded migrations in order. It fails when a
 // file is misnamed, or when versions repeat or leave a gap.
@@ -57,6 +76,11 @@ func parseMigrations(fsys fs.FS) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
+		if version > lastMigrationWithFunctions {
+			if err := checkNoRoutines(name, string(text)); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, Migration{Version: version, Name: m[2], SQL: string(text)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
@@ -66,4 +90,17 @@ func parseMigrations(fsys fs.FS) ([]Migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkNoRoutines fails when a migration creates a function, procedure or
+// trigger other than a pg_temp function.
+func checkNoRoutines(name, sql string) error {
+	for _, m := range createRoutine.FindAllStringSubmatch(sqlLineComment.ReplaceAllString(sql, ""), -1) {
+		kind, routine := strings.ToLower(m[1]), strings.ReplaceAll(m[2], `"`, "")
+		if kind == "function" && strings.HasPrefix(strings.ToLower(routine), "pg_temp.") {
+			continue
+		}
+		return fmt.Errorf("migration %s creates %s %s: functions and triggers live in schema/functions (docs/postgres-schema.md); a data move that needs a function of its own creates it in pg_temp", name, kind, routine)
+	}
+	return nil
 }

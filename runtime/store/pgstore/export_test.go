@@ -15,11 +15,12 @@ var (
 )
 
 // MigrateTo applies the migrations up to version, as a binary that knew
-// no later ones would.
+// no later ones, and no schema/functions, would (as every binary up to
+// migration 0015 did).
 func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int) ([]schema.Migration, error) {
 	all, err := schema.Migrations()
 	if err != nil {
 		return nil, err
 	}
-	return migrate(ctx, pool, all[:version])
+	return migrate(ctx, pool, all[:version], nil)
 }

@@ -24,20 +24,30 @@ type MigrationState struct {
 }
 
 // Migrate applies the pending migrations, each in its own transaction,
+// then the functions (schema.FunctionFiles) that changed since they were
+// last applied, all of them after a migration, in one transaction; all
 // while holding an advisory lock so that processes starting together do
-// not race. It returns the migrations it applied. It refuses to run
-// against a schema newer than this binary knows.
+// not race. It returns the migrations it applied (FunctionStatus tells
+// when each function file was applied). It refuses to run against a
+// schema newer than this binary knows, and leaves alone functions applied
+// by a binary of a higher schema.FunctionsVersion.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]schema.Migration, error) {
 	all, err := schema.Migrations()
 	if err != nil {
 		return nil, err
 	}
-	return migrate(ctx, pool, all)
+	functions, err := schema.FunctionFiles()
+	if err != nil {
+		return nil, err
+	}
+	return migrate(ctx, pool, all, functions)
 }
 
-// migrate applies those of the migrations all that are pending; all is
-// every migration this binary knows, in order.
-func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration) ([]schema.Migration, error) {
+// migrate applies those of the migrations all that are pending, then
+// those of the function files that need it; all is every migration this
+// binary knows, in order, and functions every function file, in order
+// (none for a binary from before schema/functions).
+func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration, functions []schema.FunctionFile) ([]schema.Migration, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: migrating: %w", err)
@@ -49,8 +59,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration) ([
 	}
 	defer func() { _ = q.AdvisoryUnlock(context.WithoutCancel(ctx), migrateLock) }()
 	// Not in sqlc: this is schema (which sqlc reads too), run as the file says.
-	if _, err := conn.Exec(ctx, schema.MigrationsTable); err != nil {
-		return nil, fmt.Errorf("pgstore: migrating: %w", err)
+	for _, table := range []string{schema.MigrationsTable, schema.FunctionsTable} {
+		if _, err := conn.Exec(ctx, table); err != nil {
+			return nil, fmt.Errorf("pgstore: migrating: %w", err)
+		}
 	}
 	applied, err := appliedVersions(ctx, q)
 	if err != nil {
@@ -78,7 +90,67 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration) ([
 		}
 		done = append(done, m)
 	}
+	if len(functions) == 0 {
+		return done, nil
+	}
+	if err := applyFunctions(ctx, conn.Conn(), functions, len(done) > 0); err != nil {
+		return done, err
+	}
 	return done, nil
+}
+
+// applyFunctions applies, in one transaction and in order, the function
+// files whose checksum differs from the one recorded when they were last
+// applied, or every file when all is set (after migrations, which may
+// have dropped what a file made, a trigger with its table). It changes
+// nothing when a binary of a higher FunctionsVersion applied them: that
+// binary's functions work with this schema (a migration would have come
+// with any that did not), and are newer.
+func applyFunctions(ctx context.Context, conn *pgx.Conn, functions []schema.FunctionFile, all bool) error {
+	q := dbsqlc.New(conn)
+	rows, err := q.FunctionFilesApplied(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading applied function files: %w", err)
+	}
+	recorded := make(map[string]dbsqlc.TrellisFunctionFile, len(rows))
+	stale := false // a row of another version, or of a file this binary does not have
+	for _, r := range rows {
+		if r.Version > schema.FunctionsVersion {
+			return nil
+		}
+		recorded[r.Name] = r
+		stale = stale || r.Version != schema.FunctionsVersion
+	}
+	var pending []schema.FunctionFile
+	names := make([]string, len(functions))
+	for i, f := range functions {
+		names[i] = f.Name
+		if all || recorded[f.Name].Checksum != f.Checksum {
+			pending = append(pending, f)
+		}
+		delete(recorded, f.Name)
+	}
+	if len(pending) == 0 && !stale && len(recorded) == 0 {
+		return nil
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, f := range pending {
+			// Not in sqlc, as a migration: many statements, sent as one text.
+			if _, err := tx.Conn().PgConn().Exec(ctx, f.SQL).ReadAll(); err != nil {
+				return fmt.Errorf("schema/functions/%s: %w", f.Name, err)
+			}
+			if err := q.WithTx(tx).FunctionFileRecord(ctx, dbsqlc.FunctionFileRecordParams{
+				Name: f.Name, Checksum: f.Checksum, Version: schema.FunctionsVersion,
+			}); err != nil {
+				return fmt.Errorf("recording schema/functions/%s: %w", f.Name, err)
+			}
+		}
+		return q.WithTx(tx).FunctionFilesKeep(ctx, dbsqlc.FunctionFilesKeepParams{Version: schema.FunctionsVersion, Names: names})
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: applying functions: %w", err)
+	}
+	return nil
 }
 
 // MigrationStatus lists every migration this binary knows with when it was
@@ -104,6 +176,75 @@ func MigrationStatus(ctx context.Context, pool *pgxpool.Pool) ([]MigrationState,
 		out[i] = MigrationState{Version: m.Version, Name: m.Name}
 		if at, ok := applied[m.Version]; ok {
 			out[i].AppliedAt = &at
+		}
+	}
+	return out, nil
+}
+
+// FunctionFileState is a file of schema/functions and whether the
+// database holds what it defines as this binary has it.
+type FunctionFileState struct {
+	Name      string
+	AppliedAt *time.Time // when it was last applied; nil when never
+	// Current is true when the file was last applied as this binary has
+	// it (same checksum).
+	Current bool
+}
+
+// FunctionsState is the database's functions against this binary's.
+type FunctionsState struct {
+	// Version is the schema.FunctionsVersion of the binary that last
+	// applied the functions, 0 when none has. Above this binary's,
+	// Migrate leaves them alone.
+	Version int
+	// Files are this binary's function files, in the order they apply.
+	Files []FunctionFileState
+}
+
+// Current reports whether the database holds this binary's functions,
+// or a newer binary's.
+func (s FunctionsState) Current() bool {
+	if s.Version > schema.FunctionsVersion {
+		return true
+	}
+	for _, f := range s.Files {
+		if !f.Current {
+			return false
+		}
+	}
+	return s.Version == schema.FunctionsVersion
+}
+
+// FunctionStatus compares the function files the database last applied
+// with this binary's.
+func FunctionStatus(ctx context.Context, pool *pgxpool.Pool) (FunctionsState, error) {
+	functions, err := schema.FunctionFiles()
+	if err != nil {
+		return FunctionsState{}, err
+	}
+	q := dbsqlc.New(pool)
+	exists, err := q.FunctionFilesTableExists(ctx)
+	if err != nil {
+		return FunctionsState{}, fmt.Errorf("pgstore: function status: %w", err)
+	}
+	var rows []dbsqlc.TrellisFunctionFile
+	if exists {
+		if rows, err = q.FunctionFilesApplied(ctx); err != nil {
+			return FunctionsState{}, fmt.Errorf("pgstore: function status: %w", err)
+		}
+	}
+	out := FunctionsState{Files: make([]FunctionFileState, len(functions))}
+	recorded := make(map[string]dbsqlc.TrellisFunctionFile, len(rows))
+	for _, r := range rows {
+		recorded[r.Name] = r
+		out.Version = max(out.Version, int(r.Version))
+	}
+	for i, f := range functions {
+		out.Files[i] = FunctionFileState{Name: f.Name}
+		if r, ok := recorded[f.Name]; ok {
+			at := r.AppliedAt
+			out.Files[i].AppliedAt = &at
+			out.Files[i].Current = r.Checksum == f.Checksum
 		}
 	}
 	return out, nil

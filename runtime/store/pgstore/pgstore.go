@@ -6,7 +6,9 @@
 // tasks hold leases it heartbeats; durable timers are rows; one leader,
 // holding an advisory lock on a dedicated connection, fires timers and
 // recovers the tasks of dead workers; LISTEN/NOTIFY wakes idle workers.
-// The schema lives in the schema package and is applied by Migrate.
+// The schema (the migrations, and the functions and triggers of
+// schema/functions) lives in the schema package and is applied by
+// Migrate; docs/postgres-schema.md says how, and how to change it.
 //
 // The generated queries (internal/dbsqlc, from queries/ by sqlc) stay
 // private: this package converts their rows into store types and database

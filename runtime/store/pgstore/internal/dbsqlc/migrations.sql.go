@@ -10,6 +10,87 @@ import (
 	"time"
 )
 
+const functionFileRecord = `-- name: FunctionFileRecord :exec
+INSERT INTO trellis_function_files (name, checksum, version) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, version = excluded.version, applied_at = now()
+`
+
+type FunctionFileRecordParams struct {
+	Name     string
+	Checksum string
+	Version  int32
+}
+
+// Records a function file as applied, in the transaction that applied it.
+func (q *Queries) FunctionFileRecord(ctx context.Context, arg FunctionFileRecordParams) error {
+	_, err := q.db.Exec(ctx, functionFileRecord, arg.Name, arg.Checksum, arg.Version)
+	return err
+}
+
+const functionFilesApplied = `-- name: FunctionFilesApplied :many
+SELECT name, checksum, version, applied_at FROM trellis_function_files ORDER BY name
+`
+
+// The function files applied: each one's checksum then, the
+// FunctionsVersion of the binary that applied it, and when.
+func (q *Queries) FunctionFilesApplied(ctx context.Context) ([]TrellisFunctionFile, error) {
+	rows, err := q.db.Query(ctx, functionFilesApplied)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TrellisFunctionFile{}
+	for rows.Next() {
+		var i TrellisFunctionFile
+		if err := rows.Scan(
+			&i.Name,
+			&i.Checksum,
+			&i.Version,
+			&i.AppliedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const functionFilesKeep = `-- name: FunctionFilesKeep :exec
+WITH forgotten AS (
+    DELETE FROM trellis_function_files WHERE NOT (name = ANY ($2::text[]))
+)
+UPDATE trellis_function_files SET version = $1 WHERE name = ANY ($2::text[]) AND version <> $1
+`
+
+type FunctionFilesKeepParams struct {
+	Version int32
+	Names   []string
+}
+
+// Marks the function files as those of a binary of the given
+// FunctionsVersion, and forgets the files it does not have (their
+// functions are dropped by retired.sql).
+func (q *Queries) FunctionFilesKeep(ctx context.Context, arg FunctionFilesKeepParams) error {
+	_, err := q.db.Exec(ctx, functionFilesKeep, arg.Version, arg.Names)
+	return err
+}
+
+const functionFilesTableExists = `-- name: FunctionFilesTableExists :one
+SELECT (to_regclass('trellis_function_files') IS NOT NULL)::boolean AS exists
+`
+
+// Whether the function files' bookkeeping table exists (Migrate creates
+// it from schema/bootstrap/trellis_function_files.sql).
+func (q *Queries) FunctionFilesTableExists(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, functionFilesTableExists)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const migrationRecord = `-- name: MigrationRecord :exec
 INSERT INTO trellis_migrations (version, name) VALUES ($1, $2)
 `

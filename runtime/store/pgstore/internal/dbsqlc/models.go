@@ -31,6 +31,13 @@ type TrellisEventWait struct {
 	Key      pgtype.Text
 }
 
+type TrellisFunctionFile struct {
+	Name      string
+	Checksum  string
+	Version   int32
+	AppliedAt time.Time
+}
+
 type TrellisLease struct {
 	RunID     uuid.UUID
 	Step      int16
