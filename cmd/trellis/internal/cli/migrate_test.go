@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 
@@ -15,17 +17,37 @@ func TestMigrateUpAndStatus(t *testing.T) {
 		code := Main(t.Context(), append([]string{"migrate", "-database-url", url}, args...), &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
-	if code, out, _ := run("status"); code != ExitOK || !strings.Contains(out, "0001_init") || !strings.Contains(out, "pending") {
+	if code, out, _ := run("status"); code != ExitOK || !strings.Contains(out, "0001_init") || !strings.Contains(out, "pending") ||
+		!regexp.MustCompile(`functions/trellis_enqueue.sql +pending`).MatchString(out) {
 		t.Fatalf("status before = %d %q", code, out)
 	}
-	if code, out, errOut := run("up"); code != ExitOK || !strings.Contains(out, "applied 0001_init") {
+	if code, out, errOut := run("up"); code != ExitOK || !strings.Contains(out, "applied 0001_init") ||
+		!strings.Contains(out, "applied functions/trellis_enqueue.sql") {
 		t.Fatalf("up = %d %q %q", code, out, errOut)
 	}
 	if code, out, _ := run("up"); code != ExitOK || !strings.Contains(out, "up to date") {
 		t.Fatalf("second up = %d %q", code, out)
 	}
-	if code, out, _ := run("status"); code != ExitOK || strings.Contains(out, "pending") || !strings.Contains(out, "applied 20") {
+	if code, out, _ := run("status"); code != ExitOK || strings.Contains(out, "pending") || !strings.Contains(out, "applied 20") ||
+		!regexp.MustCompile(`functions/trellis_enqueue.sql +applied 20`).MatchString(out) {
 		t.Fatalf("status after = %d %q", code, out)
+	}
+
+	// As if this binary's trellis_wake.sql differed from the one applied.
+	pool, err := pgstore.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(t.Context(), `UPDATE trellis_function_files SET checksum = 'older' WHERE name = 'trellis_wake.sql'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run("status"); code != ExitOK || !regexp.MustCompile(`functions/trellis_wake.sql +changed since applied 20`).MatchString(out) ||
+		!strings.Contains(out, "1 pending: run trellis migrate up") {
+		t.Fatalf("status with a changed function file = %d %q", code, out)
+	}
+	if code, out, _ := run("up"); code != ExitOK || out != "applied functions/trellis_wake.sql\n" {
+		t.Fatalf("up with a changed function file = %d %q", code, out)
 	}
 }
 
