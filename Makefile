@@ -9,9 +9,30 @@ TRELLIS ?= $(GO) run ./cmd/trellis
 # needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
+.PHONY: all help test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
 
+## all: the default: lint, lint-examples and test.
 all: lint lint-examples test
+
+## help: list every target with its description. The description is the
+## first sentence of the "## target: text" comment above the target; a
+## target without one fails, named (docs/docs_test.go runs make help).
+help:
+	@awk ' \
+		/^## [A-Za-z0-9_-]+:/ { cur = $$2; sub(/:$$/, "", cur); t = $$0; sub(/^## [^:]*: */, "", t); doc[cur] = t; next } \
+		/^## / && cur != "" { t = $$0; sub(/^## */, "", t); doc[cur] = doc[cur] " " t; next } \
+		{ cur = "" } \
+		/^[A-Za-z0-9_-]+:/ && !/:=/ { t = $$1; sub(/:.*/, "", t); if (!(t in seen)) { seen[t] = 1; targets[++n] = t } } \
+		END { \
+			bad = 0; \
+			for (i = 1; i <= n; i++) { \
+				t = targets[i]; \
+				if (!(t in doc)) { printf "make help: target %s has no \"## %s: description\" comment\n", t, t > "/dev/stderr"; bad = 1; continue } \
+				d = doc[t]; if (match(d, /\. /)) d = substr(d, 1, RSTART); gsub(/\$$\$$/, "$$", d); \
+				printf "  %-16s %s\n", t, d \
+			} \
+			exit bad \
+		}' $(firstword $(MAKEFILE_LIST))
 
 ## test: every test, with the race detector. Postgres tests use
 ## TRELLIS_DATABASE_URL (default: local server, database test); they skip
@@ -57,14 +78,15 @@ lint-examples:
 example:
 	$(GO) run ./examples/orders
 
-## bench: the benchmark harness (see README, Performance).
+## bench: the benchmark harness, trellis bench (docs/performance.md has
+## its figures).
 bench:
 	$(TRELLIS) bench
 
-## bench-river: River's no-op burn-down (testdata/riverpeer, a module of
-## its own, so that River is a dependency of this benchmark only) beside
-## trellis bench's chain-5 and diamond-6 burn-downs, alternating twice on
-## the same database: BENCH_URL, default $$TRELLIS_DATABASE_URL, else the
+## bench-river: River's no-op burn-down beside trellis bench's chain-5 and
+## diamond-6 burn-downs. River runs from testdata/riverpeer, a module of
+## its own, so that River is a dependency of this benchmark only; they
+## alternate twice on the same database: BENCH_URL, default $$TRELLIS_DATABASE_URL, else the
 ## local server. Compare River's jobs/s with the burn-down tasks/s. Each
 ## pass runs River with its benchmark's settings (MaxWorkers 2,000,
 ## FetchCooldown 2ms, FetchPollInterval 20ms) and with MaxWorkers 100, as
@@ -87,7 +109,7 @@ bench-river:
 	done
 	.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 20000 -max-workers 100 -fetch-cooldown 100ms -fetch-poll-interval 1s
 
-## screenshots: PNGs of the dashboard's main pages, shown in the README,
+## screenshots: PNGs of the dashboard's main pages, shown in the docs,
 ## into runtime/dashboard/screenshots: headless chromium (Debian package
 ## chromium) over a day of order runs on Postgres, on a virtual clock.
 screenshots:

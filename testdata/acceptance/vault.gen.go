@@ -57,7 +57,7 @@ type VaultConfirmParents struct {
 //
 // Charges a card. The card number, the card holder and the receipt's token are
 // marked sensitive: Trellis stores them and passes them to the steps, and
-// shows them as [redacted] (docs/sensitive-data.md).
+// shows them as [redacted] (docs/concepts/sensitive-data.md).
 type VaultSteps interface {
 	// Charge runs step charge.
 	Charge(ctx context.Context, in VaultInput) (VaultChargeOutput, error)
@@ -70,7 +70,7 @@ type VaultSteps interface {
 func VaultSpec() *runtime.WorkflowSpec {
 	return &runtime.WorkflowSpec{
 		Name:        "vault",
-		Description: "Charges a card. The card number, the card holder and the receipt's token are marked sensitive: Trellis stores them and passes them to the steps, and shows them as [redacted] (docs/sensitive-data.md).",
+		Description: "Charges a card. The card number, the card holder and the receipt's token are marked sensitive: Trellis stores them and passes them to the steps, and shows them as [redacted] (docs/concepts/sensitive-data.md).",
 		Source:      "vault.yaml",
 		InputSchema: `{"properties":{"cardNumber":{"pattern":"^[0-9]{12,19}$","type":"string","x-trellis-sensitive":true},"email":{"format":"email","type":"string"},"holder":{"properties":{"name":{"type":"string"}},"type":"object","x-trellis-sensitive":true},"recoveryEmail":{"format":"email","type":"string","x-trellis-sensitive":true}},"required":["email","cardNumber"],"type":"object"}`,
 		Steps: []runtime.StepSpec{

@@ -18,7 +18,7 @@ import (
 // The hostile-input suite (SPEC §8, Trust): values from users and steps
 // that are huge, malformed or hostile, sent to two worker processes on
 // Postgres together with ordinary runs. Each hostile value gets a clear
-// error or its documented outcome (docs/security.md lists them), every
+// error or its documented outcome (docs/concepts/security.md lists them), every
 // ordinary run completes, no worker stalls, and nothing is left behind.
 
 // hostileSteps is the hostile workflow's code: charge returns what the

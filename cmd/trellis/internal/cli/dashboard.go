@@ -128,7 +128,7 @@ func checkAddr(addr string, allowRemote bool) error {
 		what = "every interface"
 	}
 	return fmt.Errorf("-addr %q listens on %s, where other machines can reach the dashboard: "+
-		"pass -allow-remote with -users and -allowed-hosts if that is what you want (see docs/dashboard-access.md), or listen on 127.0.0.1", addr, what)
+		"pass -allow-remote with -users and -allowed-hosts if that is what you want (see docs/how-to/dashboard-access.md), or listen on 127.0.0.1", addr, what)
 }
 
 // Run implements Command.
