@@ -8,6 +8,7 @@ package docs_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -93,6 +94,37 @@ func TestMakeHelp(t *testing.T) {
 		}
 		if desc, ok := listed[m[1]]; !ok || desc == "" {
 			t.Errorf("Makefile:%d: target %s is missing from make help, or has no description:\n%s", n, m[1], stdout.String())
+		}
+	}
+}
+
+// TestWorkflowFieldPages checks that every field of the workflow file
+// format, at the top level and on a step (schema/workflow.schema.json),
+// has its reference page, docs/reference/workflow/<field>.md.
+func TestWorkflowFieldPages(t *testing.T) {
+	var format struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Defs       map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(readFile(t, "schema/workflow.schema.json"), &format); err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]bool{}
+	for name := range format.Properties {
+		fields[name] = true
+	}
+	for name := range format.Defs["step"].Properties {
+		fields[name] = true
+	}
+	if len(fields) < 20 {
+		t.Fatalf("found %d fields in schema/workflow.schema.json; has its layout changed?", len(fields))
+	}
+	for name := range fields {
+		page := "reference/workflow/" + name + ".md"
+		if _, err := os.Stat(filepath.FromSlash(page)); err != nil {
+			t.Errorf("the workflow field %s has no reference page: write docs/%s and link it from docs/reference/workflow/README.md", name, page)
 		}
 	}
 }
