@@ -36,7 +36,9 @@ var pending = []string{
 
 // TestLinks checks every relative link and image of README.md and
 // docs/**/*.md: the file must exist, and an anchor (#heading) must name a
-// heading of the Markdown page it points into, as GitHub spells them.
+// heading of the Markdown page it points into, as GitHub spells them. It
+// also checks that every page of docs/ is linked from another page, so
+// that none is out of reach.
 func TestLinks(t *testing.T) {
 	pages := markdownPages(t)
 	anchors := map[string]map[string]bool{} // page -> its headings' anchors
@@ -48,11 +50,22 @@ func TestLinks(t *testing.T) {
 		anchors[page] = a
 		return a
 	}
+	linked := map[string]bool{} // pages some other page links to
 	for _, page := range pages {
 		for _, l := range links(readFile(t, page)) {
 			if err := checkLink(page, l.target, anchorsOf); err != nil {
 				t.Errorf("%s:%d: link %s: %v", page, l.line, l.target, err)
 			}
+			if u, err := url.Parse(l.target); err == nil && u.Scheme == "" && u.Path != "" {
+				if dest := filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(page), u.Path))); dest != page {
+					linked[dest] = true
+				}
+			}
+		}
+	}
+	for _, page := range pages {
+		if page != "README.md" && !linked[page] {
+			t.Errorf("%s: no page links to it; link it from docs/README.md or the page it belongs under", page)
 		}
 	}
 }
