@@ -63,7 +63,7 @@ func WithIdempotencyKeys(keys ...string) RunOption {
 // PriorityNormal (2) or PriorityHigh (3), whatever the workflow's
 // priority field says. Within its tenant, a run of higher priority has
 // its tasks claimed first; a run of lower priority still gets its turn
-// (see the README's Priorities).
+// (see docs/concepts/fairness.md, Priorities).
 func WithPriority(p int) RunOption {
 	return func(o *RunOptions) { o.Priority = p }
 }

@@ -44,7 +44,7 @@ func testDemo(t *testing.T, st store.Store) {
 	}
 }
 
-// TestDeliveryConfirmed is the test-kit example of the README: the
+// TestDeliveryConfirmed is the test-kit example of docs/how-to/testing.md: the
 // customer confirms delivery after the two days in transit.
 func TestDeliveryConfirmed(t *testing.T) {
 	ctx := t.Context()

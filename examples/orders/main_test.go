@@ -57,7 +57,7 @@ func (s *flakyShop) Charge(ctx context.Context, in workflow.OrderProcessingInput
 	return s.shop.Charge(ctx, in, p)
 }
 
-// TestChargeRetrySchedule is the test-kit example of the README: charge
+// TestChargeRetrySchedule is the test-kit example of docs/how-to/testing.md: charge
 // retries after 1s, then 2s more, and the 24h fraud window passes at once.
 func TestChargeRetrySchedule(t *testing.T) {
 	ctx := t.Context()

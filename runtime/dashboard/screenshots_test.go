@@ -63,7 +63,7 @@ func (orders) NotifyAdmin(context.Context, workflow.OrderProcessingInput, runtim
 }
 
 // TestScreenshots writes PNGs of the main pages into the directory
-// TRELLIS_SCREENSHOTS names (make screenshots; the README shows them), over
+// TRELLIS_SCREENSHOTS names (make screenshots; docs/how-to/dashboard.md shows them), over
 // a day of order runs on Postgres, on a virtual clock. Without the
 // variable it does nothing.
 func TestScreenshots(t *testing.T) {

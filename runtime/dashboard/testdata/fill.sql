@@ -1,7 +1,7 @@
 -- fill.sql adds :runs synthetic finished runs of the ops workflow to the
 -- schema on the search path, spread over the 30 days before now, one in
--- 50 failed: a history to time the dashboard against (see the README,
--- Dashboard). Run testdata/opswalk in the schema first: it stores the
+-- 50 failed: a history to time the dashboard against (see docs/performance.md,
+-- The dashboard at a million runs). Run testdata/opswalk in the schema first: it stores the
 -- workflow version and leaves real runs, of which this copies a completed
 -- one and a failed one, with their tasks and event logs, shifted to each
 -- new run's creation time. Inputs follow opswalk's (labels in turn, every

@@ -260,7 +260,7 @@ func TestListRunsUsesIndexes(t *testing.T) {
 
 // BenchmarkListRuns times one page of trellis runs list (51 runs) per
 // filter, on a table of TRELLIS_BENCH_RUNS runs (default 100,000; the
-// README's figures are for 1,000,000), and reports the pages (8 KiB)
+// docs/performance.md's figures are for 1,000,000), and reports the pages (8 KiB)
 // each listing touched, which does not depend on the machine. Run with
 // -v to see each plan's index; TRELLIS_BENCH_EXPLAIN=1 prints the plans.
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/effectivelabs/trellis/schema/spec"
 )
 
-// orders is the README's order workflow: two branches that merge, a
+// orders is the example order workflow (examples/orders): two branches that merge, a
 // sleep, conditions and a failure handler.
 func orders() *spec.Workflow {
 	return &spec.Workflow{

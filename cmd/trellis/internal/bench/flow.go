@@ -118,7 +118,7 @@ func RunFlow(ctx context.Context, o Options) ([]Throughput, error) {
 	t, err = burnDown(ctx, o, ScenarioFlow, keyedShape(), 1, keyed, nil)
 	add(withLabel(t, FlowKeysLabel), err)
 	// A fifth of the runs: one key's slots turn over far slower than
-	// workers claim (see the README's figures).
+	// workers claim (see docs/performance.md).
 	hotOpts := o
 	hotOpts.Runs = max(o.Runs/5, 1)
 	hot := func(ctx context.Context, wf *runtime.Workflow) error {
