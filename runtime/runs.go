@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -364,7 +363,10 @@ func (e *Engine) mustExist(ctx context.Context, id RunID) error {
 	return nil
 }
 
-// Events returns a run's event log with step names resolved.
+// Events returns a run's event log in the order it was written, with
+// step names resolved from the run's workflow version and times in UTC:
+// what trellis runs events and the dashboard show. An unknown id is an
+// error matching ErrRunNotFound.
 func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 	run, err := e.store.GetRun(ctx, id)
 	if err != nil {
@@ -378,32 +380,27 @@ func (e *Engine) Events(ctx context.Context, id RunID) ([]Event, error) {
 	if err != nil {
 		return nil, storeErr(err, id)
 	}
-	out := make([]Event, len(events))
-	for i, ev := range events {
-		name := fmt.Sprintf("step %d", ev.Step)
-		if ev.Step >= 0 && ev.Step < len(def.graph.Steps) {
-			name = def.graph.Steps[ev.Step].Name
+	for i := range events {
+		ev := &events[i]
+		ev.Step = stepName(def, ev.StepIndex)
+		ev.At = ev.At.UTC()
+		if !ev.WakeAt.IsZero() {
+			ev.WakeAt = ev.WakeAt.UTC()
 		}
-		out[i] = Event{Step: name, Type: ev.Type, Attempt: ev.Attempt, At: ev.At, Detail: ev.Detail, WakeAt: ev.WakeAt}
 	}
-	return out, nil
+	return events, nil
 }
 
-// Event is one entry of a run's event log.
-type Event struct {
-	Step    string
-	Type    EventType
-	Attempt int
-	At      time.Time
-	// Detail is for people: the error of a failure or retry, the reason
-	// of a skip or a hand-back, the end of a sleep ("until ..."), or
-	// empty. Programs read WakeAt rather than parse it.
-	Detail string
-	// WakeAt is when a waiting task's timer is due: for a SLEEPING event,
-	// when the sleep ends; for a RETRYING event, when the next attempt is
-	// queued (after a retry backoff; a retry after a lost worker is queued
-	// at once, at At). It is zero for every other event type. The task
-	// may start later than WakeAt, when workers are busy, but never
-	// earlier.
-	WakeAt time.Time
+// stepName names step i of def, or "step i" when def is nil or has no
+// step i.
+func stepName(def *Definition, i int) string {
+	if def != nil && i >= 0 && i < len(def.graph.Steps) {
+		return def.graph.Steps[i].Name
+	}
+	return fmt.Sprintf("step %d", i)
 }
+
+// Event is one entry of a run's event log: the step, what happened to it
+// (Type), in which attempt, when, and why (Detail). It is the store's
+// record (store.Event), with Step named by Engine.Events.
+type Event = store.Event

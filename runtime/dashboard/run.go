@@ -16,7 +16,7 @@ import (
 // runData is what a run's page shows.
 type runData struct {
 	Run      *ops.RunDetail
-	Events   []ops.Event
+	Events   []runtime.Event
 	DAG      *dag
 	Timeline timeline
 	Input    jsonView
@@ -108,7 +108,7 @@ func (d *Dashboard) loadRun(ctx context.Context, u User, id uuid.UUID) *runData 
 		data.Problem = d.problem("reading run "+id.String(), err)
 		return data
 	}
-	events, err := d.admin.Events(ctx, id)
+	events, err := d.admin.Engine().Events(ctx, id)
 	if errors.Is(err, runtime.ErrRunNotFound) {
 		data.Gone = true
 		return data

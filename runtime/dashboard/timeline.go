@@ -57,7 +57,7 @@ type timelineMark struct {
 
 // newTimeline reads a run's attempts from its event log. Spans still open
 // (the step is running, or waiting) end at now.
-func newTimeline(run *ops.RunDetail, events []ops.Event, now time.Time) timeline {
+func newTimeline(run *ops.RunDetail, events []runtime.Event, now time.Time) timeline {
 	tl := timeline{W: timelineW, Start: run.CreatedAt, End: now}
 	if run.FinishedAt != nil {
 		tl.End = *run.FinishedAt
@@ -66,8 +66,8 @@ func newTimeline(run *ops.RunDetail, events []ops.Event, now time.Time) timeline
 		if ev.At.After(tl.End) {
 			tl.End = ev.At
 		}
-		if ev.WakeAt != nil && ev.WakeAt.After(tl.End) && run.FinishedAt == nil {
-			tl.End = *ev.WakeAt
+		if !ev.WakeAt.IsZero() && ev.WakeAt.After(tl.End) && run.FinishedAt == nil {
+			tl.End = ev.WakeAt
 		}
 	}
 	if !tl.End.After(tl.Start) {

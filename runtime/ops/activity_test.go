@@ -67,7 +67,7 @@ func TestActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, _ := admin.Events(ctx, bad.ID)
+	events, _ := h.Engine.Events(ctx, bad.ID)
 	if counts[bad.ID] != len(events) || counts[ok.ID] == 0 {
 		t.Errorf("EventCounts = %v, want %d for the failed run", counts, len(events))
 	}

@@ -26,9 +26,12 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// Admin reads a store for operators, and cancels, retries and purges its
-// runs.
-// It is safe for concurrent use.
+// Admin reads a store for operators: listings (with Where filters), a
+// run's detail, workers, the queue, activity, schedules of every source,
+// and the outcome per run of a bulk cancel or retry. Every action on a
+// run or a schedule is implemented once, by the engine (Admin.Engine):
+// Cancel and Retry call it, a batch at a time. It is safe for concurrent
+// use.
 type Admin struct {
 	engine *runtime.Engine
 	store  store.Store
@@ -90,6 +93,12 @@ func NewWithConfig(engine *runtime.Engine, cfg Config) (*Admin, error) {
 	a.cfg = cfg.withDefaults()
 	return a, nil
 }
+
+// Engine returns the engine the Admin works through. Its methods are the
+// one home of each operator action: CancelRun, RetryRun, Events,
+// StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule and
+// DeleteSchedule; the trellis CLI and the dashboard call them there.
+func (a *Admin) Engine() *runtime.Engine { return a.engine }
 
 // stepNames returns the step names of a workflow version by step index,
 // or nil when the version cannot be loaded (the caller then names steps by

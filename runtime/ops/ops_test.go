@@ -139,7 +139,7 @@ func TestAdmin(t *testing.T) {
 	if _, err := admin.GetRun(ctx, uuid.New()); !errors.Is(err, runtime.ErrRunNotFound) {
 		t.Errorf("GetRun(unknown) = %v, want ErrRunNotFound", err)
 	}
-	events, err := admin.Events(ctx, ids[0])
+	events, err := admin.Engine().Events(ctx, ids[0])
 	if err != nil || len(events) == 0 || events[0].Step != "first" || events[0].Type != runtime.EventQueued {
 		t.Errorf("Events = %+v, %v", events, err)
 	}

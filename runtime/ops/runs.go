@@ -342,10 +342,10 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 	for _, ev := range events {
 		switch ev.Type {
 		case runtime.EventStarted, runtime.EventSleeping:
-			started[ev.Step] = ev.At
+			started[ev.StepIndex] = ev.At
 		case runtime.EventWaiting:
-			if _, ok := started[ev.Step]; !ok {
-				started[ev.Step] = ev.At
+			if _, ok := started[ev.StepIndex]; !ok {
+				started[ev.StepIndex] = ev.At
 			}
 		}
 	}
@@ -398,33 +398,6 @@ func (a *Admin) family(ctx context.Context, r store.Run, d *RunDetail) error {
 		}
 	}
 	return nil
-}
-
-// Event is one entry of a run's event log.
-type Event struct {
-	Step    string            `json:"step"`
-	Type    runtime.EventType `json:"type"`
-	Attempt int               `json:"attempt"`
-	At      time.Time         `json:"at"`
-	// Detail is the error of a failure, the reason of a skip, or empty.
-	Detail string `json:"detail,omitempty"`
-	// WakeAt is when a SLEEPING step's sleep ends, or when a RETRYING
-	// step's next attempt is queued; absent for other events.
-	WakeAt *time.Time `json:"wakeAt,omitempty"`
-}
-
-// Events returns a run's event log in the order it was written. An
-// unknown id is an error matching runtime.ErrRunNotFound.
-func (a *Admin) Events(ctx context.Context, id runtime.RunID) ([]Event, error) {
-	events, err := a.engine.Events(ctx, id) // resolves step names as Result does
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Event, len(events))
-	for i, ev := range events {
-		out[i] = Event{Step: ev.Step, Type: ev.Type, Attempt: ev.Attempt, At: ev.At.UTC(), Detail: ev.Detail, WakeAt: timeOrNil(ev.WakeAt)}
-	}
-	return out, nil
 }
 
 // notFound turns the store's ErrNotFound into runtime.ErrRunNotFound,

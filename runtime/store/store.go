@@ -496,21 +496,35 @@ type Task struct {
 	FinishedAt time.Time
 }
 
-// Event is one entry of a run's event log.
+// Event is one entry of a run's event log, the one event type from the
+// store to the user: runtime.Event is this type, and its JSON is what
+// trellis runs events -format json prints. A store fills in every field
+// but Step, the step's name, which it does not know (it keeps no workflow
+// graph); the engine names the step from the run's workflow version
+// (runtime.Engine.Events). ID, Run and StepIndex address the entry and
+// are not shown.
 type Event struct {
-	ID      int64
-	Run     uuid.UUID
-	Step    int
-	Type    EventType
-	Attempt int
-	At      time.Time
-	// Detail is the error of a failure, the reason of a skip, or empty.
-	Detail string
-	// WakeAt is when the task's timer is due, for SLEEPING events (the
-	// sleep ends) and RETRYING events (the next attempt is queued; a
-	// retry after a lost worker is queued at once, at At). It is zero for
-	// every other event.
-	WakeAt time.Time
+	ID  int64     `json:"-"`
+	Run uuid.UUID `json:"-"`
+	// StepIndex is the step's index in the run's workflow version.
+	StepIndex int `json:"-"`
+	// Step is the step's name ("step N" when the version has no step N);
+	// empty as a store returns it.
+	Step    string    `json:"step"`
+	Type    EventType `json:"type"`
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	// Detail is for people: the error of a failure or retry, the reason
+	// of a skip or a hand-back, the end of a sleep ("until ..."), or
+	// empty. Programs read WakeAt rather than parse it.
+	Detail string `json:"detail,omitempty"`
+	// WakeAt is when a waiting task's timer is due: for a SLEEPING event,
+	// when the sleep ends; for a RETRYING event, when the next attempt is
+	// queued (after a retry backoff; a retry after a lost worker is queued
+	// at once, at At). It is zero for every other event type. The task
+	// may start later than WakeAt, when workers are busy, but never
+	// earlier.
+	WakeAt time.Time `json:"wakeAt,omitzero"`
 }
 
 // Claim holds what ClaimTasks needs.

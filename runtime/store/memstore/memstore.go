@@ -123,7 +123,7 @@ func (s *Store) LoadWorkflow(_ context.Context, version string) (store.WorkflowV
 func (s *Store) event(r *run, step int, typ store.EventType, attempt int, at time.Time, detail string) {
 	s.eventSeq++
 	r.events = append(r.events, store.Event{
-		ID: s.eventSeq, Run: r.rec.ID, Step: step, Type: typ, Attempt: attempt, At: at, Detail: detail,
+		ID: s.eventSeq, Run: r.rec.ID, StepIndex: step, Type: typ, Attempt: attempt, At: at, Detail: detail,
 	})
 }
 

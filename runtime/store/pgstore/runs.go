@@ -408,7 +408,7 @@ func (s *Store) ListEvents(ctx context.Context, run uuid.UUID) ([]store.Event, e
 	out := make([]store.Event, len(rows))
 	for i, r := range rows {
 		out[i] = store.Event{
-			ID: r.ID, Run: r.RunID, Step: int(r.Step), Type: store.EventType(r.Type),
+			ID: r.ID, Run: r.RunID, StepIndex: int(r.Step), Type: store.EventType(r.Type),
 			Attempt: int(r.Attempt), At: r.At, Detail: r.Detail, WakeAt: deref(r.WakeAt),
 		}
 	}

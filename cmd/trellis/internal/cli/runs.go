@@ -472,7 +472,7 @@ func (c RunsCommand) events(ctx context.Context, args []string, stdout, stderr i
 // RunsEvents runs trellis runs events with opts and returns its exit code.
 func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "runs events", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
-		events, err := a.Events(ctx, uuid.MustParse(o.Run))
+		events, err := a.Engine().Events(ctx, uuid.MustParse(o.Run))
 		if err != nil {
 			return 0, err
 		}

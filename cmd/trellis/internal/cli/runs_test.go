@@ -316,7 +316,7 @@ func TestRunsListShowEvents(t *testing.T) {
 		t.Errorf("work = %+v, want its last attempt's error and start", w)
 	}
 
-	var events []ops.Event
+	var events []runtime.Event
 	e.json(&events, "runs", "events", failed)
 	var trail []string
 	var wakes []time.Time
@@ -324,8 +324,8 @@ func TestRunsListShowEvents(t *testing.T) {
 		if ev.Step == "work" {
 			trail = append(trail, string(ev.Type))
 		}
-		if ev.WakeAt != nil {
-			wakes = append(wakes, *ev.WakeAt)
+		if !ev.WakeAt.IsZero() {
+			wakes = append(wakes, ev.WakeAt)
 		}
 	}
 	// Retried 30s, then 90s, after attempts at 00:01:00 and 00:01:30.

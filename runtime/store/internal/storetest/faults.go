@@ -156,20 +156,20 @@ func checkEventTimes(t *testing.T, evs []store.Event, parents [][]int) {
 	last := map[int]store.Event{}
 	resolved := map[int]time.Time{}
 	for _, e := range evs {
-		if prev, ok := last[e.Step]; ok && e.At.Before(prev.At) {
-			t.Errorf("step %s: %s at %v comes before the earlier %s at %v", stepNames[e.Step], e.Type, e.At, prev.Type, prev.At)
+		if prev, ok := last[e.StepIndex]; ok && e.At.Before(prev.At) {
+			t.Errorf("step %s: %s at %v comes before the earlier %s at %v", stepNames[e.StepIndex], e.Type, e.At, prev.Type, prev.At)
 		}
-		last[e.Step] = e
+		last[e.StepIndex] = e
 		switch e.Type {
 		case store.EventCompleted, store.EventSkipped:
-			resolved[e.Step] = e.At
+			resolved[e.StepIndex] = e.At
 		case store.EventQueued:
-			if e.Step >= len(parents) {
+			if e.StepIndex >= len(parents) {
 				continue
 			}
-			for _, p := range parents[e.Step] {
+			for _, p := range parents[e.StepIndex] {
 				if at, ok := resolved[p]; ok && e.At.Before(at) {
-					t.Errorf("step %s queued at %v, before its parent %s resolved at %v", stepNames[e.Step], e.At, stepNames[p], at)
+					t.Errorf("step %s queued at %v, before its parent %s resolved at %v", stepNames[e.StepIndex], e.At, stepNames[p], at)
 				}
 			}
 		}

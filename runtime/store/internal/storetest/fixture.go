@@ -196,7 +196,7 @@ func (f *fixture) events(id uuid.UUID) []string {
 	}
 	out := make([]string, len(evs))
 	for i, e := range evs {
-		out[i] = fmt.Sprintf("%s:%s", stepNames[e.Step], e.Type)
+		out[i] = fmt.Sprintf("%s:%s", stepNames[e.StepIndex], e.Type)
 	}
 	return out
 }
@@ -220,7 +220,7 @@ func (f *fixture) trail(id uuid.UUID, step int) []store.EventType {
 	}
 	var out []store.EventType
 	for _, e := range evs {
-		if e.Step == step {
+		if e.StepIndex == step {
 			out = append(out, e.Type)
 		}
 	}

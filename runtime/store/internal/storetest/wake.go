@@ -21,7 +21,7 @@ func (f *fixture) wakes(id uuid.UUID, step int, base time.Time) []string {
 	}
 	var out []string
 	for _, e := range evs {
-		if e.Step != step {
+		if e.StepIndex != step {
 			continue
 		}
 		if e.WakeAt.IsZero() {
