@@ -10,26 +10,20 @@ import (
 )
 
 // StuckRun is a running run that has made no progress for longer than
-// Config.StuckAfter, with the tasks holding it up.
+// Config.StuckAfter, with the tasks holding it up. Its JSON is what
+// trellis runs stuck -format json prints.
 type StuckRun struct {
-	ID       RunID
-	Workflow string
-	Tenant   string
-	Tasks    []StuckTask
+	ID       RunID  `json:"id"`
+	Workflow string `json:"workflow"`
+	Tenant   string `json:"tenant"`
+	// Tasks are the run's tasks making no progress, oldest first.
+	Tasks []StuckTask `json:"steps"`
 }
 
-// StuckTask is a task making no progress.
-type StuckTask struct {
-	Step   string
-	Status TaskStatus
-	// Attempt is the store's attempt number of the task.
-	Attempt int
-	// Worker holds a RUNNING task.
-	Worker string
-	// Since is when the task was claimed (RUNNING), queued (QUEUED) or its
-	// timer was due (SLEEPING, RETRYING).
-	Since time.Time
-}
+// StuckTask is a task making no progress: its step, status, worker (when
+// RUNNING) and since when. It is the store's record (store.StuckTask),
+// with Step named by Engine.StuckRuns.
+type StuckTask = store.StuckTask
 
 // maxStuckRuns bounds how many stuck runs one check reports.
 const maxStuckRuns = 100
@@ -38,7 +32,9 @@ const maxStuckRuns = 100
 // than Config.StuckAfter, oldest first: a task claimed and still running
 // (past its step's timeout too), queued and not claimed, or waiting on a
 // timer that should have fired. Sleeping and retrying on schedule is
-// progress. It reads only live work, so it is cheap on any history.
+// progress. It reads only live work, so it is cheap on any history. Times
+// are in UTC. It is the check the leader logs, what trellis runs stuck
+// prints and what the dashboard's overview shows.
 func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 	if e.cfg.StuckAfter <= 0 {
 		return nil, nil
@@ -52,12 +48,12 @@ func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 	index := map[RunID]int{}
 	for _, t := range tasks {
 		def, err := e.definition(ctx, t.Version)
-		step := fmt.Sprintf("step %d", t.Key.Step)
-		if err == nil && t.Key.Step < len(def.graph.Steps) {
-			s := &def.graph.Steps[t.Key.Step]
-			step = s.Name
-			// A step still within its own timeout is working, not stuck.
-			if t.Status == store.TaskRunning && s.Timeout > 0 && now.Sub(t.Since) < s.Timeout {
+		if err != nil {
+			def = nil // the step is named by its index
+		}
+		// A step still within its own timeout is working, not stuck.
+		if def != nil && t.Key.Step < len(def.graph.Steps) {
+			if s := &def.graph.Steps[t.Key.Step]; t.Status == store.TaskRunning && s.Timeout > 0 && now.Sub(t.Since) < s.Timeout {
 				continue
 			}
 		}
@@ -70,7 +66,8 @@ func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 			index[t.Key.Run] = i
 			out = append(out, StuckRun{ID: t.Key.Run, Workflow: t.Workflow, Tenant: t.Tenant})
 		}
-		out[i].Tasks = append(out[i].Tasks, StuckTask{Step: step, Status: t.Status, Attempt: t.Attempt, Worker: t.Worker, Since: t.Since})
+		t.Step, t.Since = stepName(def, t.Key.Step), t.Since.UTC()
+		out[i].Tasks = append(out[i].Tasks, t)
 	}
 	return out, nil
 }

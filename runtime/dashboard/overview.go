@@ -27,7 +27,7 @@ type overviewData struct {
 	Totals   ops.ActivityBucket
 	Chart    chart
 	Tenants  []tenantQueue
-	Stuck    []ops.StuckRun
+	Stuck    []runtime.StuckRun
 	Workers  []ops.Worker
 	Leader   string
 	Failed   []ops.Run
@@ -77,10 +77,10 @@ func (d *Dashboard) loadOverview(ctx context.Context, u User) *overviewData {
 		groups = slices.DeleteFunc(groups, func(g ops.QueueGroup) bool { return !u.Sees(g.Tenant) })
 		data.Tenants = byTenant(groups)
 	}
-	if data.Stuck, err = d.admin.Stuck(ctx); err != nil {
+	if data.Stuck, err = d.admin.Engine().StuckRuns(ctx); err != nil {
 		data.Errors["stuck"] = d.problem("reading stuck runs", err)
 	}
-	data.Stuck = slices.DeleteFunc(data.Stuck, func(s ops.StuckRun) bool { return !u.Sees(s.Tenant) })
+	data.Stuck = slices.DeleteFunc(data.Stuck, func(s runtime.StuckRun) bool { return !u.Sees(s.Tenant) })
 	if u.Scoped() {
 		data.Errors["workers"] = scopedWorkers
 	} else if data.Workers, err = d.admin.Workers(ctx); err != nil {

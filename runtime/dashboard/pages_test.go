@@ -11,6 +11,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
 // What a newcomer looks for: which runs failed, at which step, with what
@@ -100,6 +101,25 @@ func TestRunningRunAndQueue(t *testing.T) {
 	}
 	if !strings.Contains(run, `class="node k-step s-queued" data-step="fetch"`) {
 		t.Error("the running run's DAG does not show fetch queued")
+	}
+}
+
+// TestOverviewShowsStuckRuns checks that a run making no progress shows
+// among the overview's stuck runs, with the step holding it up, to the
+// users of its tenant only.
+func TestOverviewShowsStuckRuns(t *testing.T) {
+	b := setup(t, dashboard.Options{Authenticate: testUsers(t).Authenticate},
+		trellistest.WithConfig(func(c *runtime.Config) { c.StuckAfter = time.Minute }))
+	if _, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"queued"}`), runtime.WithTenant("initech")); err != nil {
+		t.Fatal(err)
+	}
+	b.h.Clock.Advance(3 * time.Minute) // queued, and nothing claims it
+	stuck := `<span class="step-name">fetch</span>`
+	if overview := b.as("alice", "ecila").page("/", http.StatusOK); !strings.Contains(overview, stuck) {
+		t.Errorf("the overview does not show fetch holding up the stuck run:\n%s", overview)
+	}
+	if overview := b.as("carol", "lorac").page("/", http.StatusOK); strings.Contains(overview, stuck) {
+		t.Error("the overview shows another tenant's stuck run")
 	}
 }
 

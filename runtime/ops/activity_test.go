@@ -1,7 +1,9 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/ops"
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
@@ -73,6 +76,8 @@ func TestActivity(t *testing.T) {
 	}
 }
 
+// TestStuck checks the stuck runs operators see (the engine's StuckRuns,
+// which the dashboard shows) and their JSON.
 func TestStuck(t *testing.T) {
 	h := trellistest.New(t, trellistest.WithConfig(func(c *runtime.Config) { c.StuckAfter = time.Minute }))
 	ctx := t.Context()
@@ -80,25 +85,34 @@ func TestStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := ops.New(h.Engine)
 	ref, err := client.RunNoWait(ctx, wf.ChainInput{Start: 1}) // queued; nothing claims it
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stuck, err := admin.Stuck(ctx); err != nil || len(stuck) != 0 {
-		t.Fatalf("Stuck at once = %+v, %v; want none", stuck, err)
+	if stuck, err := h.Engine.StuckRuns(ctx); err != nil || len(stuck) != 0 {
+		t.Fatalf("StuckRuns at once = %+v, %v; want none", stuck, err)
 	}
 	queuedAt := h.Now()
 	h.Clock.Advance(2 * time.Minute)
-	stuck, err := admin.Stuck(ctx)
+	stuck, err := h.Engine.StuckRuns(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.StuckRun{{ID: ref.ID, Workflow: "chain", Tenant: "default", Steps: []ops.StuckStep{
-		{Step: "first", Status: runtime.TaskQueued, Since: queuedAt},
-	}}}
+	want := []runtime.StuckRun{{ID: ref.ID, Workflow: "chain", Tenant: "default", Tasks: []runtime.StuckTask{{
+		Key: store.TaskKey{Run: ref.ID}, Workflow: "chain", Version: client.Workflow().Definition().Version(), Tenant: "default",
+		Step: "first", Status: runtime.TaskQueued, Since: queuedAt,
+	}}}}
 	if diff := cmp.Diff(want, stuck); diff != "" {
-		t.Errorf("Stuck after two minutes queued (-want +got):\n%s", diff)
+		t.Errorf("StuckRuns after two minutes queued (-want +got):\n%s", diff)
+	}
+	got, err := json.Marshal(stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON := fmt.Sprintf(`[{"id":"%s","workflow":"chain","tenant":"default","steps":[{"step":"first","status":"QUEUED","since":"%s"}]}]`,
+		ref.ID, queuedAt.UTC().Format(time.RFC3339Nano))
+	if string(got) != wantJSON {
+		t.Errorf("StuckRuns as JSON:\n got %s\nwant %s", got, wantJSON)
 	}
 }
 

@@ -770,19 +770,29 @@ type Stuck struct {
 	Limit  int
 }
 
-// StuckTask is a task making no progress.
+// StuckTask is a task making no progress, the one stuck-task type from
+// the store to the user: runtime.StuckTask is this type, and its JSON is
+// what trellis runs stuck -format json prints of each step. A store fills
+// in every field but Step, the step's name, which the engine names from
+// the run's workflow version (runtime.Engine.StuckRuns). The task's key,
+// its run's facts and its attempt are not shown: runtime.StuckRun holds
+// the run's.
 type StuckTask struct {
-	Key      TaskKey
-	Workflow string
-	Version  string
-	Tenant   string
-	Status   TaskStatus
-	Attempt  int
+	Key      TaskKey `json:"-"`
+	Workflow string  `json:"-"`
+	Version  string  `json:"-"`
+	Tenant   string  `json:"-"`
+	// Step is the step's name ("step N" when the version has no step N);
+	// empty as a store returns it.
+	Step   string     `json:"step"`
+	Status TaskStatus `json:"status"`
+	// Attempt is the store's attempt number of the task.
+	Attempt int `json:"-"`
 	// Worker holds a RUNNING task.
-	Worker string
+	Worker string `json:"worker,omitempty"`
 	// Since is when the task was claimed (RUNNING), queued (QUEUED), or
 	// its timer was due (SLEEPING, RETRYING).
-	Since time.Time
+	Since time.Time `json:"since"`
 }
 
 // FiredTimer is a timer FireTimers fired.
