@@ -165,43 +165,19 @@ func (r *Retention) setDefaults() error {
 	return errors.Join(errs...)
 }
 
-// PurgeFilter selects finished runs for Engine.PurgeRuns.
-type PurgeFilter struct {
-	// Status is COMPLETED, FAILED or CANCELLED.
-	Status RunStatus
-	// FinishedBefore keeps the runs that finished at or after it.
-	FinishedBefore time.Time
-	// Workflow and Tenant, when set, keep the runs of other workflows and
-	// tenants.
-	Workflow string
-	Tenant   string
-	// DryRun counts the runs instead of deleting them.
-	DryRun bool
-}
-
-// PurgeRuns deletes the finished runs f selects, each with its steps'
-// outputs and its event log, and returns how many it deleted (with
-// DryRun, how many it would). It is what the leader does every
-// Retention.Interval for each status, and what trellis runs purge does.
-//
-// It deletes Retention.BatchSize runs a statement, oldest first, and
-// after each full batch waits as long as the batch took before the next,
-// so that a large purge leaves the database to the workers half the
-// time. Runs with live work are never deleted (see store.Retention);
-// neither are runs locked by a concurrent retry, which wins. It returns
-// what it deleted until an error or ctx's end, with the error.
-func (e *Engine) PurgeRuns(ctx context.Context, f PurgeFilter) (int, error) {
-	return e.purge(ctx, f, nil)
-}
-
-// purge is PurgeRuns; it stops early, without an error, once going on
-// returns false.
-func (e *Engine) purge(ctx context.Context, f PurgeFilter, goingOn func() bool) (int, error) {
-	p := store.Purge{Status: f.Status, FinishedBefore: f.FinishedBefore, Workflow: f.Workflow, Tenant: f.Tenant, DryRun: f.DryRun}
-	if f.DryRun {
+// purge deletes the runs p selects (p.Limit is set here), as PurgeRuns
+// does for each status, and returns how many it deleted (with p.DryRun,
+// how many it would). It deletes Retention.BatchSize runs a statement,
+// oldest first, and after each full batch waits as long as the batch
+// took before the next, so that a large purge leaves the database to the
+// workers half the time. It stops early, without an error, once goingOn
+// (when not nil) returns false, and returns what it deleted until an
+// error or ctx's end, with the error.
+func (e *Engine) purge(ctx context.Context, p store.Purge, goingOn func() bool) (int, error) {
+	if p.DryRun {
 		res, err := e.store.PurgeRuns(ctx, p)
 		if err != nil {
-			return 0, fmt.Errorf("counting %s runs to purge: %w", f.Status, err)
+			return 0, fmt.Errorf("counting %s runs to purge: %w", p.Status, err)
 		}
 		return res.Runs, nil
 	}
@@ -212,12 +188,12 @@ func (e *Engine) purge(ctx context.Context, f PurgeFilter, goingOn func() bool) 
 		res, err := e.store.PurgeRuns(ctx, p)
 		took := e.clock.Now().Sub(began)
 		if err != nil {
-			return total, fmt.Errorf("purging %s runs: %w", f.Status, err)
+			return total, fmt.Errorf("purging %s runs: %w", p.Status, err)
 		}
 		total += res.Runs
-		e.metrics.runsPurged(ctx, f.Status, res.Runs)
+		e.metrics.runsPurged(ctx, p.Status, res.Runs)
 		if res.Runs > 0 {
-			e.log.Debug("purged a batch of runs", "status", f.Status, "runs", res.Runs, "took", took)
+			e.log.Debug("purged a batch of runs", "status", p.Status, "runs", res.Runs, "took", took)
 		}
 		if res.Runs < p.Limit || (goingOn != nil && !goingOn()) {
 			return total, nil
@@ -240,7 +216,7 @@ func (e *Engine) purgeExpired(ctx context.Context) error {
 		if !ok || !e.leader.Load() {
 			continue
 		}
-		n, err := e.purge(ctx, PurgeFilter{Status: st, FinishedBefore: e.clock.Now().Add(-age)}, e.leader.Load)
+		n, err := e.purge(ctx, store.Purge{Status: st, FinishedBefore: e.clock.Now().Add(-age)}, e.leader.Load)
 		if n > 0 {
 			deleted = append(deleted, strings.ToLower(string(st)), n)
 			total += n

@@ -39,10 +39,10 @@ type RunsPurgeOptions struct {
 	Confirm func(question string) (bool, error)
 }
 
-// Filter turns the options into Admin.Purge's filter, reporting every
+// Filter turns the options into Engine.PurgeRuns's filter, reporting every
 // option that is wrong.
-func (o RunsPurgeOptions) Filter() (ops.PurgeFilter, error) {
-	f := ops.PurgeFilter{Workflow: o.Workflow, Tenant: o.Tenant, DryRun: o.DryRun}
+func (o RunsPurgeOptions) Filter() (runtime.PurgeFilter, error) {
+	f := runtime.PurgeFilter{Workflow: o.Workflow, Tenant: o.Tenant, DryRun: o.DryRun}
 	var errs []error
 	for _, s := range strings.Split(o.Status, ",") {
 		s = strings.ToUpper(strings.TrimSpace(s))
@@ -126,7 +126,7 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 	filter, ferr := o.Filter()
 	return opsRun(ctx, "runs purge", o.OpsOptions, ferr, 0, stderr, func(a *ops.Admin) (int, error) {
 		if !o.DryRun && !o.Yes {
-			counted, err := a.Purge(ctx, ops.PurgeFilter{
+			counted, err := a.Engine().PurgeRuns(ctx, runtime.PurgeFilter{
 				Statuses: filter.Statuses, OlderThan: filter.OlderThan, Workflow: filter.Workflow, Tenant: filter.Tenant, DryRun: true,
 			})
 			if err != nil {
@@ -149,7 +149,7 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 			// What was counted, not the runs that aged since.
 			filter.Now = counted.Now
 		}
-		res, err := a.Purge(ctx, filter)
+		res, err := a.Engine().PurgeRuns(ctx, filter)
 		if res != nil {
 			if werr := writePurged(stdout, o.Format, res); werr != nil && err == nil {
 				err = werr
@@ -159,8 +159,8 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 	})
 }
 
-// writePurged prints Purge's result: the table and a total, or JSON.
-func writePurged(w io.Writer, format string, r *ops.PurgeResult) error {
+// writePurged prints PurgeRuns's result: the table and a total, or JSON.
+func writePurged(w io.Writer, format string, r *runtime.PurgeResult) error {
 	if format == "json" {
 		return printJSON(w, r)
 	}
@@ -169,7 +169,7 @@ func writePurged(w io.Writer, format string, r *ops.PurgeResult) error {
 
 // writePurge prints a purge's result as a table per status and a line
 // saying what it did.
-func writePurge(w io.Writer, r *ops.PurgeResult) error {
+func writePurge(w io.Writer, r *runtime.PurgeResult) error {
 	t := newTable(w, "STATUS", "OLDER THAN", "FINISHED BEFORE", "RUNS")
 	for _, c := range r.Statuses {
 		if c.KeptForever {

@@ -94,10 +94,10 @@ func TestRunsPurge(t *testing.T) {
 	}
 
 	// An age, a status and a tenant of the user's, with -yes, as JSON.
-	var res ops.PurgeResult
+	var res runtime.PurgeResult
 	e.json(&res, "runs", "purge", "-status", "failed", "-older-than", "1d", "-tenant", "acme", "-yes")
 	before := h.Now().Add(-24 * time.Hour).UTC()
-	want := ops.PurgeResult{Now: h.Now().UTC(), Runs: 1, Statuses: []ops.PurgeCount{
+	want := runtime.PurgeResult{Now: h.Now().UTC(), Runs: 1, Statuses: []runtime.PurgeCount{
 		{Status: runtime.RunFailed, FinishedBefore: &before, Runs: 1},
 	}}
 	if diff := cmp.Diff(want, res); diff != "" {

@@ -1,7 +1,8 @@
-package ops_test
+package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
-	"github.com/effectivelabs/trellis/runtime/ops"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
@@ -19,14 +19,14 @@ import (
 
 func TestPurgeFilterValidate(t *testing.T) {
 	tests := []struct {
-		f    ops.PurgeFilter
+		f    runtime.PurgeFilter
 		want string // "" when valid
 	}{
-		{ops.PurgeFilter{}, ""},
-		{ops.PurgeFilter{Statuses: runtime.FinishedStatuses(), OlderThan: time.Hour}, ""},
-		{ops.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunRunning}}, "status RUNNING: only finished runs are purged: use COMPLETED, FAILED, CANCELLED"},
-		{ops.PurgeFilter{Statuses: []runtime.RunStatus{"done"}}, `unknown run status "done": use COMPLETED, FAILED, CANCELLED`},
-		{ops.PurgeFilter{OlderThan: -time.Hour}, "older than -1h0m0s: give a positive age"},
+		{runtime.PurgeFilter{}, ""},
+		{runtime.PurgeFilter{Statuses: runtime.FinishedStatuses(), OlderThan: time.Hour}, ""},
+		{runtime.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunRunning}}, "status RUNNING: only finished runs are purged: use COMPLETED, FAILED, CANCELLED"},
+		{runtime.PurgeFilter{Statuses: []runtime.RunStatus{"done"}}, `unknown run status "done": use COMPLETED, FAILED, CANCELLED`},
+		{runtime.PurgeFilter{OlderThan: -time.Hour}, "older than -1h0m0s: give a positive age"},
 	}
 	for _, tt := range tests {
 		err := tt.f.Validate()
@@ -36,12 +36,14 @@ func TestPurgeFilterValidate(t *testing.T) {
 	}
 }
 
-func TestAdminPurge(t *testing.T) {
+// TestPurgeRuns purges by the engine's retention, by tenant, and by an
+// age and statuses of the caller's, counting first with DryRun.
+func TestPurgeRuns(t *testing.T) {
 	ctx := t.Context()
 	h := trellistest.New(t, trellistest.WithConfig(func(c *runtime.Config) {
 		c.Retention.Cancelled = runtime.KeepForever
 	}))
-	client, err := wf.RegisterChain(h.Engine, chain{})
+	client, err := wf.RegisterChain(h.Engine, failingChain{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +63,15 @@ func TestAdminPurge(t *testing.T) {
 	acme := run(2, runtime.WithTenant("acme"))
 	h.Clock.Advance(8 * 24 * time.Hour)
 	recent := run(3)
-	admin := ops.New(h.Engine)
 
 	// By the engine's retention: the completed runs more than 7 days old;
 	// failed runs are kept 30 days, cancelled ones forever.
-	dry, err := admin.Purge(ctx, ops.PurgeFilter{DryRun: true})
+	dry, err := h.Engine.PurgeRuns(ctx, runtime.PurgeFilter{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := func(d time.Duration) *time.Time { t := h.Now().Add(-d).UTC(); return &t }
-	want := &ops.PurgeResult{DryRun: true, Now: h.Now().UTC(), Runs: 2, Statuses: []ops.PurgeCount{
+	want := &runtime.PurgeResult{DryRun: true, Now: h.Now().UTC(), Runs: 2, Statuses: []runtime.PurgeCount{
 		{Status: runtime.RunCompleted, FinishedBefore: at(7 * 24 * time.Hour), Runs: 2},
 		{Status: runtime.RunFailed, FinishedBefore: at(30 * 24 * time.Hour)},
 		{Status: runtime.RunCancelled, KeptForever: true},
@@ -85,11 +86,11 @@ func TestAdminPurge(t *testing.T) {
 	}
 
 	// A tenant's runs, then an age and statuses of the caller's.
-	res, err := admin.Purge(ctx, ops.PurgeFilter{Tenant: "acme"})
+	res, err := h.Engine.PurgeRuns(ctx, runtime.PurgeFilter{Tenant: "acme"})
 	if err != nil || res.Runs != 1 {
-		t.Fatalf("Purge(tenant acme) = %+v, %v; want its one old run", res, err)
+		t.Fatalf("PurgeRuns(tenant acme) = %+v, %v; want its one old run", res, err)
 	}
-	res, err = admin.Purge(ctx, ops.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunFailed, runtime.RunCancelled}, OlderThan: 24 * time.Hour})
+	res, err = h.Engine.PurgeRuns(ctx, runtime.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunFailed, runtime.RunCancelled}, OlderThan: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,36 +99,54 @@ func TestAdminPurge(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %d", c.Status, c.Runs))
 	}
 	if diff := cmp.Diff([]string{"FAILED 1", "CANCELLED 1"}, got); diff != "" || res.Runs != 2 {
-		t.Errorf("Purge(failed, cancelled, older than 24h) (-want +got):\n%s", diff)
+		t.Errorf("PurgeRuns(failed, cancelled, older than 24h) (-want +got):\n%s", diff)
 	}
 	for id, kept := range map[runtime.RunID]bool{done: true, failed: false, ref.ID: false, acme: false, recent: true} {
 		if _, err := h.Engine.Result(ctx, id); (err == nil) != kept {
 			t.Errorf("run %s: Result = %v, want kept %v", id, err, kept)
 		}
 	}
-	if _, err := admin.Purge(ctx, ops.PurgeFilter{Statuses: []runtime.RunStatus{"RUNNING"}}); err == nil {
-		t.Error("Purge(RUNNING) accepted")
+	if _, err := h.Engine.PurgeRuns(ctx, runtime.PurgeFilter{Statuses: []runtime.RunStatus{"RUNNING"}}); err == nil {
+		t.Error("PurgeRuns(RUNNING) accepted")
 	}
 }
 
 // Delete the runs that completed more than a day ago, after counting them.
-func ExampleAdmin_Purge() {
+func ExampleEngine_PurgeRuns() {
 	engine, _ := runtime.New(runtime.Config{Store: memstore.New(), Clock: clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))})
-	client, _ := wf.RegisterChain(engine, chain{})
+	client, _ := wf.RegisterChain(engine, failingChain{})
 	_, _ = runtime.NewDriver(engine)
 	for _, start := range []int64{1, 2, -1} {
 		_, _ = client.Run(context.Background(), wf.ChainInput{Start: start})
 	}
 	engine.Clock().(*clock.Virtual).Advance(48 * time.Hour)
 
-	admin := ops.New(engine)
-	filter := ops.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunCompleted}, OlderThan: 24 * time.Hour, DryRun: true}
-	counted, _ := admin.Purge(context.Background(), filter)
+	filter := runtime.PurgeFilter{Statuses: []runtime.RunStatus{runtime.RunCompleted}, OlderThan: 24 * time.Hour, DryRun: true}
+	counted, _ := engine.PurgeRuns(context.Background(), filter)
 	fmt.Println("would delete", counted.Runs)
 	filter.DryRun, filter.Now = false, counted.Now // what was counted, no more
-	deleted, _ := admin.Purge(context.Background(), filter)
+	deleted, _ := engine.PurgeRuns(context.Background(), filter)
 	fmt.Println("deleted", deleted.Runs)
 	// Output:
 	// would delete 2
 	// deleted 2
+}
+
+// failingChain fails at its second step when the input's start is
+// negative.
+type failingChain struct{}
+
+func (failingChain) First(_ context.Context, in wf.ChainInput) (wf.ChainFirstOutput, error) {
+	return wf.ChainFirstOutput{Value: in.Start + 1}, nil
+}
+
+func (failingChain) Second(_ context.Context, in wf.ChainInput, p wf.ChainSecondParents) (wf.ChainSecondOutput, error) {
+	if in.Start < 0 {
+		return wf.ChainSecondOutput{}, runtime.NonRetryable(errors.New("negative start"))
+	}
+	return wf.ChainSecondOutput{Value: p.First.Value + 1}, nil
+}
+
+func (failingChain) Third(_ context.Context, _ wf.ChainInput, p wf.ChainThirdParents) (wf.ChainThirdOutput, error) {
+	return wf.ChainThirdOutput{Value: p.Second.Value + 1}, nil
 }
