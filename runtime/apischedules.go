@@ -13,28 +13,22 @@ import (
 	"github.com/effectivelabs/trellis/schema/spec"
 )
 
-// Schedule is a cron schedule created at run time (Workflow.CreateSchedule),
-// as the store keeps it. The workflow file's schedules are in its spec
-// (WorkflowSpec.Schedules).
-type Schedule struct {
-	Workflow string `json:"workflow"`
-	Name     string `json:"name"`
-	// Cron is the cron expression: five fields (minute hour day-of-month
-	// month day-of-week) or a descriptor such as @hourly or @every 15m.
-	Cron string `json:"cron"`
-	// Timezone is the IANA time zone Cron is read in; "" for UTC.
-	Timezone string `json:"timezone,omitempty"`
-	// Input is the JSON input of the runs it starts; a generated client's
-	// CreateSchedule takes it typed.
-	Input  json.RawMessage `json:"input"`
-	Tenant string          `json:"tenant"`
-	// Paused schedules start no run (PauseSchedule, ResumeSchedule).
-	Paused bool `json:"paused,omitempty"`
-	// CreatedAt is when it was created; UpdatedAt when its settings or
-	// its paused state last changed. No tick before UpdatedAt fires.
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
+// Schedule is a cron schedule: one created at run time
+// (Workflow.CreateSchedule), as the store keeps it and the engine returns
+// it (Source ScheduleSourceAPI, times in UTC), or, in operators' listings
+// (ops.Admin.Schedules), one a workflow file declares (Source
+// ScheduleSourceFile; the file's own are in its spec,
+// WorkflowSpec.Schedules). Paused schedules start no run (PauseSchedule,
+// ResumeSchedule). It is the store's record, store.Schedule.
+type Schedule = store.Schedule
+
+// Where a schedule comes from (Schedule.Source).
+const (
+	// ScheduleSourceFile: its workflow's file declares it.
+	ScheduleSourceFile = store.ScheduleSourceFile
+	// ScheduleSourceAPI: it was created at run time.
+	ScheduleSourceAPI = store.ScheduleSourceAPI
+)
 
 // ErrInvalidSchedule is matched by a *ScheduleError: CreateSchedule
 // refused a schedule, and nothing was written.
@@ -247,11 +241,12 @@ func (e *Engine) pauseSchedule(ctx context.Context, workflow, name string, pause
 	return fromStore(s), nil
 }
 
+// fromStore is a schedule the store keeps as the engine returns it:
+// created at run time, with its times in UTC.
 func fromStore(s store.Schedule) Schedule {
-	return Schedule{
-		Workflow: s.Workflow, Name: s.Name, Cron: s.Cron, Timezone: s.Timezone, Input: json.RawMessage(s.Input), Tenant: s.Tenant,
-		Paused: s.Paused, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-	}
+	s.Source, s.Version = ScheduleSourceAPI, ""
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	return s
 }
 
 // apiSchedules is an engine's copy of the stored schedules of the

@@ -27,21 +27,21 @@ func scheduleActionNamed(name string) (scheduleAction, bool) {
 		return scheduleAction{Name: name, Verb: "Pause schedule", Done: "Paused: the schedule starts no run until it is resumed.",
 			Question: "Pause this schedule? It starts no run until it is resumed; the ticks that pass meanwhile are skipped.",
 			do: func(ctx context.Context, a *ops.Admin, workflow, name string) error {
-				_, err := a.PauseSchedule(ctx, workflow, name)
+				_, err := a.Engine().PauseSchedule(ctx, workflow, name)
 				return err
 			}}, true
 	case "resume":
 		return scheduleAction{Name: name, Verb: "Resume schedule", Done: "Resumed: the schedule's next tick starts a run.",
 			Question: "Resume this schedule? Its next tick starts a run; the ticks that passed while it was paused are not made up.",
 			do: func(ctx context.Context, a *ops.Admin, workflow, name string) error {
-				_, err := a.ResumeSchedule(ctx, workflow, name)
+				_, err := a.Engine().ResumeSchedule(ctx, workflow, name)
 				return err
 			}}, true
 	case "delete":
 		return scheduleAction{Name: name, Verb: "Delete schedule", Done: "Deleted: the schedule starts no more runs; the runs it started are kept.",
 			Question: "Delete this schedule? It starts no more runs; the runs it started are kept.",
 			do: func(ctx context.Context, a *ops.Admin, workflow, name string) error {
-				return a.DeleteSchedule(ctx, workflow, name)
+				return a.Engine().DeleteSchedule(ctx, workflow, name)
 			}}, true
 	}
 	return scheduleAction{}, false

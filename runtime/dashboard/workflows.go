@@ -110,7 +110,7 @@ type workflowData struct {
 	Recent   []ops.Run
 	// Schedules are the workflow's cron schedules: its newest version's
 	// file's and those created at run time.
-	Schedules []ops.ScheduleInfo
+	Schedules []runtime.Schedule
 	Problem   string
 }
 
@@ -162,7 +162,7 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, u User, name, version stri
 	if data.Schedules, err = d.admin.Schedules(ctx, name); err != nil {
 		data.Problem = d.problem("listing the schedules of "+name, err)
 	}
-	data.Schedules = slices.DeleteFunc(data.Schedules, func(s ops.ScheduleInfo) bool { return !u.Sees(s.Tenant) })
+	data.Schedules = slices.DeleteFunc(data.Schedules, func(s runtime.Schedule) bool { return !u.Sees(s.Tenant) })
 	runs, err := d.visibleRuns(ctx, u, ops.RunFilter{Workflow: name, Limit: detailSample})
 	if err != nil {
 		data.Problem = d.problem("listing runs of "+name, err)

@@ -86,7 +86,7 @@ type Workflow struct {
 	// APISchedules are the workflow's schedules created at run time
 	// (Workflow.CreateSchedule), on its newest version only: they belong
 	// to the workflow, whatever version the engines run.
-	APISchedules []ScheduleInfo `json:"apiSchedules,omitempty"`
+	APISchedules []runtime.Schedule `json:"apiSchedules,omitempty"`
 }
 
 // Workflows lists the stored workflow versions, by name, newest first,
@@ -100,9 +100,9 @@ func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := map[string][]ScheduleInfo{}
+	api := map[string][]runtime.Schedule{}
 	for _, s := range stored {
-		api[s.Workflow] = append(api[s.Workflow], apiSchedule(s))
+		api[s.Workflow] = append(api[s.Workflow], s)
 	}
 	out := make([]Workflow, len(versions))
 	for i, v := range versions {

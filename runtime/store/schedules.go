@@ -39,24 +39,47 @@ type Schedules interface {
 	PauseSchedule(ctx context.Context, workflow, name string, paused bool, now time.Time) (Schedule, error)
 }
 
-// Schedule is a stored schedule.
+// Schedule is a cron schedule, the one schedule type from the store to
+// the user: runtime.Schedule is this type, and its JSON is what trellis
+// schedules prints with -format json. A store keeps the schedules created
+// at run time; the workflow file's are in its spec, and operators' tools
+// list them too (ops.Admin.Schedules), with Source and Version set.
 type Schedule struct {
-	Workflow string
-	Name     string
+	Workflow string `json:"workflow"`
+	Name     string `json:"name"`
+	// Source says where the schedule comes from: ScheduleSourceAPI for
+	// one created at run time, ScheduleSourceFile for one its workflow's
+	// file declares. A store leaves it empty (its schedules are all
+	// created at run time); the engine sets it.
+	Source string `json:"source"`
+	// Version is the stored version whose file declares a
+	// ScheduleSourceFile schedule; empty for ScheduleSourceAPI, whose
+	// schedules belong to the workflow, whatever version the engines run.
+	Version string `json:"version,omitempty"`
 	// Cron is a cron expression (five fields or a descriptor such as
 	// @hourly) read in Timezone, an IANA name ("" for UTC).
-	Cron     string
-	Timezone string
+	Cron     string `json:"cron"`
+	Timezone string `json:"timezone,omitempty"`
+	Tenant   string `json:"tenant"`
 	// Input is the JSON input of the runs it starts.
-	Input  []byte
-	Tenant string
-	Paused bool
+	Input  json.RawMessage `json:"input"`
+	Paused bool            `json:"paused,omitempty"`
 	// CreatedAt is when it was created, and UpdatedAt when its settings
 	// or its paused state last changed, by the clock of the engine that
-	// changed them: engines fire no tick that came before UpdatedAt.
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// changed them: engines fire no tick that came before UpdatedAt. Both
+	// are zero for a ScheduleSourceFile schedule.
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
+
+// Where a schedule comes from (Schedule.Source).
+const (
+	// ScheduleSourceFile: its workflow's file declares it.
+	ScheduleSourceFile = "file"
+	// ScheduleSourceAPI: it was created at run time
+	// (runtime.Workflow.CreateSchedule) and a store keeps it.
+	ScheduleSourceAPI = "api"
+)
 
 // SameSettings reports whether s and o start the same runs at the same
 // ticks: the same Cron, Timezone and Tenant, and inputs that are the

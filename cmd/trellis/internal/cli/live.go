@@ -166,7 +166,7 @@ func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr
 // schedulesText says a version's schedules in a cell: "nightly (0 3 * * *
 // Europe/Amsterdam), hourly (@hourly)", then those created at run time,
 // marked: "ten (*/10 * * * *, api)", "ten (*/10 * * * *, api, paused)".
-func schedulesText(ss []runtime.ScheduleSpec, api []ops.ScheduleInfo) string {
+func schedulesText(ss []runtime.ScheduleSpec, api []runtime.Schedule) string {
 	var parts []string
 	for _, s := range ss {
 		parts = append(parts, s.Name+" ("+cronText(s.Cron, s.Timezone)+")")

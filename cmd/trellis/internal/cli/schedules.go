@@ -126,7 +126,7 @@ func SchedulesList(ctx context.Context, o SchedulesOptions, stdout, stderr io.Wr
 			if tz == "" {
 				tz = "UTC"
 			}
-			t.row(s.Workflow, s.Name, s.Source, s.Cron, tz, truncate(s.Tenant, 24), state, truncate(string(s.Input), 40), timestamp(s.UpdatedAt))
+			t.row(s.Workflow, s.Name, s.Source, s.Cron, tz, truncate(s.Tenant, 24), state, truncate(string(s.Input), 40), timestamp(&s.UpdatedAt))
 		}
 		return -1, t.flush()
 	})
@@ -137,20 +137,20 @@ func SchedulesList(ctx context.Context, o SchedulesOptions, stdout, stderr io.Wr
 func ScheduleAct(ctx context.Context, verb string, o ScheduleActOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "schedules "+verb, o.OpsOptions, nil, 0, stderr, func(a *ops.Admin) (int, error) {
 		var err error
-		var s ops.ScheduleInfo
-		switch verb {
+		var s runtime.Schedule
+		switch e := a.Engine(); verb {
 		case "delete":
-			err = a.DeleteSchedule(ctx, o.Workflow, o.Name)
+			err = e.DeleteSchedule(ctx, o.Workflow, o.Name)
 		case "pause":
-			s, err = a.PauseSchedule(ctx, o.Workflow, o.Name)
+			s, err = e.PauseSchedule(ctx, o.Workflow, o.Name)
 		default:
-			s, err = a.ResumeSchedule(ctx, o.Workflow, o.Name)
+			s, err = e.ResumeSchedule(ctx, o.Workflow, o.Name)
 		}
 		if errors.Is(err, runtime.ErrScheduleNotFound) {
 			hint := "; trellis schedules list shows them"
 			if file, lerr := a.Schedules(ctx, o.Workflow); lerr == nil {
 				for _, f := range file {
-					if f.Name == o.Name && f.Source == ops.SourceFile {
+					if f.Name == o.Name && f.Source == runtime.ScheduleSourceFile {
 						hint = "; it is declared in the workflow file: change the file to change it"
 					}
 				}

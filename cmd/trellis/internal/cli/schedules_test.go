@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/ops"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -48,7 +47,7 @@ func TestSchedulesCommand(t *testing.T) {
 	e.golden("schedules.txt", e.ok("schedules"))
 	e.golden("workflows-schedules.txt", e.ok("workflows"))
 
-	var listed []ops.ScheduleInfo
+	var listed []runtime.Schedule
 	e.json(&listed, "schedules", "list", "-workflow", "reports")
 	var got []string
 	for _, s := range listed {
