@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -135,6 +137,84 @@ func (w *Workflow) Signal(ctx context.Context, id RunID, event string, payload j
 func (w *Workflow) Send(ctx context.Context, event, key string, payload json.RawMessage, opts ...RunOption) (int, error) {
 	o := runOptions(opts)
 	return w.engine.sendEvents(ctx, w.def, []store.NewEvent{{Workflow: w.Name(), Name: event, Tenant: o.Tenant, Key: storedKey(key), Payload: payload}}, opts)
+}
+
+// EventByName is an event named by its workflow's name, sent from outside
+// the application (Engine.SendEvent): to one run (Run), or by key (Key,
+// for the waits with that key in runs of Tenant).
+type EventByName struct {
+	Workflow string
+	Event    string
+	Run      RunID
+	Key      string
+	// Tenant is the tenant of the runs a keyed event reaches; empty means
+	// the default tenant.
+	Tenant  string
+	Payload json.RawMessage
+}
+
+// Sent reports what Engine.SendEvent did. Its JSON is what trellis events
+// send -format json prints.
+type Sent struct {
+	Workflow string `json:"workflow"`
+	// Version is the stored version whose event schema the payload was
+	// checked against: the workflow's newest.
+	Version string `json:"version"`
+	Event   string `json:"event"`
+	Run     RunID  `json:"run,omitempty"`
+	Key     string `json:"key,omitempty"`
+	// Woken is how many waiting steps the event woke; those that begin
+	// to wait later receive it then.
+	Woken int `json:"woken"`
+}
+
+// SendEvent sends an event of a workflow this process may not have the
+// code of, named by its workflow: as Workflow.Signal does (with Run) or
+// Workflow.Send (with Key), checking the payload against the event's
+// schema in the workflow's newest stored version. It is what trellis
+// events send does, for an operator who must unblock a run. Exactly one
+// of Run and Key is given.
+func (e *Engine) SendEvent(ctx context.Context, ev EventByName) (Sent, error) {
+	if (ev.Run == uuid.Nil) == (ev.Key == "") {
+		return Sent{}, errors.New("give either a run to send the event to, or a key to send it with")
+	}
+	versions, err := e.store.ListWorkflows(ctx)
+	if err != nil {
+		return Sent{}, err
+	}
+	versions = slices.DeleteFunc(versions, func(v store.WorkflowVersion) bool { return v.Name != ev.Workflow })
+	if len(versions) == 0 {
+		return Sent{}, fmt.Errorf("no version of workflow %q is stored (a workflow is stored when its first run is triggered)", ev.Workflow)
+	}
+	var spec WorkflowSpec
+	if err := json.Unmarshal(versions[0].Spec, &spec); err != nil { // the newest
+		return Sent{}, fmt.Errorf("decoding workflow version %s: %w", versions[0].Version, err)
+	}
+	if _, ok := spec.Event(ev.Event); !ok {
+		var names []string
+		for _, d := range spec.Events {
+			names = append(names, d.Name)
+		}
+		if len(names) == 0 {
+			return Sent{}, fmt.Errorf("workflow %s (%s) declares no events", ev.Workflow, versions[0].Version)
+		}
+		return Sent{}, fmt.Errorf("workflow %s (%s) declares no event %q; it declares %v", ev.Workflow, versions[0].Version, ev.Event, names)
+	}
+	w, err := e.Workflow(&spec)
+	if err != nil {
+		return Sent{}, err
+	}
+	out := Sent{Workflow: ev.Workflow, Version: versions[0].Version, Event: ev.Event, Run: ev.Run, Key: ev.Key}
+	if ev.Run != uuid.Nil {
+		out.Woken, err = w.Signal(ctx, ev.Run, ev.Event, ev.Payload)
+		return out, err
+	}
+	var opts []RunOption
+	if ev.Tenant != "" {
+		opts = append(opts, WithTenant(ev.Tenant))
+	}
+	out.Woken, err = w.Send(ctx, ev.Event, ev.Key, ev.Payload, opts...)
+	return out, err
 }
 
 // sendEvents validates events of def and sends them; it returns how many

@@ -164,6 +164,57 @@ func testEventWait(t *testing.T, h *trellistest.Harness) {
 // TestLoneKindsOfSteps runs workflows whose only wait has no key and whose
 // only child workflow step builds its input in code: what the definition
 // compiles for keys and input expressions is then absent, not empty.
+// TestSendEvent sends events by workflow name, as trellis events send
+// does, from an engine that has not the workflow's code: checked against
+// the newest stored version, to a run or by key.
+func TestSendEvent(t *testing.T) {
+	h := trellistest.New(t)
+	ctx := t.Context()
+	wf, err := h.Engine.Register(deliverySpec(), deliveryHandlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := wf.Trigger(ctx, json.RawMessage(`{"orderId":"o-1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(time.Minute)
+	codeless, err := runtime.New(runtime.Config{Store: h.Engine.Store(), Clock: h.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := wf.Definition().Version()
+
+	sent, err := codeless.SendEvent(ctx, runtime.EventByName{Workflow: "delivery", Event: "confirmed", Key: "o-1", Payload: json.RawMessage(`{"by":"ada"}`)})
+	if want := (runtime.Sent{Workflow: "delivery", Version: version, Event: "confirmed", Key: "o-1", Woken: 1}); err != nil || sent != want {
+		t.Fatalf("SendEvent by key = %+v, %v; want %+v", sent, err, want)
+	}
+	h.RunUntilIdle()
+	sent, err = codeless.SendEvent(ctx, runtime.EventByName{Workflow: "delivery", Event: "reviewed", Run: ref.ID, Payload: json.RawMessage(`{"stars":4}`)})
+	if err != nil || sent.Woken != 1 || sent.Run != ref.ID {
+		t.Fatalf("SendEvent to the run = %+v, %v; want 1 wait woken", sent, err)
+	}
+	h.RunUntilIdle()
+	if res := h.Result(ref.ID); res.Status != runtime.RunCompleted || string(res.Outputs["thank"]) != `{"text":"thanks ada (4 stars)"}` {
+		t.Errorf("after the events: %+v, outputs %s", res, res.Outputs)
+	}
+
+	for _, tt := range []struct {
+		ev   runtime.EventByName
+		want string
+	}{
+		{runtime.EventByName{Workflow: "delivery", Event: "confirmed"}, "give either a run"},
+		{runtime.EventByName{Workflow: "delivery", Event: "confirmed", Key: "k", Run: ref.ID}, "give either a run"},
+		{runtime.EventByName{Workflow: "nope", Event: "confirmed", Key: "k"}, `no version of workflow "nope" is stored`},
+		{runtime.EventByName{Workflow: "delivery", Event: "shipped", Key: "k"}, `declares no event "shipped"; it declares [confirmed reviewed]`},
+		{runtime.EventByName{Workflow: "delivery", Event: "reviewed", Key: "k", Payload: json.RawMessage(`{"stars":9}`)}, "stars"},
+	} {
+		if _, err := codeless.SendEvent(ctx, tt.ev); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("SendEvent(%+v) = %v, want an error containing %q", tt.ev, err, tt.want)
+		}
+	}
+}
+
 func TestLoneKindsOfSteps(t *testing.T) {
 	h := trellistest.New(t)
 	ctx := t.Context()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
 )
@@ -122,11 +123,11 @@ Takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.
 // code.
 func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
-		e := ops.SendEvent{Workflow: o.Workflow, Event: o.Event, Key: o.Key, Tenant: o.Tenant, Payload: json.RawMessage(o.Payload)}
+		e := runtime.EventByName{Workflow: o.Workflow, Event: o.Event, Key: o.Key, Tenant: o.Tenant, Payload: json.RawMessage(o.Payload)}
 		if o.Run != "" {
 			e.Run = uuid.MustParse(o.Run)
 		}
-		sent, err := a.SendEvent(ctx, e)
+		sent, err := a.Engine().SendEvent(ctx, e)
 		if err != nil {
 			return 0, err
 		}
