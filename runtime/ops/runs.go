@@ -112,19 +112,7 @@ type Run struct {
 	// Failure is the step that failed a FAILED run, and its error.
 	Failure *runtime.Failure `json:"failure,omitempty"`
 	// Parent is the run whose step started this one, if any.
-	Parent *Parent `json:"parent,omitempty"`
-}
-
-// Parent is the run whose step started a run, and the run's place among
-// those the step started.
-type Parent struct {
-	ID runtime.RunID `json:"id"`
-	// Step is the name of the step; GetRun fills it in (listings leave it
-	// out, to read no other run).
-	Step string `json:"step,omitempty"`
-	// Index is the item's position, for an item of a map step; the
-	// attempt that started it, for a child workflow's run.
-	Index int `json:"index"`
+	Parent *runtime.ParentRun `json:"parent,omitempty"`
 }
 
 // Duration is how long the run took, from creation to its end; false
@@ -237,7 +225,7 @@ func listed(r store.Run, failure *runtime.Failure) Run {
 		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), FinishedAt: timeOrNil(r.FinishedAt), Failure: failure,
 	}
 	if !r.Parent.IsZero() {
-		out.Parent = &Parent{ID: r.Parent.Task.Run, Index: r.Parent.Index}
+		out.Parent = &runtime.ParentRun{ID: r.Parent.Task.Run, Index: r.Parent.Index}
 	}
 	return out
 }
