@@ -14,47 +14,12 @@ import (
 const MaxActivityBuckets = 1440
 
 // Activity is how many runs were created and finished over a recent
-// window, a bucket at a time, and how many run now: what a dashboard
-// charts as throughput.
-type Activity struct {
-	// From and To bound the window (To exclusive); Bucket is each
-	// bucket's length.
-	From   time.Time     `json:"from"`
-	To     time.Time     `json:"to"`
-	Bucket time.Duration `json:"bucket"`
-	// Buckets are in time order, one per Bucket of the window.
-	Buckets []ActivityBucket `json:"buckets"`
-	// Running is how many runs are RUNNING now.
-	Running int `json:"running"`
-}
+// window, a bucket at a time, and how many run now: the store's record
+// (store.Activity), with its times in UTC.
+type Activity = store.Activity
 
 // ActivityBucket counts the runs of one bucket of an Activity window.
-type ActivityBucket struct {
-	Start time.Time `json:"start"`
-	// Created counts the runs created in the bucket.
-	Created int `json:"created"`
-	// Completed, Failed and Cancelled count the runs that finished in
-	// the bucket and are in that status now (a failed run that was
-	// retried since counts where it finishes again).
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-}
-
-// Finished is how many runs finished in the bucket, whatever their status.
-func (b ActivityBucket) Finished() int { return b.Completed + b.Failed + b.Cancelled }
-
-// Totals adds up the buckets of the window.
-func (a *Activity) Totals() ActivityBucket {
-	t := ActivityBucket{Start: a.From}
-	for _, b := range a.Buckets {
-		t.Created += b.Created
-		t.Completed += b.Completed
-		t.Failed += b.Failed
-		t.Cancelled += b.Cancelled
-	}
-	return t
-}
+type ActivityBucket = store.ActivityBucket
 
 // Activity counts the runs created and finished over the last window, in
 // buckets of bucket, and the runs running now. The window ends at the end
@@ -76,13 +41,11 @@ func (a *Admin) Activity(ctx context.Context, window, bucket time.Duration) (*Ac
 	if err != nil {
 		return nil, err
 	}
-	out := &Activity{From: q.From, To: to, Bucket: bucket, Buckets: make([]ActivityBucket, len(got.Buckets)), Running: got.Running}
-	for i, b := range got.Buckets {
-		out.Buckets[i] = ActivityBucket{
-			Start: b.Start.UTC(), Created: b.Created, Completed: b.Completed, Failed: b.Failed, Cancelled: b.Cancelled,
-		}
+	got.From, got.To = got.From.UTC(), got.To.UTC()
+	for i := range got.Buckets {
+		got.Buckets[i].Start = got.Buckets[i].Start.UTC()
 	}
-	return out, nil
+	return &got, nil
 }
 
 // EventCounts returns how many events each run's log holds (an unknown id

@@ -77,38 +77,66 @@ type ActivityQuery struct {
 // To is when the window ends (exclusive).
 func (q ActivityQuery) To() time.Time { return q.From.Add(time.Duration(q.Buckets) * q.Bucket) }
 
-// Activity is what RunActivity counted.
+// Activity is how many runs were created and finished over a window, a
+// bucket at a time, and how many run now: what RunActivity counts, and
+// what a dashboard charts as throughput (ops.Admin.Activity returns it,
+// and its JSON is what a dashboard reads). It is the one activity type
+// from the store to the user.
 type Activity struct {
+	// From and To bound the window (To exclusive); Bucket is each
+	// bucket's length.
+	From   time.Time     `json:"from"`
+	To     time.Time     `json:"to"`
+	Bucket time.Duration `json:"bucket"`
 	// Buckets are the window's buckets, in time order, every one of them
 	// present (with zero counts when nothing happened in it).
-	Buckets []ActivityBucket
+	Buckets []ActivityBucket `json:"buckets"`
 	// Running is how many runs are RUNNING now, whenever they were
 	// created.
-	Running int
+	Running int `json:"running"`
 }
 
-// ActivityBucket is one bucket of a RunActivity window.
+// Totals adds up the buckets of the window.
+func (a *Activity) Totals() ActivityBucket {
+	t := ActivityBucket{Start: a.From}
+	for _, b := range a.Buckets {
+		t.Created += b.Created
+		t.Completed += b.Completed
+		t.Failed += b.Failed
+		t.Cancelled += b.Cancelled
+	}
+	return t
+}
+
+// ActivityBucket counts the runs of one bucket of an Activity window.
 type ActivityBucket struct {
-	Start time.Time
+	Start time.Time `json:"start"`
 	// Created counts the runs created in the bucket.
-	Created int
+	Created int `json:"created"`
 	// Completed, Failed and Cancelled count the runs that finished in the
-	// bucket (by FinishedAt) and are in that status now.
-	Completed, Failed, Cancelled int
+	// bucket (by FinishedAt) and are in that status now (a failed run
+	// that was retried since counts where it finishes again).
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
 }
 
-// NewActivity returns an Activity of q's buckets, all counts zero, for a
-// store to fill in.
+// NewActivity returns an Activity of q's window and buckets, all counts
+// zero, for a store to fill in.
 func NewActivity(q ActivityQuery) Activity {
-	a := Activity{Buckets: make([]ActivityBucket, max(q.Buckets, 0))}
+	a := Activity{From: q.From, To: q.To(), Bucket: q.Bucket, Buckets: make([]ActivityBucket, max(q.Buckets, 0))}
 	for i := range a.Buckets {
 		a.Buckets[i].Start = q.From.Add(time.Duration(i) * q.Bucket)
 	}
 	return a
 }
 
-// Finished adds n runs that finished in status to the bucket.
-func (b *ActivityBucket) Finished(status RunStatus, n int) {
+// Finished is how many runs finished in the bucket, whatever their
+// status.
+func (b ActivityBucket) Finished() int { return b.Completed + b.Failed + b.Cancelled }
+
+// AddFinished adds n runs that finished in status to the bucket.
+func (b *ActivityBucket) AddFinished(status RunStatus, n int) {
 	switch status {
 	case RunCompleted:
 		b.Completed += n

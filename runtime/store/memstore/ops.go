@@ -193,7 +193,7 @@ func (s *Store) RunActivity(_ context.Context, q store.ActivityQuery) (store.Act
 			a.Buckets[i].Created++
 		}
 		if i, ok := bucket(r.rec.FinishedAt); ok && r.rec.Status != store.RunRunning {
-			a.Buckets[i].Finished(r.rec.Status, 1)
+			a.Buckets[i].AddFinished(r.rec.Status, 1)
 		}
 	}
 	return a, nil

@@ -235,7 +235,7 @@ func (s *Store) RunActivity(ctx context.Context, q store.ActivityQuery) (store.A
 		}
 		for _, r := range finished {
 			if i := int(r.Bucket); i >= 0 && i < len(a.Buckets) {
-				a.Buckets[i].Finished(store.RunStatus(r.Status), int(r.Runs))
+				a.Buckets[i].AddFinished(store.RunStatus(r.Status), int(r.Runs))
 			}
 		}
 		running, err := qs.OpsRunningRuns(ctx)

@@ -20,6 +20,10 @@ func testRunActivity(t *testing.T, f *fixture) {
 		if err != nil {
 			t.Fatalf("RunActivity(%+v): %v", q, err)
 		}
+		if !a.From.Equal(q.From) || !a.To.Equal(q.To()) || a.Bucket != q.Bucket {
+			t.Errorf("RunActivity(%+v): window %v to %v in buckets of %v, want the query's", q, a.From, a.To, a.Bucket)
+		}
+		a.From, a.To, a.Bucket = time.Time{}, time.Time{}, 0 // checked; the cases compare the counts
 		return a
 	}
 	before := f.createDiamond(runOpts{tenant: "acme"}) // created before the window
