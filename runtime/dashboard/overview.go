@@ -119,8 +119,8 @@ func byTenant(groups []ops.QueueGroup) []tenantQueue {
 		t.Workflows = append(t.Workflows, g.Workflow)
 		t.Queued += g.Queued
 		t.Running += g.Running
-		if g.OldestQueuedAt != nil && (t.OldestQueuedAt == nil || g.OldestQueuedAt.Before(*t.OldestQueuedAt)) {
-			t.OldestQueuedAt = g.OldestQueuedAt
+		if oldest := g.OldestQueuedAt; !oldest.IsZero() && (t.OldestQueuedAt == nil || oldest.Before(*t.OldestQueuedAt)) {
+			t.OldestQueuedAt = &oldest
 		}
 	}
 	slices.SortStableFunc(out, func(a, b tenantQueue) int {

@@ -7,23 +7,12 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// Worker is a worker the store knows: one that has heartbeated, and has
-// not been forgotten (the leader forgets workers that fell silent and
-// hold nothing).
-type Worker struct {
-	ID          string    `json:"id"`
-	HeartbeatAt time.Time `json:"heartbeatAt"`
-	// Alive is true when the worker heartbeated within the engine's
-	// StaleAfter; the tasks of a worker that is not are recovered.
-	Alive bool `json:"alive"`
-	// Leases is how many tasks it is running.
-	Leases int `json:"leases"`
-	// Leader is true for the one worker that fires timers and recovers
-	// tasks.
-	Leader bool `json:"leader"`
-}
+// Worker is a worker the store knows, with whether it is alive: the
+// store's record (store.Worker).
+type Worker = store.Worker
 
 // Workers lists the workers, by id.
 func (a *Admin) Workers(ctx context.Context) ([]Worker, error) {
@@ -32,27 +21,16 @@ func (a *Admin) Workers(ctx context.Context) ([]Worker, error) {
 		return nil, err
 	}
 	now, staleAfter := a.engine.Clock().Now(), a.engine.Config().StaleAfter
-	out := make([]Worker, len(ws))
-	for i, w := range ws {
-		out[i] = Worker{
-			ID: w.ID, HeartbeatAt: w.HeartbeatAt.UTC(), Alive: now.Sub(w.HeartbeatAt) < staleAfter,
-			Leases: w.Leases, Leader: w.Leader,
-		}
+	for i := range ws {
+		w := &ws[i]
+		w.HeartbeatAt, w.Alive = w.HeartbeatAt.UTC(), now.Sub(w.HeartbeatAt) < staleAfter
 	}
-	return out, nil
+	return ws, nil
 }
 
-// QueueGroup is the live work of one tenant's runs of one workflow.
-type QueueGroup struct {
-	Tenant   string `json:"tenant"`
-	Workflow string `json:"workflow"`
-	// Queued tasks wait for a worker; Running ones have one.
-	Queued  int `json:"queued"`
-	Running int `json:"running"`
-	// OldestQueuedAt is when the group's longest-waiting queued task was
-	// queued; absent when none is queued.
-	OldestQueuedAt *time.Time `json:"oldestQueuedAt,omitempty"`
-}
+// QueueGroup is the live work of one tenant's runs of one workflow: the
+// store's record (store.QueueStat).
+type QueueGroup = store.QueueStat
 
 // Queue lists, per tenant and workflow with work queued or running, how
 // many tasks wait and run and since when the oldest waits; by tenant, then
@@ -62,11 +40,12 @@ func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QueueGroup, len(stats))
-	for i, s := range stats {
-		out[i] = QueueGroup{Tenant: s.Tenant, Workflow: s.Workflow, Queued: s.Queued, Running: s.Running, OldestQueuedAt: timeOrNil(s.OldestQueuedAt)}
+	for i := range stats {
+		if !stats[i].OldestQueuedAt.IsZero() {
+			stats[i].OldestQueuedAt = stats[i].OldestQueuedAt.UTC()
+		}
 	}
-	return out, nil
+	return stats, nil
 }
 
 // Workflow is a stored workflow version.

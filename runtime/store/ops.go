@@ -199,28 +199,40 @@ type RunCursor struct {
 // CursorOf returns the cursor that continues a listing after r.
 func CursorOf(r Run) RunCursor { return RunCursor{CreatedAt: r.CreatedAt, ID: r.ID} }
 
-// Worker is a worker as the store sees it.
+// Worker is a worker the store knows: one that has heartbeated, and has
+// not been forgotten (the leader forgets workers that fell silent and
+// hold nothing). It is the one worker type from the store to the user:
+// ops.Admin.Workers returns it, and its JSON is what trellis workers
+// -format json prints.
 type Worker struct {
-	ID string
+	ID string `json:"id"`
 	// HeartbeatAt is when the worker last said it was alive.
-	HeartbeatAt time.Time
+	HeartbeatAt time.Time `json:"heartbeatAt"`
+	// Alive is true when the worker heartbeated within the engines'
+	// StaleAfter; the tasks of a worker that is not are recovered. A store
+	// leaves it false: ops.Admin.Workers sets it by the engine's clock.
+	Alive bool `json:"alive"`
 	// Leases is how many tasks it holds (RUNNING under its name).
-	Leases int
-	// Leader is true for the worker holding leadership (see Coordination).
-	Leader bool
+	Leases int `json:"leases"`
+	// Leader is true for the worker holding leadership (see
+	// Coordination): the one that fires timers and recovers tasks.
+	Leader bool `json:"leader"`
 }
 
-// QueueStat is the live work of one tenant's runs of one workflow.
+// QueueStat is the live work of one tenant's runs of one workflow, the
+// one queue type from the store to the user: ops.Admin.Queue returns it
+// (as ops.QueueGroup), and its JSON is what trellis queue -format json
+// prints.
 type QueueStat struct {
-	Tenant   string
-	Workflow string
+	Tenant   string `json:"tenant"`
+	Workflow string `json:"workflow"`
 	// Queued is how many tasks wait to be claimed, Running how many are
 	// claimed and running.
-	Queued  int
-	Running int
+	Queued  int `json:"queued"`
+	Running int `json:"running"`
 	// OldestQueuedAt is when the task at the head of the group's queue
-	// (the next to be claimed) was queued; zero when none is queued. A
-	// tenant's tasks are claimed in the order they were queued, so this
-	// is the longest wait of the group.
-	OldestQueuedAt time.Time
+	// (the next to be claimed) was queued; zero (and absent from the
+	// JSON) when none is queued. A tenant's tasks are claimed in the
+	// order they were queued, so this is the longest wait of the group.
+	OldestQueuedAt time.Time `json:"oldestQueuedAt,omitzero"`
 }

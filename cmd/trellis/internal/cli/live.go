@@ -133,8 +133,8 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 		t := newTable(stdout, "TENANT", "WORKFLOW", "QUEUED", "RUNNING", "OLDEST WAIT")
 		for _, g := range groups {
 			wait := "-"
-			if g.OldestQueuedAt != nil {
-				wait = shortDuration(now.Sub(*g.OldestQueuedAt))
+			if !g.OldestQueuedAt.IsZero() {
+				wait = shortDuration(now.Sub(g.OldestQueuedAt))
 			}
 			t.row(truncate(g.Tenant, 24), truncate(g.Workflow, 24), fmt.Sprint(g.Queued), fmt.Sprint(g.Running), wait)
 		}

@@ -577,7 +577,7 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 	e.json(&queue, "queue")
 	queuedAt := e.h.Start.Add(7 * time.Minute)
 	wantQueue := []ops.QueueGroup{
-		{Tenant: "beta", Workflow: "ops", Queued: 1, OldestQueuedAt: &queuedAt},
+		{Tenant: "beta", Workflow: "ops", Queued: 1, OldestQueuedAt: queuedAt},
 		{Tenant: "default", Workflow: "chain", Running: 1},
 	}
 	if diff := cmp.Diff(wantQueue, queue); diff != "" {
