@@ -1,8 +1,20 @@
-// Package ops is the operations API of Trellis: what an operator sees of a
-// store and does to its runs. The trellis CLI (trellis runs, workers,
-// queue, workflows) is built on it, and a dashboard can be: every listing
-// is a store query (store.Ops) made cheap by the store's indexes, and
-// every type here marshals to the JSON the CLI prints with -format json.
+// Package ops is the operations API of Trellis: what an operator reads of
+// a store across workflows, presented. The trellis CLI (trellis runs,
+// workers, queue, workflows, schedules) and the dashboard are built on
+// it: every listing is a store query (store.Ops) made cheap by the
+// store's indexes, and every type here marshals to the JSON the CLI
+// prints with -format json.
+//
+// What ops adds to the engine is reading, not acting: run listings with
+// Where filters and keyset pages, a run's detail (its steps, with step
+// names and sensitive values redacted), its graph, the workers, the
+// queue, activity, the stored workflow versions with their schedules of
+// every source, and the outcome per run of a bulk Cancel or Retry. Every
+// action has one home, the engine (Admin.Engine): Engine.CancelRun and
+// RetryRun (which Cancel and Retry call a batch at a time), Events,
+// StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule
+// and DeleteSchedule. Records the store returns (workers, queue groups,
+// activity) are the store's own types, under ops names.
 //
 // An Admin wraps an engine, which need not be started (an engine that is
 // not started claims nothing and does not lead):
@@ -12,6 +24,7 @@
 //	page, err := admin.ListRuns(ctx, ops.RunFilter{Statuses: []runtime.RunStatus{runtime.RunFailed}})
 //	for _, r := range page.Runs { ... }           // newest first
 //	next, err := admin.ListRuns(ctx, ops.RunFilter{Statuses: ..., After: page.Next})
+//	events, err := admin.Engine().Events(ctx, page.Runs[0].ID)
 //
 // Step names come from the run's stored workflow version, so runs of any
 // version are shown as they were defined, whatever code this process has.
