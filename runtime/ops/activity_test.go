@@ -109,8 +109,8 @@ func TestStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJSON := fmt.Sprintf(`[{"id":"%s","workflow":"chain","tenant":"default","steps":[{"step":"first","status":"QUEUED","since":"%s"}]}]`,
-		ref.ID, queuedAt.UTC().Format(time.RFC3339Nano))
+	wantJSON := fmt.Sprintf(`[{"id":%q,"workflow":"chain","tenant":"default","steps":[{"step":"first","status":"QUEUED","since":%q}]}]`,
+		ref.ID.String(), queuedAt.UTC().Format(time.RFC3339Nano))
 	if string(got) != wantJSON {
 		t.Errorf("StuckRuns as JSON:\n got %s\nwant %s", got, wantJSON)
 	}
