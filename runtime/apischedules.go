@@ -159,32 +159,12 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 	return fromStore(res.Schedule), nil
 }
 
-// Schedules returns the workflow's schedules created at run time, by
-// name. The workflow file's are in its spec.
-func (w *Workflow) Schedules(ctx context.Context) ([]Schedule, error) {
-	return w.engine.Schedules(ctx, w.Name())
-}
-
-// DeleteSchedule deletes a schedule created at run time; the runs it
-// started are left as they are. ErrScheduleNotFound when there is none.
-func (w *Workflow) DeleteSchedule(ctx context.Context, name string) error {
-	return w.engine.DeleteSchedule(ctx, w.Name(), name)
-}
-
-// PauseSchedule pauses a schedule created at run time: it starts no run
-// until resumed. See Engine.PauseSchedule.
-func (w *Workflow) PauseSchedule(ctx context.Context, name string) (Schedule, error) {
-	return w.engine.PauseSchedule(ctx, w.Name(), name)
-}
-
-// ResumeSchedule resumes a paused schedule. See Engine.ResumeSchedule.
-func (w *Workflow) ResumeSchedule(ctx context.Context, name string) (Schedule, error) {
-	return w.engine.ResumeSchedule(ctx, w.Name(), name)
-}
-
 // Schedules returns the schedules created at run time of the workflows
-// named (of every workflow when none is), by workflow, then name, for
-// processes that have no workflow's code, such as the trellis CLI.
+// named (of every workflow when none is), by workflow, then name. It,
+// DeleteSchedule, PauseSchedule and ResumeSchedule take workflows by
+// name, so that a process without a workflow's code (the trellis CLI, the
+// dashboard) can manage its schedules; a typed Client has them for its
+// own workflow.
 func (e *Engine) Schedules(ctx context.Context, workflows ...string) ([]Schedule, error) {
 	stored, err := e.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: workflows})
 	if err != nil {

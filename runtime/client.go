@@ -150,26 +150,26 @@ func (c *Client[In, Result]) CreateSchedule(ctx context.Context, name, cron stri
 // Schedules returns the workflow's schedules created at run time, by
 // name (those of the workflow file are in its spec).
 func (c *Client[In, Result]) Schedules(ctx context.Context) ([]Schedule, error) {
-	return c.workflow.Schedules(ctx)
+	return c.workflow.engine.Schedules(ctx, c.workflow.Name())
 }
 
 // DeleteSchedule deletes a schedule created at run time
 // (ErrScheduleNotFound when there is none); the runs it started are left
 // as they are.
 func (c *Client[In, Result]) DeleteSchedule(ctx context.Context, name string) error {
-	return c.workflow.DeleteSchedule(ctx, name)
+	return c.workflow.engine.DeleteSchedule(ctx, c.workflow.Name(), name)
 }
 
 // PauseSchedule pauses a schedule created at run time: it starts no run
 // until resumed.
 func (c *Client[In, Result]) PauseSchedule(ctx context.Context, name string) (Schedule, error) {
-	return c.workflow.PauseSchedule(ctx, name)
+	return c.workflow.engine.PauseSchedule(ctx, c.workflow.Name(), name)
 }
 
 // ResumeSchedule resumes a paused schedule; the ticks that came while it
 // was paused are not fired.
 func (c *Client[In, Result]) ResumeSchedule(ctx context.Context, name string) (Schedule, error) {
-	return c.workflow.ResumeSchedule(ctx, name)
+	return c.workflow.engine.ResumeSchedule(ctx, c.workflow.Name(), name)
 }
 
 // encodeInput encodes a run input; the error names the workflow.

@@ -297,7 +297,7 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 				t.Errorf("%s: %v, want a brief ScheduleError with %q", c.what, err, c.want)
 			}
 		}
-		if list, err := wf.Schedules(ctx); err != nil || len(list) != 0 {
+		if list, err := h.Engine.Schedules(ctx, wf.Name()); err != nil || len(list) != 0 {
 			t.Errorf("schedules after refusals: %v, %v", list, err)
 		}
 		// The longest name whose runs' keys, trellis:schedule:<name>:<tick>,

@@ -235,7 +235,7 @@ func TestWorkflowPageShowsSchedules(t *testing.T) {
 	if _, err := b.workflow.CreateSchedule(ctx, "hourly", "@hourly", []byte(`{"note":"h","amount":2}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.workflow.PauseSchedule(ctx, "hourly"); err != nil {
+	if _, err := b.h.Engine.PauseSchedule(ctx, "probe", "hourly"); err != nil {
 		t.Fatal(err)
 	}
 	page := b.page("/workflows/probe", http.StatusOK)
@@ -313,7 +313,7 @@ func TestScheduleActions(t *testing.T) {
 	}
 	paused := func() bool {
 		t.Helper()
-		list, err := b.workflow.Schedules(ctx)
+		list, err := b.h.Engine.Schedules(ctx, "probe")
 		if err != nil || len(list) != 1 {
 			t.Fatalf("schedules = %v, %v", list, err)
 		}
@@ -342,7 +342,7 @@ func TestScheduleActions(t *testing.T) {
 	if code, _, _ := b.post("/workflows/probe/schedules/nightly/delete", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusSeeOther {
 		t.Errorf("a confirmed delete answered %d, want 303", code)
 	}
-	if list, err := b.workflow.Schedules(ctx); err != nil || len(list) != 0 {
+	if list, err := b.h.Engine.Schedules(ctx, "probe"); err != nil || len(list) != 0 {
 		t.Errorf("after delete, schedules = %v, %v; want none", list, err)
 	}
 	if code, _, _ := b.post("/workflows/probe/schedules/nightly/delete", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusNotFound {
