@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -226,7 +227,7 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 	for {
 		now := e.clock.Now()
 		fired, err := e.store.FireTimers(ctx, now, batch)
-		e.metrics.timersFired(ctx, fired, now)
+		e.metrics.TimersFired(ctx, fired, now)
 		e.afterTimers(ctx, fired)
 		total += len(fired)
 		if err != nil {
@@ -254,9 +255,9 @@ func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
 			if def, err := e.definition(ctx, t.Version); err == nil && t.Key.Step < len(def.graph.Steps) {
 				step = def.graph.Steps[t.Key.Step].Name
 			}
-			e.metrics.taskEnded(ctx, t.Workflow, step, t.Tenant, outcomeCompleted)
+			e.metrics.TaskEnded(ctx, t.Workflow, step, t.Tenant, telemetry.OutcomeCompleted)
 			if t.RunFinished {
-				e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(t.Workflow, t.Tenant, outcomeCompleted))
+				e.metrics.RunFinished(ctx, t.Workflow, t.Tenant, telemetry.OutcomeCompleted)
 			}
 		}
 		if t.RunFinished {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -189,15 +190,15 @@ type Engine struct {
 	api         apiSchedules             // the stored schedules of the registered workflows
 	watches     map[RunID][]*watch       // callers of Wait and WaitMany, by run
 	claims      claims
-	faults      *faultLog
+	faults      *telemetry.Faults
 	started     bool
 	stopping    bool
 	lifecycle   *lifecycle // set while started
 	driver      *Driver    // set while driven by hand
 	localWakeup chan struct{}
 	leader      atomic.Bool
-	metrics     *metrics     // nil without Config.MeterProvider
-	tracer      trace.Tracer // nil without Config.TracerProvider
+	metrics     *telemetry.Metrics // nil without Config.MeterProvider
+	tracer      *telemetry.Tracer  // nil without Config.TracerProvider
 }
 
 type registration struct {
@@ -219,20 +220,16 @@ func New(cfg Config) (*Engine, error) {
 		saved:       map[string]bool{},
 		watches:     map[RunID][]*watch{},
 		claims:      newClaims(),
-		faults:      newFaultLog(log),
+		faults:      telemetry.NewFaults(log),
+		tracer:      telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 		localWakeup: make(chan struct{}, 1),
 	}
 	e.api.changed = make(chan struct{}, 1)
-	if cfg.MeterProvider != nil {
-		m, err := newMetrics(e, cfg.MeterProvider)
-		if err != nil {
-			return nil, err
-		}
-		e.metrics = m
+	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.TracerProvider != nil {
-		e.tracer = cfg.TracerProvider.Tracer(instrumentationName)
-	}
+	e.metrics = m
 	return e, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -50,8 +51,8 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			// Quarantined: its data made the store's claim fail.
 			e.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: c.Refused})
-			m.quarantine(ctx, c.Workflow, c.Tenant)
-			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
+			m.Quarantine(ctx, c.Workflow, c.Tenant)
+			m.TaskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, telemetry.OutcomeFailed)
 			continue
 		}
 		def, err := e.definition(ctx, c.Version)
@@ -60,17 +61,17 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
-			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
+			m.TaskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, telemetry.OutcomeFailed)
 			continue
 		}
 		if c.Key.Step >= len(def.graph.Steps) {
 			results.Failures = append(results.Failures, store.Failure{Attempt: a,
 				Error: fmt.Sprintf("workflow %s has no step %d", def.Version(), c.Key.Step)})
-			m.taskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, outcomeFailed)
+			m.TaskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, telemetry.OutcomeFailed)
 			continue
 		}
 		step := &def.graph.Steps[c.Key.Step]
-		m.queueWait(ctx, c, step.Name, claimedAt)
+		m.QueueWait(ctx, c.Workflow, step.Name, c.Tenant, c.QueuedAt, claimedAt)
 		switch {
 		case c.Woken && (step.Kind == store.KindMap || step.Kind == store.KindChild || step.Kind == store.KindWait):
 			var res store.Results
@@ -86,11 +87,11 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
 			merge(&results, res)
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeOf(res))
+			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeOf(res))
 			continue
 		case c.Woken:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Woken: true, Children: step.Children})
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeCompleted)
+			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeCompleted)
 			continue
 		case step.Kind == store.KindOnFailure:
 			jobs = append(jobs, &job{claim: c, def: def, step: step, planned: now})
@@ -103,19 +104,19 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		if dag.CascadeSkip(statuses) {
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: "all parents were skipped", Children: step.Children})
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeSkipped)
+			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeSkipped)
 			continue
 		}
 		skip, detail, err := e.evalSkip(ctx, def, step, c.Input, completed)
 		switch {
 		case err != nil:
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
+			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeFailed)
 			continue
 		case skip:
 			results.Completions = append(results.Completions, store.Completion{Attempt: a, Skipped: true,
 				Detail: detail, Children: step.Children})
-			m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeSkipped)
+			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeSkipped)
 			continue
 		case step.Kind == store.KindSleep:
 			results.Sleeps = append(results.Sleeps, store.Sleep{Attempt: a, For: step.Sleep})
@@ -135,7 +136,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 				return nil, store.Results{}, err // the claims will be recovered
 			case err != nil:
 				results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
-				m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
+				m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeFailed)
 			default:
 				results.Spawns = append(results.Spawns, sp)
 			}
@@ -144,7 +145,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			aw, err := e.await(ctx, c, def, step, now)
 			if err != nil {
 				results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
-				m.taskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeFailed)
+				m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeFailed)
 				continue
 			}
 			results.Awaits = append(results.Awaits, aw)
@@ -168,8 +169,8 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 					e.attemptLog(attemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
 					results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(j.claim),
 						Error: "the store refused to record the task's start: " + cleanText(cause.Error())})
-					m.quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
-					m.taskEnded(ctx, j.claim.Workflow, j.step.Name, j.claim.Tenant, outcomeFailed)
+					m.Quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
+					m.TaskEnded(ctx, j.claim.Workflow, j.step.Name, j.claim.Tenant, telemetry.OutcomeFailed)
 				}
 				return bad
 			})
@@ -251,7 +252,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name,
 		Attempt: c.Attempt, Retries: c.Attempt - c.PriorAttempts - 1}
 	runCtx := withInfo(stepCtx, info)
-	runCtx, span := e.startStep(runCtx, j, info)
+	runCtx, span := e.tracer.StartStep(runCtx, c.TraceContext, info.attempt())
 	if j.step.Timeout > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = clock.WithTimeout(runCtx, e.clock, j.step.Timeout)
@@ -259,14 +260,14 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	}
 	var began time.Time
 	if e.metrics != nil {
-		e.metrics.stepStarted(ctx, info)
+		e.metrics.StepStarted(ctx, info.attempt())
 		began = e.clock.Now()
 	}
 	out, err := e.call(runCtx, j, info)
 	a := attemptOf(c)
 	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		e.taskLog(info).Info("dropping step result", "reason", cause)
-		span.end(outcomeDropped, cause, e.clock.Now())
+		span.End(telemetry.OutcomeDropped, cause, e.clock.Now())
 		if !errors.Is(cause, ErrStopped) {
 			e.claims.release(a)
 		}
@@ -279,9 +280,9 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	res.Now = now
 	// ended reports the attempt's outcome to the span and the metrics.
 	ended := func(outcome string, err error) {
-		span.end(outcome, err, now)
+		span.End(outcome, err, now)
 		if e.metrics != nil {
-			e.metrics.stepRan(ctx, info, now.Sub(began), outcome)
+			e.metrics.StepRan(ctx, info.attempt(), now.Sub(began), outcome)
 		}
 	}
 	if err == nil {
@@ -296,7 +297,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 				sp, serr := e.spawnChild(ctx, c, j.def, j.step, out, now)
 				if serr == nil {
 					res.Spawns = []store.Spawn{sp}
-					ended(outcomeCompleted, nil)
+					ended(telemetry.OutcomeCompleted, nil)
 					return res, true
 				}
 				err = serr
@@ -311,7 +312,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 				break
 			}
 			res.Completions = []store.Completion{{Attempt: a, Output: out, Children: j.step.Children}}
-			ended(outcomeCompleted, nil)
+			ended(telemetry.OutcomeCompleted, nil)
 			return res, true
 		}
 	}
@@ -323,12 +324,12 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 	if delay, retry := dag.Retry(j.step.Retry, info.Retries+1, IsRetryable(err)); retry {
 		e.taskLog(info).Info("step failed; will retry", "error", msg, "in", delay)
 		res.Retries = []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}
-		ended(outcomeRetried, err)
+		ended(telemetry.OutcomeRetried, err)
 		return res, true
 	}
 	e.taskLog(info).Info("step failed", "error", msg)
 	res.Failures = []store.Failure{{Attempt: a, Error: msg, TimedOut: timedOut}}
-	ended(outcomeFailed, err)
+	ended(telemetry.OutcomeFailed, err)
 	return res, true
 }
 
@@ -368,13 +369,13 @@ func cleanText(s string) string {
 func outcomeOf(r store.Results) string {
 	switch {
 	case len(r.Failures) > 0:
-		return outcomeFailed
+		return telemetry.OutcomeFailed
 	case len(r.Retries) > 0:
-		return outcomeRetried
+		return telemetry.OutcomeRetried
 	case len(r.Completions) > 0 && r.Completions[0].Skipped:
-		return outcomeSkipped
+		return telemetry.OutcomeSkipped
 	}
-	return outcomeCompleted
+	return telemetry.OutcomeCompleted
 }
 
 // merge appends the results of b to a.

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -63,51 +61,5 @@ func (e *Engine) handBack(ctx context.Context, tasks []store.Attempt, reason str
 	if n := len(res.Requeued) + len(res.Failed); n > 0 {
 		e.log.Info("handed tasks back", "requeued", len(res.Requeued), "failed", len(res.Failed), "reason", reason)
 		e.wake()
-	}
-}
-
-// faultLog logs the failures of a recurring operation once per outage
-// rather than once per round: the first failure, a reminder every
-// faultReminder while it lasts, and the recovery.
-type faultLog struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	ops map[string]*outage
-}
-
-type outage struct {
-	since, logged time.Time
-	failures      int
-}
-
-const faultReminder = 30 * time.Second
-
-func newFaultLog(log *slog.Logger) *faultLog {
-	return &faultLog{log: log, ops: map[string]*outage{}}
-}
-
-// failed records a failure of op at now.
-func (f *faultLog) failed(op string, err error, now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.ops[op]
-	if !ok {
-		o = &outage{since: now}
-		f.ops[op] = o
-	}
-	o.failures++
-	if !ok || now.Sub(o.logged) >= faultReminder {
-		o.logged = now
-		f.log.Error(op+" failed; retrying", "error", err, "failures", o.failures, "since", o.since)
-	}
-}
-
-// ok records a success of op at now, logging the end of an outage.
-func (f *faultLog) ok(op string, now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if o, ok := f.ops[op]; ok {
-		delete(f.ops, op)
-		f.log.Info(op+" works again", "failures", o.failures, "outage", now.Sub(o.since))
 	}
 }

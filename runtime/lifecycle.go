@@ -196,9 +196,9 @@ func (e *Engine) claimLoop(ctx context.Context, lc *lifecycle) {
 		started, n, err := lc.p.claimAndRun(ctx, free)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.faults.failed("claiming tasks", err, e.clock.Now())
+			e.faults.Failed("claiming tasks", err, e.clock.Now())
 		case err == nil:
-			e.faults.ok("claiming tasks", e.clock.Now())
+			e.faults.OK("claiming tasks", e.clock.Now())
 		}
 		if started+n == free && err == nil {
 			continue // the queue may hold more
@@ -327,11 +327,11 @@ func (e *Engine) heartbeatLoop(ctx context.Context, lc *lifecycle) {
 		held, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now())
 		if err != nil {
 			if ctx.Err() == nil {
-				e.faults.failed("heartbeating", err, e.clock.Now())
+				e.faults.Failed("heartbeating", err, e.clock.Now())
 			}
 			continue
 		}
-		e.faults.ok("heartbeating", e.clock.Now())
+		e.faults.OK("heartbeating", e.clock.Now())
 		// Where every slot holds a long step, nothing else hands the tasks
 		// waiting for one back.
 		lc.p.expireWaiting(ctx)
@@ -390,9 +390,9 @@ func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
 	track := func(op string, err error) {
 		switch {
 		case err == nil:
-			e.faults.ok(op, e.clock.Now())
+			e.faults.OK(op, e.clock.Now())
 		case ctx.Err() == nil:
-			e.faults.failed(op, err, e.clock.Now())
+			e.faults.Failed(op, err, e.clock.Now())
 			steadySince = e.clock.Now()
 		}
 	}

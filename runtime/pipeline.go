@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -275,7 +276,7 @@ func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]st
 	})
 	e.claims.end(token, claimed)
 	if e.metrics != nil && err == nil {
-		e.metrics.claimed(ctx, e.clock.Now().Sub(now), len(claimed))
+		e.metrics.Claimed(ctx, e.clock.Now().Sub(now), len(claimed))
 	}
 	return claimed, now, err
 }
@@ -339,7 +340,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			e.claims.end(token, res.HandedOff)
 		}
 		if err == nil {
-			e.faults.ok("recording task results", e.clock.Now())
+			e.faults.OK("recording task results", e.clock.Now())
 			e.afterFinish(batch.Results, res)
 			if len(r.Retries) > 0 || len(r.Sleeps) > 0 || len(r.Awaits) > 0 || len(r.Spawns) > 0 {
 				select {
@@ -357,7 +358,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			if len(res.HandedOff) == 0 {
 				return immediate
 			}
-			e.metrics.handedOff(ctx, len(res.HandedOff))
+			e.metrics.HandedOff(ctx, len(res.HandedOff))
 			started, err := p.run(ctx, slotted, at, len(slotted))
 			if err != nil {
 				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(slotted), "error", err)
@@ -374,7 +375,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			p.releaseSlots(batch.slots)
 			return store.Results{}
 		}
-		e.faults.failed("recording task results", err, e.clock.Now())
+		e.faults.Failed("recording task results", err, e.clock.Now())
 		t := e.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -521,7 +522,7 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 	}
 	e.attemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
 	if cl, ok := e.claims.about(a); ok {
-		e.metrics.quarantine(ctx, cl.workflow, cl.tenant)
+		e.metrics.Quarantine(ctx, cl.workflow, cl.tenant)
 	}
 	p.record(ctx, outcome{Results: store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}}})
 }
@@ -573,11 +574,11 @@ func (e *Engine) countFinishedRuns(batch store.Results, finished []RunID) {
 		if !ok {
 			continue
 		}
-		outcome := outcomeCompleted
+		outcome := telemetry.OutcomeCompleted
 		if failed[id] {
-			outcome = outcomeFailed
+			outcome = telemetry.OutcomeFailed
 		}
-		e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(cl.workflow, cl.tenant, outcome))
+		e.metrics.RunFinished(ctx, cl.workflow, cl.tenant, outcome)
 	}
 }
 
@@ -591,7 +592,7 @@ func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
 		// task. Logged before the claim is released, to name the step.
 		e.attemptLog(a).Info("result dropped: the attempt no longer holds its task (its run ended, or the task was taken over)")
 	}
-	e.metrics.refusedStale(context.Background(), len(res.Stale))
+	e.metrics.RefusedStale(context.Background(), len(res.Stale))
 	// A failure handler's result makes its (ended) run's result final:
 	// whoever waits for the run here is told at once (see Wait).
 	var handled []RunID

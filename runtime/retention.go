@@ -191,7 +191,7 @@ func (e *Engine) purge(ctx context.Context, p store.Purge, goingOn func() bool) 
 			return total, fmt.Errorf("purging %s runs: %w", p.Status, err)
 		}
 		total += res.Runs
-		e.metrics.runsPurged(ctx, p.Status, res.Runs)
+		e.metrics.RunsPurged(ctx, p.Status, res.Runs)
 		if res.Runs > 0 {
 			e.log.Debug("purged a batch of runs", "status", p.Status, "runs", res.Runs, "took", took)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -132,7 +133,7 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	}
 	if e.metrics != nil {
 		// In a caller's transaction, counted when created, not committed.
-		e.metrics.runsStarted(ctx, def.Name(), o.Tenant, created)
+		e.metrics.RunsStarted(ctx, def.Name(), o.Tenant, created)
 	}
 	return refs, nil
 }
@@ -266,7 +267,7 @@ func (e *Engine) CancelRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
 		e.claims.stopRun(r.ID, errRunEnded)
 		e.runFinished(r.ID)
 		if e.metrics != nil {
-			e.metrics.runFinished.Add(ctx, 1, e.metrics.runAttrs(r.Workflow, r.Tenant, outcomeCancelled))
+			e.metrics.RunFinished(ctx, r.Workflow, r.Tenant, telemetry.OutcomeCancelled)
 		}
 	}
 	return out, nil

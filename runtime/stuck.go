@@ -93,11 +93,11 @@ func (e *Engine) checkStuck(ctx context.Context, w *stuckWatch) {
 	runs, err := e.StuckRuns(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.faults.failed("looking for stuck runs", err, now)
+			e.faults.Failed("looking for stuck runs", err, now)
 		}
 		return
 	}
-	e.faults.ok("looking for stuck runs", now)
+	e.faults.OK("looking for stuck runs", now)
 	seen := make(map[RunID]time.Time, len(runs))
 	for _, r := range runs {
 		last, ok := w.logged[r.ID]

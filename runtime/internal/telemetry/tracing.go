@@ -1,4 +1,4 @@
-package runtime
+package telemetry
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/effectivelabs/trellis/runtime/clock"
 )
 
 // How a run is traced. Each trigger (Trigger, TriggerMany, Run) makes a
@@ -15,43 +17,59 @@ import (
 // span in the caller's context if there is one: a run started inside an
 // HTTP handler belongs to the request's trace. Its span context is
 // stored with each run the trigger created, as W3C Trace Context headers
-// (traceparent, tracestate), one "name: value" line each. Each attempt of a step's code, in whichever
-// process claims it, then makes a span "trellis.step <workflow>/<step>",
-// of kind consumer, a child of that trigger span; the step's code gets it
-// in its context, so the spans it starts nest below it.
+// (traceparent, tracestate), one "name: value" line each. Each attempt of
+// a step's code, in whichever process claims it, then makes a span
+// "trellis.step <workflow>/<step>", of kind consumer, a child of that
+// trigger span; the step's code gets it in its context, so the spans it
+// starts nest below it.
 //
 // A run triggered by an engine without a TracerProvider (or before this
 // was added) has no stored context: each of its step attempts is then the
 // root of a trace of its own. Skipped steps, sleeps and wake-ups run no
 // code and make no span.
 
-// startTrigger starts the span of a trigger and returns its context and
+// Tracer starts the engine's spans, stamped by the engine's clock; a nil
+// *Tracer starts none.
+type Tracer struct {
+	tracer trace.Tracer
+	clock  clock.Clock
+}
+
+// NewTracer returns the tracer of tp, or nil when tp is nil.
+func NewTracer(tp trace.TracerProvider, c clock.Clock) *Tracer {
+	if tp == nil {
+		return nil
+	}
+	return &Tracer{tracer: tp.Tracer(InstrumentationName), clock: c}
+}
+
+// StartTrigger starts the span of a trigger and returns its context and
 // the trace context to store with the runs it creates. Without a tracer
 // it returns ctx, no span and no trace context.
-func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
-	if e.tracer == nil {
+func (t *Tracer) StartTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
+	if t == nil {
 		return ctx, nil, ""
 	}
-	ctx, span := e.tracer.Start(ctx, "trellis.trigger "+workflow,
-		trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(e.clock.Now()),
+	ctx, span := t.tracer.Start(ctx, "trellis.trigger "+workflow,
+		trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(t.clock.Now()),
 		trace.WithAttributes(attrWorkflow.String(workflow), attrTenant.String(tenant), attrRunCount.Int(runs)))
 	return ctx, span, encodeTraceContext(ctx)
 }
 
-// endTrigger ends a trigger's span, with the run's id when it made one,
-// or the error when it failed.
-func (e *Engine) endTrigger(span trace.Span, refs []RunRef, err error) {
+// EndTrigger ends a trigger's span, with the id of the run it made when
+// it made one (run is empty otherwise), or the error when it failed.
+func (t *Tracer) EndTrigger(span trace.Span, run string, err error) {
 	if span == nil {
 		return
 	}
-	if len(refs) == 1 {
-		span.SetAttributes(attrRunID.String(refs[0].ID.String()))
+	if run != "" {
+		span.SetAttributes(attrRunID.String(run))
 	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
-	span.End(trace.WithTimestamp(e.clock.Now()))
+	span.End(trace.WithTimestamp(t.clock.Now()))
 }
 
 // encodeTraceContext writes the span context of ctx as W3C Trace Context
@@ -115,23 +133,23 @@ func (h headerLines) Keys() []string {
 	return keys
 }
 
-// stepSpan is the span of one step attempt; nil without a tracer.
-type stepSpan struct {
+// StepSpan is the span of one step attempt; nil without a tracer.
+type StepSpan struct {
 	span trace.Span
 }
 
-// startStep starts the span of a step attempt, parented by the run's
-// stored trace context, and returns the context for the step's code.
-func (e *Engine) startStep(ctx context.Context, j *job, info StepInfo) (context.Context, *stepSpan) {
-	if e.tracer == nil {
+// StartStep starts the span of a step attempt, parented by the trace
+// context its run stored, and returns the context for the step's code.
+func (t *Tracer) StartStep(ctx context.Context, stored string, a Attempt) (context.Context, *StepSpan) {
+	if t == nil {
 		return ctx, nil
 	}
-	parent, ok := withTraceContext(ctx, j.claim.TraceContext)
+	parent, ok := withTraceContext(ctx, stored)
 	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(e.clock.Now()),
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(t.clock.Now()),
 		trace.WithAttributes(
-			attrRunID.String(info.RunID.String()), attrWorkflow.String(info.Workflow), attrStep.String(info.Step),
-			attrAttempt.Int(info.Attempt), attrTenant.String(info.Tenant),
+			attrRunID.String(a.Run.String()), attrWorkflow.String(a.Workflow), attrStep.String(a.Step),
+			attrAttempt.Int(a.Attempt), attrTenant.String(a.Tenant),
 		),
 	}
 	if !ok {
@@ -139,18 +157,18 @@ func (e *Engine) startStep(ctx context.Context, j *job, info StepInfo) (context.
 		// context happens to carry either.
 		opts = append(opts, trace.WithNewRoot())
 	}
-	ctx, span := e.tracer.Start(parent, "trellis.step "+info.Workflow+"/"+info.Step, opts...)
-	return ctx, &stepSpan{span: span}
+	ctx, span := t.tracer.Start(parent, "trellis.step "+a.Workflow+"/"+a.Step, opts...)
+	return ctx, &StepSpan{span: span}
 }
 
-// end ends the span with the attempt's outcome, and its error when it
+// End ends the span with the attempt's outcome, and its error when it
 // failed.
-func (s *stepSpan) end(outcome string, err error, at time.Time) {
+func (s *StepSpan) End(outcome string, err error, at time.Time) {
 	if s == nil {
 		return
 	}
 	s.span.SetAttributes(attrTaskOutcome.String(outcome))
-	if err != nil && outcome != outcomeDropped {
+	if err != nil && outcome != OutcomeDropped {
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}

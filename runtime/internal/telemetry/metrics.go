@@ -1,4 +1,4 @@
-package runtime
+package telemetry
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// instrumentationName names the engine's meter and tracer (the
+// InstrumentationName names the engine's meter and tracer (the
 // instrumentation scope, in OpenTelemetry's words).
-const instrumentationName = "github.com/effectivelabs/trellis/runtime"
+const InstrumentationName = "github.com/effectivelabs/trellis/runtime"
 
 // Attribute keys of the engine's metrics and spans. They are namespaced
 // under trellis., as OpenTelemetry's semantic conventions ask of
@@ -35,33 +35,24 @@ const (
 
 // Outcomes: the values of trellis.run.outcome and trellis.task.outcome.
 const (
-	outcomeCompleted = "completed"
-	outcomeFailed    = "failed"
-	outcomeCancelled = "cancelled"
-	outcomeRetried   = "retried"
-	outcomeSkipped   = "skipped"
-	// outcomeDropped is a step attempt whose result was not recorded: its
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeRetried   = "retried"
+	OutcomeSkipped   = "skipped"
+	// OutcomeDropped is a step attempt whose result was not recorded: its
 	// run ended meanwhile, its task was taken over, or the engine stopped.
 	// Only spans carry it.
-	outcomeDropped = "dropped"
+	OutcomeDropped = "dropped"
 )
 
-// gaugeTenants bounds the tenants the queue gauges name: the ones with
-// the most queued tasks. The tasks of the others are reported under
-// otherTenants (0 when there are none), so that the series of a gauge
-// still add up to the whole queue however many tenants there are, and an
-// empty queue reads 0 rather than nothing.
-const (
-	gaugeTenants = 100
-	otherTenants = "_other"
-)
+// finishedStatuses are the statuses a run ends in.
+var finishedStatuses = [...]store.RunStatus{store.RunCompleted, store.RunFailed, store.RunCancelled}
 
-// gaugeTimeout bounds the store reads of one collection of the gauges.
-const gaugeTimeout = 5 * time.Second
-
-// metrics holds the engine's instruments; an engine without a
-// MeterProvider has none (a nil *metrics), and pays a nil check.
-type metrics struct {
+// Metrics holds the engine's instruments; an engine without a
+// MeterProvider has none (a nil *Metrics), and pays a nil check: every
+// recording method does nothing on a nil *Metrics.
+type Metrics struct {
 	meter         metric.Meter
 	runStarted    metric.Int64Counter
 	runFinished   metric.Int64Counter
@@ -77,7 +68,7 @@ type metrics struct {
 	quarantined   metric.Int64Counter
 	timerLateness metric.Float64Histogram
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
-	purgedStatus  map[RunStatus]metric.MeasurementOption
+	purgedStatus  map[store.RunStatus]metric.MeasurementOption
 	// The gauges, observed while the engine is started or driven.
 	leader, queued, running, stuck metric.Int64ObservableGauge
 
@@ -109,10 +100,15 @@ func durationBuckets() []float64 {
 	return []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
 }
 
-// newMetrics creates the instruments on mp.
-func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
-	meter := mp.Meter(instrumentationName)
-	m := &metrics{meter: meter, tenants: e.cfg.TenantMetrics}
+// NewMetrics creates the instruments on mp; tenants adds the tenant to
+// the run and task instruments. A nil mp means no metrics: it returns
+// nil.
+func NewMetrics(mp metric.MeterProvider, tenants bool) (*Metrics, error) {
+	if mp == nil {
+		return nil, nil
+	}
+	meter := mp.Meter(InstrumentationName)
+	m := &Metrics{meter: meter, tenants: tenants}
 	var err error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		var c metric.Int64Counter
@@ -153,8 +149,8 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 		metric.WithAttributeSet(attribute.NewSet(attrTimerKind.String("retry"))),
 		metric.WithAttributeSet(attribute.NewSet(attrTimerKind.String("sleep"))),
 	}
-	m.purgedStatus = map[RunStatus]metric.MeasurementOption{}
-	for _, st := range FinishedStatuses() {
+	m.purgedStatus = map[store.RunStatus]metric.MeasurementOption{}
+	for _, st := range finishedStatuses {
 		m.purgedStatus[st] = metric.WithAttributeSet(attribute.NewSet(attrRunStatus.String(strings.ToLower(string(st)))))
 	}
 	if err := m.newGauges(meter); err != nil {
@@ -164,7 +160,7 @@ func newMetrics(e *Engine, mp metric.MeterProvider) (*metrics, error) {
 }
 
 // stepSets returns the cached attribute sets of a step.
-func (m *metrics) stepSets(workflow, step string) *stepSets {
+func (m *Metrics) stepSets(workflow, step string) *stepSets {
 	k := stepKey{workflow, step}
 	if s, ok := m.steps.Load(k); ok {
 		return s.(*stepSets)
@@ -174,7 +170,7 @@ func (m *metrics) stepSets(workflow, step string) *stepSets {
 		step:     metric.WithAttributeSet(attribute.NewSet(base...)),
 		outcomes: make(map[string]metric.MeasurementOption, 4),
 	}
-	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeRetried, outcomeSkipped} {
+	for _, o := range []string{OutcomeCompleted, OutcomeFailed, OutcomeRetried, OutcomeSkipped} {
 		s.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(append(base[:2:2], attrTaskOutcome.String(o))...))
 	}
 	got, _ := m.steps.LoadOrStore(k, s)
@@ -183,7 +179,7 @@ func (m *metrics) stepSets(workflow, step string) *stepSets {
 
 // stepAttrs returns the attributes of a step's measurement: workflow and
 // step, with outcome unless it is empty, and the tenant when asked for.
-func (m *metrics) stepAttrs(workflow, step, tenant, outcome string) metric.MeasurementOption {
+func (m *Metrics) stepAttrs(workflow, step, tenant, outcome string) metric.MeasurementOption {
 	if !m.tenants {
 		s := m.stepSets(workflow, step)
 		if outcome == "" {
@@ -199,7 +195,7 @@ func (m *metrics) stepAttrs(workflow, step, tenant, outcome string) metric.Measu
 }
 
 // runAttrs returns the attributes of a run's measurement, like stepAttrs.
-func (m *metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementOption {
+func (m *Metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementOption {
 	if m.tenants {
 		kv := []attribute.KeyValue{attrWorkflow.String(workflow), attrTenant.String(tenant)}
 		if outcome != "" {
@@ -211,7 +207,7 @@ func (m *metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementO
 	if !ok {
 		base := attrWorkflow.String(workflow)
 		rs := &runSets{workflow: metric.WithAttributeSet(attribute.NewSet(base)), outcomes: map[string]metric.MeasurementOption{}}
-		for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeCancelled} {
+		for _, o := range []string{OutcomeCompleted, OutcomeFailed, OutcomeCancelled} {
 			rs.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(base, attrRunOutcome.String(o)))
 		}
 		r, _ = m.runs.LoadOrStore(workflow, rs)
@@ -222,18 +218,23 @@ func (m *metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementO
 	return r.(*runSets).outcomes[outcome]
 }
 
-// The recording methods below do nothing on a nil *metrics (an engine
-// without a MeterProvider), so that the pipeline calls them unguarded.
-
-// runsStarted counts runs a trigger created.
-func (m *metrics) runsStarted(ctx context.Context, workflow, tenant string, n int) {
+// RunsStarted counts runs a trigger created.
+func (m *Metrics) RunsStarted(ctx context.Context, workflow, tenant string, n int) {
 	if m != nil && n > 0 {
 		m.runStarted.Add(ctx, int64(n), m.runAttrs(workflow, tenant, ""))
 	}
 }
 
-// runsPurged counts runs of a status that were deleted.
-func (m *metrics) runsPurged(ctx context.Context, status RunStatus, n int) {
+// RunFinished counts a run that ended with outcome (completed, failed,
+// cancelled).
+func (m *Metrics) RunFinished(ctx context.Context, workflow, tenant, outcome string) {
+	if m != nil {
+		m.runFinished.Add(ctx, 1, m.runAttrs(workflow, tenant, outcome))
+	}
+}
+
+// RunsPurged counts runs of a status that were deleted.
+func (m *Metrics) RunsPurged(ctx context.Context, status store.RunStatus, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
@@ -242,32 +243,32 @@ func (m *metrics) runsPurged(ctx context.Context, status RunStatus, n int) {
 	}
 }
 
-// handedOff counts tasks handed to this engine by a Finish.
-func (m *metrics) handedOff(ctx context.Context, n int) {
+// HandedOff counts tasks handed to this engine by a Finish.
+func (m *Metrics) HandedOff(ctx context.Context, n int) {
 	if m == nil {
 		return
 	}
 	m.handOffs.Add(ctx, int64(n))
 }
 
-// refusedStale counts results the store refused as stale.
-func (m *metrics) refusedStale(ctx context.Context, n int) {
+// RefusedStale counts results the store refused as stale.
+func (m *Metrics) RefusedStale(ctx context.Context, n int) {
 	if m == nil || n == 0 {
 		return
 	}
 	m.staleResults.Add(ctx, int64(n))
 }
 
-// quarantine counts a task failed because the store refused its data.
-func (m *metrics) quarantine(ctx context.Context, workflow, tenant string) {
+// Quarantine counts a task failed because the store refused its data.
+func (m *Metrics) Quarantine(ctx context.Context, workflow, tenant string) {
 	if m == nil {
 		return
 	}
 	m.quarantined.Add(ctx, 1, metric.WithAttributes(attrWorkflow.String(workflow), attrTenant.String(tenant)))
 }
 
-// claimed records a claim: how long it took and how many tasks it took.
-func (m *metrics) claimed(ctx context.Context, took time.Duration, n int) {
+// Claimed records a claim: how long it took and how many tasks it took.
+func (m *Metrics) Claimed(ctx context.Context, took time.Duration, n int) {
 	if m == nil {
 		return
 	}
@@ -275,46 +276,47 @@ func (m *metrics) claimed(ctx context.Context, took time.Duration, n int) {
 	m.claimSize.Record(ctx, int64(n))
 }
 
-// taskEnded counts a task result: a step attempt's end (completed,
+// TaskEnded counts a task result: a step attempt's end (completed,
 // failed for good, to be retried) or a step that did not need to run
 // (skipped).
-func (m *metrics) taskEnded(ctx context.Context, workflow, step, tenant, outcome string) {
+func (m *Metrics) TaskEnded(ctx context.Context, workflow, step, tenant, outcome string) {
 	if m == nil {
 		return
 	}
 	m.taskFinished.Add(ctx, 1, m.stepAttrs(workflow, step, tenant, outcome))
 }
 
-// queueWait records how long a claimed task waited in the queue, up to
-// its claim at claimedAt.
-func (m *metrics) queueWait(ctx context.Context, c store.ClaimedTask, step string, claimedAt time.Time) {
-	if m == nil || c.QueuedAt.IsZero() {
+// QueueWait records how long a claimed task of a step waited in the
+// queue, from queuedAt (zero: not known, nothing is recorded) to its
+// claim at claimedAt.
+func (m *Metrics) QueueWait(ctx context.Context, workflow, step, tenant string, queuedAt, claimedAt time.Time) {
+	if m == nil || queuedAt.IsZero() {
 		return
 	}
-	m.taskWait.Record(ctx, max(claimedAt.Sub(c.QueuedAt), 0).Seconds(), m.stepAttrs(c.Workflow, step, c.Tenant, ""))
+	m.taskWait.Record(ctx, max(claimedAt.Sub(queuedAt), 0).Seconds(), m.stepAttrs(workflow, step, tenant, ""))
 }
 
-// stepRan records a step attempt's code that ran for took and ended
-// with outcome (completed, failed, retried).
-func (m *metrics) stepRan(ctx context.Context, info StepInfo, took time.Duration, outcome string) {
+// StepStarted counts a step attempt whose code starts.
+func (m *Metrics) StepStarted(ctx context.Context, a Attempt) {
 	if m == nil {
 		return
 	}
-	attrs := m.stepAttrs(info.Workflow, info.Step, info.Tenant, outcome)
+	m.taskStarted.Add(ctx, 1, m.stepAttrs(a.Workflow, a.Step, a.Tenant, ""))
+}
+
+// StepRan records a step attempt's code that ran for took and ended
+// with outcome (completed, failed, retried).
+func (m *Metrics) StepRan(ctx context.Context, a Attempt, took time.Duration, outcome string) {
+	if m == nil {
+		return
+	}
+	attrs := m.stepAttrs(a.Workflow, a.Step, a.Tenant, outcome)
 	m.taskDuration.Record(ctx, took.Seconds(), attrs)
 	m.taskFinished.Add(ctx, 1, attrs)
 }
 
-// stepStarted counts a step attempt whose code starts.
-func (m *metrics) stepStarted(ctx context.Context, info StepInfo) {
-	if m == nil {
-		return
-	}
-	m.taskStarted.Add(ctx, 1, m.stepAttrs(info.Workflow, info.Step, info.Tenant, ""))
-}
-
-// timersFired records how late each fired timer fired at now.
-func (m *metrics) timersFired(ctx context.Context, fired []store.FiredTimer, now time.Time) {
+// TimersFired records how late each fired timer fired at now.
+func (m *Metrics) TimersFired(ctx context.Context, fired []store.FiredTimer, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -325,120 +327,4 @@ func (m *metrics) timersFired(ctx context.Context, fired []store.FiredTimer, now
 		}
 		m.timerLateness.Record(ctx, max(now.Sub(t.Due), 0).Seconds(), kind)
 	}
-}
-
-// newGauges creates the observable gauges: the engine's leadership, and,
-// read from the store by the leader only (so that the series of all
-// engines add up), the queue depth and running tasks per tenant and the
-// stuck runs.
-func (m *metrics) newGauges(meter metric.Meter) error {
-	var err error
-	m.leader, err = meter.Int64ObservableGauge("trellis.engine.leader", metric.WithUnit("{leader}"),
-		metric.WithDescription("1 while this engine leads (fires timers, recovers tasks, reports the queue gauges), else 0."))
-	if err != nil {
-		return err
-	}
-	m.queued, err = meter.Int64ObservableGauge("trellis.queue.depth", metric.WithUnit("{task}"),
-		metric.WithDescription("Tasks waiting to be claimed, per tenant (the 100 deepest; the rest as _other). Reported by the leader."))
-	if err != nil {
-		return err
-	}
-	m.running, err = meter.Int64ObservableGauge("trellis.task.running", metric.WithUnit("{task}"),
-		metric.WithDescription("Tasks running on any worker, per tenant (as trellis.queue.depth names them). Reported by the leader."))
-	if err != nil {
-		return err
-	}
-	m.stuck, err = meter.Int64ObservableGauge("trellis.run.stuck", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs making no progress for longer than Config.StuckAfter (at most 100). Reported by the leader."))
-	if err != nil {
-		return err
-	}
-	return err
-}
-
-// observe registers the gauges' callback, which reads e. The engine
-// unregisters it when it stops, so that a MeterProvider outliving the
-// engine holds nothing of it.
-func (m *metrics) observe(e *Engine) (metric.Registration, error) {
-	return m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		o.ObserveInt64(m.leader, boolGauge(e.IsLeader()))
-		if !e.reportsCluster() {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
-		defer cancel()
-		e.observeQueue(ctx, o, m.queued, m.running)
-		if e.cfg.StuckAfter > 0 {
-			runs, err := e.StuckRuns(ctx)
-			if e.gaugeRead("stuck runs", err) {
-				o.ObserveInt64(m.stuck, int64(len(runs)))
-			}
-		}
-		return nil
-	}, m.leader, m.queued, m.running, m.stuck)
-}
-
-// observeQueue observes the queue gauges from one store read.
-func (e *Engine) observeQueue(ctx context.Context, o metric.Observer, queued, running metric.Int64Observable) {
-	d, err := e.store.QueueDepth(ctx, gaugeTenants)
-	if !e.gaugeRead("the queue depth", err) {
-		return
-	}
-	restQueued, restRunning := d.Queued, d.Running
-	for _, t := range d.Tenants {
-		tenant := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(t.Tenant)))
-		o.ObserveInt64(queued, int64(t.Queued), tenant)
-		o.ObserveInt64(running, int64(t.Running), tenant)
-		restQueued -= t.Queued
-		restRunning -= t.Running
-	}
-	// Always, so that an empty queue reads 0 rather than no series.
-	other := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(otherTenants)))
-	o.ObserveInt64(queued, int64(restQueued), other)
-	o.ObserveInt64(running, int64(restRunning), other)
-}
-
-// gaugeRead reports whether a store read for the gauges worked, logging a
-// failure once per outage (a gauge without a value is better than a
-// collection that fails).
-func (e *Engine) gaugeRead(what string, err error) bool {
-	op := "reading " + what + " for metrics"
-	if err != nil {
-		e.faults.failed(op, err, e.clock.Now())
-		return false
-	}
-	e.faults.ok(op, e.clock.Now())
-	return true
-}
-
-// observeGauges starts observing the gauges, until the registration it
-// returns (nil without metrics) is unregistered.
-func (e *Engine) observeGauges() (metric.Registration, error) {
-	if e.metrics == nil {
-		return nil, nil
-	}
-	reg, err := e.metrics.observe(e)
-	if err != nil {
-		return nil, fmt.Errorf("engine: registering the metric gauges: %w", err)
-	}
-	return reg, nil
-}
-
-// reportsCluster reports whether this engine reports the gauges read from
-// the store: it leads, or a Driver runs it (a test's engine, which does
-// the leader's work itself).
-func (e *Engine) reportsCluster() bool {
-	if e.leader.Load() {
-		return true
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.driver != nil
-}
-
-func boolGauge(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }

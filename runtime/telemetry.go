@@ -5,45 +5,42 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
+
+// What the engine reports about itself (metrics, spans, log lines) is
+// made by the telemetry package; this file holds the public log keys and
+// log handler, and the few glue methods that give telemetry the engine's
+// names for things.
 
 // Log attribute keys of a step attempt: every engine log line about a
 // task carries them, and so does every line a step logs through a
 // handler made by NewLogHandler.
 const (
-	LogKeyRunID    = "run_id"
-	LogKeyWorkflow = "workflow"
-	LogKeyStep     = "step"
-	LogKeyAttempt  = "attempt"
-	LogKeyTenant   = "tenant"
+	LogKeyRunID    = telemetry.KeyRunID
+	LogKeyWorkflow = telemetry.KeyWorkflow
+	LogKeyStep     = telemetry.KeyStep
+	LogKeyAttempt  = telemetry.KeyAttempt
+	LogKeyTenant   = telemetry.KeyTenant
 	// LogKeyTraceID and LogKeySpanID name the trace and span a line was
 	// logged in, when its context carries a span (with a TracerProvider,
 	// a step's context does).
-	LogKeyTraceID = "trace_id"
-	LogKeySpanID  = "span_id"
+	LogKeyTraceID = telemetry.KeyTraceID
+	LogKeySpanID  = telemetry.KeySpanID
 )
 
-// stepLogAttrs are the log attributes of a step attempt.
-func stepLogAttrs(info StepInfo) []slog.Attr {
-	return []slog.Attr{
-		slog.String(LogKeyRunID, info.RunID.String()), slog.String(LogKeyWorkflow, info.Workflow),
-		slog.String(LogKeyStep, info.Step), slog.Int(LogKeyAttempt, info.Attempt), slog.String(LogKeyTenant, info.Tenant),
-	}
+// attempt names the step attempt info describes, for telemetry.
+func (info StepInfo) attempt() telemetry.Attempt {
+	return telemetry.Attempt{Run: info.RunID, Workflow: info.Workflow, Tenant: info.Tenant, Step: info.Step, Attempt: info.Attempt}
 }
 
 // taskLog returns the engine's logger with a step attempt's attributes.
-// Call it where a line is logged, not ahead: With formats the attributes
-// at once, which a task that logs nothing should not pay for.
 func (e *Engine) taskLog(info StepInfo) *slog.Logger {
-	attrs := stepLogAttrs(info)
-	args := make([]any, len(attrs))
-	for i, a := range attrs {
-		args[i] = a
-	}
-	return e.log.With(args...)
+	return info.attempt().Logger(e.log)
 }
 
 // attemptLog returns the engine's logger with the attributes of an owned
@@ -60,6 +57,48 @@ func (e *Engine) attemptLog(a store.Attempt) *slog.Logger {
 	}
 	e.mu.Unlock()
 	return e.taskLog(info)
+}
+
+// startTrigger starts the span of a trigger (see telemetry.Tracer).
+func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
+	return e.tracer.StartTrigger(ctx, workflow, tenant, runs)
+}
+
+// endTrigger ends a trigger's span, with the run's id when it made one,
+// or the error when it failed.
+func (e *Engine) endTrigger(span trace.Span, refs []RunRef, err error) {
+	run := ""
+	if len(refs) == 1 {
+		run = refs[0].ID.String()
+	}
+	e.tracer.EndTrigger(span, run, err)
+}
+
+// observeGauges starts observing the metric gauges, until the
+// registration it returns (nil without metrics) is unregistered.
+func (e *Engine) observeGauges() (metric.Registration, error) {
+	src := telemetry.GaugeSource{
+		Leader: e.IsLeader, Cluster: e.reportsCluster, Store: e.store, Faults: e.faults, Clock: e.clock,
+	}
+	if e.cfg.StuckAfter > 0 {
+		src.StuckRuns = func(ctx context.Context) (int, error) {
+			runs, err := e.StuckRuns(ctx)
+			return len(runs), err
+		}
+	}
+	return e.metrics.Observe(src)
+}
+
+// reportsCluster reports whether this engine reports the gauges read from
+// the store: it leads, or a Driver runs it (a test's engine, which does
+// the leader's work itself).
+func (e *Engine) reportsCluster() bool {
+	if e.leader.Load() {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.driver != nil
 }
 
 // NewLogHandler wraps next so that each record logged with the context of
@@ -99,7 +138,7 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	r = r.Clone()
 	if step {
-		r.AddAttrs(stepLogAttrs(info)...)
+		r.AddAttrs(info.attempt().LogAttrs()...)
 	}
 	if sc.IsValid() {
 		r.AddAttrs(slog.String(LogKeyTraceID, sc.TraceID().String()), slog.String(LogKeySpanID, sc.SpanID().String()))
