@@ -3,11 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
@@ -216,77 +214,4 @@ func (d *Driver) wait(ctx context.Context, id RunID) (*RunResult, error) {
 	}
 	err = res.Err()
 	return res, err
-}
-
-// fireTimers fires every durable timer that is due: sleeping tasks wake
-// and retrying tasks are queued for their next attempt. It returns how
-// many fired.
-func (e *Engine) fireTimers(ctx context.Context) (int, error) {
-	const batch = 1000
-	total := 0
-	for {
-		now := e.clock.Now()
-		fired, err := e.store.FireTimers(ctx, now, batch)
-		e.metrics.TimersFired(ctx, fired, now)
-		e.afterTimers(ctx, fired)
-		total += len(fired)
-		if err != nil {
-			return total, err
-		}
-		if len(fired) < batch {
-			return total, nil
-		}
-	}
-}
-
-// afterTimers does for the sleep steps FireTimers completed what
-// afterFinish does for results: it counts them and their finished runs,
-// and wakes whoever waits on those runs and the claim loop (children may
-// be queued).
-func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
-	completed := false
-	for _, t := range fired {
-		if !t.Completed {
-			continue
-		}
-		completed = true
-		if e.metrics != nil {
-			step := fmt.Sprintf("step %d", t.Key.Step)
-			if def, err := e.definition(ctx, t.Version); err == nil && t.Key.Step < len(def.graph.Steps) {
-				step = def.graph.Steps[t.Key.Step].Name
-			}
-			e.metrics.TaskEnded(ctx, t.Workflow, step, t.Tenant, telemetry.OutcomeCompleted)
-			if t.RunFinished {
-				e.metrics.RunFinished(ctx, t.Workflow, t.Tenant, telemetry.OutcomeCompleted)
-			}
-		}
-		if t.RunFinished {
-			e.runFinished(t.Key.Run)
-		}
-	}
-	if completed {
-		e.wake()
-	}
-}
-
-// recoverTasks re-queues (or fails, when out of attempts) running tasks
-// whose worker stopped heartbeating more than Config.StaleAfter ago.
-func (e *Engine) recoverTasks(ctx context.Context) (store.RecoverResult, error) {
-	const batch = 1000
-	var total store.RecoverResult
-	for {
-		now := e.clock.Now()
-		res, err := e.store.RecoverTasks(ctx, store.Recover{StaleBefore: now.Add(-e.cfg.StaleAfter), Limit: batch, Now: now})
-		total.Requeued = append(total.Requeued, res.Requeued...)
-		total.Failed = append(total.Failed, res.Failed...)
-		if err != nil {
-			return total, err
-		}
-		if n := len(res.Requeued) + len(res.Failed); n > 0 {
-			e.log.Info("recovered tasks of dead workers", "requeued", len(res.Requeued), "failed", len(res.Failed))
-		}
-		if len(res.Requeued)+len(res.Failed) < batch {
-			return total, nil
-		}
-	}
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -196,7 +195,7 @@ type Engine struct {
 	lifecycle   *lifecycle // set while started
 	driver      *Driver    // set while driven by hand
 	localWakeup chan struct{}
-	leader      atomic.Bool
+	leading     leaderServices
 	metrics     *telemetry.Metrics // nil without Config.MeterProvider
 	tracer      *telemetry.Tracer  // nil without Config.TracerProvider
 }
@@ -230,6 +229,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.metrics = m
+	e.leading = e.newLeaderServices()
 	return e, nil
 }
 
@@ -244,7 +244,7 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // IsLeader reports whether this engine currently holds leadership: it
 // fires durable timers and recovers the tasks of dead workers.
-func (e *Engine) IsLeader() bool { return e.leader.Load() }
+func (e *Engine) IsLeader() bool { return e.leading.elector.Leading() }
 
 // WorkerID is the name this engine claims tasks under.
 func (e *Engine) WorkerID() string { return e.cfg.WorkerID }

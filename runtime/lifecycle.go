@@ -99,7 +99,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	// second after the engine goes idle, or when it stops.
 	lc.p.stepIdle = time.Second
 	recorders := e.recorders()
-	lc.loops.Add(7 + recorders)
+	lc.loops.Add(4 + recorders)
 	go func() { defer lc.loops.Done(); defer close(lc.claimDone); e.claimLoop(loopCtx, lc) }()
 	var flushers sync.WaitGroup
 	flushers.Add(recorders)
@@ -108,11 +108,9 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	}
 	go func() { flushers.Wait(); close(lc.flushed) }()
 	go func() { defer lc.loops.Done(); e.heartbeatLoop(loopCtx, lc) }()
-	go func() { defer lc.loops.Done(); e.leaderLoop(loopCtx, lc) }()
-	go func() { defer lc.loops.Done(); e.listenLoop(notes, lc.p.timerSet) }()
-	go func() { defer lc.loops.Done(); e.maintainLoop(loopCtx) }()
-	go func() { defer lc.loops.Done(); e.retentionLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.scheduleLoop(loopCtx) }()
+	e.leading.start(loopCtx)
 	return lc, nil
 }
 
@@ -159,6 +157,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 	}
 	lc.cancel()
+	e.leading.stop()
 	lc.loops.Wait()
 	lc.p.stepCancel(ErrStopped)
 	if lc.gauges != nil {
@@ -362,114 +361,16 @@ func (e *Engine) heartbeatLoop(ctx context.Context, lc *lifecycle) {
 	}
 }
 
-// maintainInterval is how often the leader runs the store's housekeeping.
-const maintainInterval = 5 * time.Second
-
-// leaderLoop seeks leadership and, while leading, fires due timers and
-// recovers the tasks of dead workers.
-//
-// A leader recovers tasks only once it has led, with the store answering,
-// for StaleAfter: a worker is dead when it has not heartbeated for
-// StaleAfter while the database was up. After an outage no worker could
-// heartbeat, and all would look dead to a leader that did not give them
-// that long to say otherwise (two heartbeat intervals were not enough: a
-// worker's pool may take longer to reconnect, and its tasks then ran
-// twice).
-func (e *Engine) leaderLoop(ctx context.Context, lc *lifecycle) {
-	elector := e.store.Leadership(e.cfg.WorkerID)
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		e.leader.Store(false)
-		if err := elector.Resign(rctx); err != nil {
-			e.log.Error("resigning leadership", "error", err)
-		}
-	}()
-	leading := false
-	var steadySince, nextRecover time.Time
-	track := func(op string, err error) {
-		switch {
-		case err == nil:
-			e.faults.OK(op, e.clock.Now())
-		case ctx.Err() == nil:
-			e.faults.Failed(op, err, e.clock.Now())
-			steadySince = e.clock.Now()
-		}
-	}
-	for {
-		wait := e.cfg.TimerInterval
-		lead, err := elector.TryLead(ctx)
-		track("seeking leadership", err)
-		if lead != leading {
-			e.log.Info("leadership changed", "leader", lead)
-			leading = lead
-			e.leader.Store(lead)
-			steadySince = e.clock.Now()
-		}
-		if lead {
-			now := e.clock.Now()
-			_, err := e.fireTimers(ctx)
-			track("firing timers", err)
-			if now.Sub(steadySince) >= e.cfg.StaleAfter && !now.Before(nextRecover) {
-				_, err := e.recoverTasks(ctx)
-				track("recovering tasks", err)
-				nextRecover = now.Add(e.cfg.HeartbeatInterval)
-			}
-			next, ok, err := e.store.NextTimer(ctx)
-			track("reading the next timer", err)
-			if ok {
-				wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
-			}
-		}
-		t := e.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-lc.p.timerSet:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// maintainLoop runs the store's housekeeping while this engine leads, and
-// logs runs that make no progress. It is a loop of its own so that slow
-// housekeeping (a vacuum) never delays the timers the leader fires.
-func (e *Engine) maintainLoop(ctx context.Context) {
-	warned := false
-	var stuck stuckWatch
-	var nextMaintain time.Time
-	for clock.Sleep(ctx, e.clock, min(maintainInterval, e.stuckCheckInterval())) == nil {
-		if !e.leader.Load() {
-			continue
-		}
-		e.checkStuck(ctx, &stuck)
-		now := e.clock.Now()
-		if now.Before(nextMaintain) {
-			continue
-		}
-		nextMaintain = now.Add(maintainInterval)
-		if err := e.store.Maintain(ctx, now); err != nil && ctx.Err() == nil && !warned {
-			e.log.Warn("store maintenance failed; queue scans will slow down until autovacuum runs", "error", err)
-			warned = true
-		}
-	}
-}
-
 // listenLoop turns store notifications into local wake-ups: of the claim
-// loop, of the steps of a run that ended, and of the leader's timer loop
-// (timerSet).
-func (e *Engine) listenLoop(notes <-chan store.Notification, timerSet chan<- struct{}) {
+// loop, of the steps of a run that ended, and of the leader's timer
+// firer.
+func (e *Engine) listenLoop(notes <-chan store.Notification) {
 	for n := range notes {
 		switch n.Kind {
 		case store.TasksReady:
 			e.wake()
 		case store.TimerSet:
-			select {
-			case timerSet <- struct{}{}:
-			default:
-			}
+			e.leading.timers.Nudge()
 		case store.RunFinished:
 			e.claims.stopRun(n.Run, errRunEnded)
 			e.runFinished(n.Run)

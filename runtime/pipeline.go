@@ -51,9 +51,6 @@ type pipeline struct {
 	// abandon is closed when nobody will record results any more: a step
 	// that ends after that keeps its task owned, for Stop to hand back.
 	abandon chan struct{}
-	// timerSet is signalled when a recorded batch set a durable timer, so
-	// that the leader recomputes its wait.
-	timerSet chan struct{}
 	// idle passes a step to a step goroutine waiting for its next one
 	// (spawn); stepIdle is how long one waits before it exits (0: it
 	// exits at once).
@@ -99,7 +96,6 @@ func newPipeline(e *Engine, parent context.Context) *pipeline {
 		stepCtx:    stepCtx,
 		stepCancel: stepCancel,
 		abandon:    make(chan struct{}),
-		timerSet:   make(chan struct{}, 1),
 		stepEnded:  make(chan struct{}, 1),
 	}
 }
@@ -343,10 +339,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			e.faults.OK("recording task results", e.clock.Now())
 			e.afterFinish(batch.Results, res)
 			if len(r.Retries) > 0 || len(r.Sleeps) > 0 || len(r.Awaits) > 0 || len(r.Spawns) > 0 {
-				select {
-				case p.timerSet <- struct{}{}:
-				default:
-				}
+				e.leading.timers.Nudge() // the leader recomputes its wait
 			}
 			// The batch's slots go to the children handed off, then to
 			// tasks waiting for one, then back.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -200,102 +199,6 @@ func (e *Engine) purge(ctx context.Context, p store.Purge, goingOn func() bool) 
 		}
 		if err := clock.Sleep(ctx, e.clock, took); err != nil {
 			return total, err
-		}
-	}
-}
-
-// purgeExpired deletes, for each status not kept forever, the runs that
-// finished longer ago than Config.Retention keeps them, while this
-// engine leads, and logs what it deleted.
-func (e *Engine) purgeExpired(ctx context.Context) error {
-	began := e.clock.Now()
-	var deleted []any
-	total := 0
-	for _, st := range FinishedStatuses() {
-		age, ok := e.cfg.Retention.Age(st)
-		if !ok || !e.leader.Load() {
-			continue
-		}
-		n, err := e.purge(ctx, store.Purge{Status: st, FinishedBefore: e.clock.Now().Add(-age)}, e.leader.Load)
-		if n > 0 {
-			deleted = append(deleted, strings.ToLower(string(st)), n)
-			total += n
-		}
-		if err != nil {
-			e.logPurged(total, deleted, began)
-			return err
-		}
-	}
-	if age, ok := e.cfg.Retention.eventsAge(); ok && e.leader.Load() {
-		n, err := e.purgeEvents(ctx, e.clock.Now().Add(-age))
-		if n > 0 {
-			deleted = append(deleted, "events", n)
-		}
-		if err != nil {
-			e.logPurged(total, deleted, began)
-			return err
-		}
-	}
-	e.logPurged(total, deleted, began)
-	return nil
-}
-
-// purgeEvents deletes the events sent with a key before sentBefore, a
-// batch at a time, pausing after each full batch as purge does.
-func (e *Engine) purgeEvents(ctx context.Context, sentBefore time.Time) (int, error) {
-	total := 0
-	for e.leader.Load() {
-		began := e.clock.Now()
-		n, err := e.store.PurgeEvents(ctx, sentBefore, e.cfg.Retention.BatchSize)
-		if err != nil {
-			return total, fmt.Errorf("purging events: %w", err)
-		}
-		total += n
-		if n < e.cfg.Retention.BatchSize {
-			break
-		}
-		if err := clock.Sleep(ctx, e.clock, e.clock.Now().Sub(began)); err != nil {
-			return total, err
-		}
-	}
-	return total, nil
-}
-
-// logPurged logs a summary of a purge that deleted runs: how many of
-// each status, and how long it took.
-func (e *Engine) logPurged(total int, deleted []any, began time.Time) {
-	if len(deleted) == 0 {
-		return
-	}
-	args := append([]any{"runs", total}, deleted...)
-	e.log.Info("purged finished runs past their retention", append(args, "took", e.clock.Now().Sub(began))...)
-}
-
-// retentionLoop purges, every Retention.Interval while this engine
-// leads, the finished runs past their retention. A failure is logged
-// once (at Warn) until a purge works again; the next interval retries.
-// It is a loop of its own so that a long purge (a large backlog, a batch
-// at a time) delays neither the timers the leader fires nor its
-// housekeeping.
-func (e *Engine) retentionLoop(ctx context.Context) {
-	if !e.cfg.Retention.purges() {
-		return
-	}
-	failing := false
-	for clock.Sleep(ctx, e.clock, e.cfg.Retention.Interval) == nil {
-		if !e.leader.Load() {
-			continue
-		}
-		err := e.purgeExpired(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil && !failing:
-			failing = true
-			e.log.Warn("purging finished runs failed; retrying every interval", "error", err, "interval", e.cfg.Retention.Interval)
-		case err == nil && failing:
-			failing = false
-			e.log.Info("purging finished runs works again")
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 // call: all of them, or none. keys[i], when keys is not nil, is the
 // idempotency key of inputs[i]; the caller has checked that keys are
 // distinct. With tracing, the trigger's span context is stored with the
-// runs (see tracing.go).
+// runs (see internal/telemetry/tracing.go).
 func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) (refs []RunRef, err error) {
 	ctx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, len(inputs))
 	if span != nil {

@@ -2,9 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -70,51 +67,4 @@ func (e *Engine) StuckRuns(ctx context.Context) ([]StuckRun, error) {
 		out[i].Tasks = append(out[i].Tasks, t)
 	}
 	return out, nil
-}
-
-// stuckWatch logs stuck runs for the leader: each run at most once per
-// StuckAfter, so that a run that stays stuck is reminded of, not spammed.
-type stuckWatch struct {
-	next   time.Time
-	logged map[RunID]time.Time
-}
-
-// stuckCheckInterval is how often the leader looks for stuck runs.
-func (e *Engine) stuckCheckInterval() time.Duration {
-	return min(max(e.cfg.StuckAfter/2, time.Second), time.Minute)
-}
-
-func (e *Engine) checkStuck(ctx context.Context, w *stuckWatch) {
-	now := e.clock.Now()
-	if e.cfg.StuckAfter <= 0 || now.Before(w.next) {
-		return
-	}
-	w.next = now.Add(e.stuckCheckInterval())
-	runs, err := e.StuckRuns(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.faults.Failed("looking for stuck runs", err, now)
-		}
-		return
-	}
-	e.faults.OK("looking for stuck runs", now)
-	seen := make(map[RunID]time.Time, len(runs))
-	for _, r := range runs {
-		last, ok := w.logged[r.ID]
-		if ok && now.Sub(last) < e.cfg.StuckAfter {
-			seen[r.ID] = last
-			continue
-		}
-		seen[r.ID] = now
-		parts := make([]string, len(r.Tasks))
-		for i, t := range r.Tasks {
-			parts[i] = fmt.Sprintf("%s %s since %s", t.Step, t.Status, t.Since.UTC().Format(time.RFC3339))
-			if t.Worker != "" {
-				parts[i] += " on worker " + t.Worker
-			}
-		}
-		e.log.Warn("run making no progress", LogKeyRunID, r.ID.String(), LogKeyWorkflow, r.Workflow, LogKeyTenant, r.Tenant,
-			"for", now.Sub(r.Tasks[0].Since).Round(time.Second), "tasks", strings.Join(parts, "; "))
-	}
-	w.logged = seen
 }

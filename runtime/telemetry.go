@@ -93,7 +93,7 @@ func (e *Engine) observeGauges() (metric.Registration, error) {
 // the store: it leads, or a Driver runs it (a test's engine, which does
 // the leader's work itself).
 func (e *Engine) reportsCluster() bool {
-	if e.leader.Load() {
+	if e.IsLeader() {
 		return true
 	}
 	e.mu.Lock()
