@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/schema/condition"
 )
@@ -100,7 +101,7 @@ func (e *Engine) childDefinition(def *Definition, step *dag.Step) (*Definition, 
 // step, with the given input (refused, for good, when the child's input
 // schema refuses it).
 func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, input json.RawMessage, now time.Time) (store.Spawn, error) {
-	sp := store.Spawn{Attempt: attemptOf(c)}
+	sp := store.Spawn{Attempt: executor.AttemptOf(c)}
 	child, err := e.childDefinition(def, step)
 	if err != nil {
 		return sp, err
@@ -146,7 +147,7 @@ func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defin
 // attempt failed), or is still running past the step's timeout (it is
 // cancelled, and the attempt timed out).
 func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Results, error) {
-	a := attemptOf(c)
+	a := executor.AttemptOf(c)
 	runs, err := e.store.ChildRuns(ctx, c.Key)
 	if err != nil {
 		return store.Results{}, err

@@ -3,10 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
-	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 )
 
 // Driver runs an engine by hand instead of Start: nothing happens until
@@ -23,9 +22,8 @@ import (
 // that can run at the clock's current time and return the runs' states,
 // with ErrStillRunning when a run waits on time.
 type Driver struct {
-	e  *Engine
-	p  *pipeline
-	mu sync.Mutex // one drive at a time
+	e    *Engine
+	hand *executor.Hand
 }
 
 // NewDriver makes d the driver of e, which must not be started; an engine
@@ -44,7 +42,7 @@ func NewDriver(e *Engine) (*Driver, error) {
 	if _, err := e.observeGauges(); err != nil {
 		return nil, err
 	}
-	d := &Driver{e: e, p: newPipeline(e, context.Background())}
+	d := &Driver{e: e, hand: e.exec.NewHand()}
 	e.driver = d
 	return d, nil
 }
@@ -63,136 +61,15 @@ func (d *Driver) Engine() *Engine { return d.e }
 // that falls due as the clock is moved fires, and tasks that become ready
 // run.
 func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, p := d.e, d.p
-	total := 0
-	var carry store.Results // what the last hand-offs produced without running code
-	// While steps block, the store's notifications are followed as a
-	// started engine follows them (see blocked).
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var notes <-chan store.Notification
-	if _, err := e.fireSchedules(ctx); err != nil {
-		return total, err
-	}
-	for {
-		fired, err := e.fireTimers(ctx)
-		if err != nil {
-			return total, err
-		}
-		started, claimed := 0, 0
-		if free := p.takeSlots(e.cfg.ClaimBatch); free > 0 {
-			started, claimed, err = p.claimAndRun(ctx, free)
-			total += claimed
-			if err != nil {
-				return total, err
-			}
-		}
-		// Steps hand over their result before they stop counting as
-		// running: once none runs, every result is in the pipeline.
-		running := p.running.Load()
-		batch := outcome{Results: carry}
-		carry = store.Results{}
-		p.drain(&batch, maxFlush)
-		if batch.Len() == 0 && fired == 0 && claimed == 0 && started == 0 {
-			if running == 0 {
-				return total, nil
-			}
-			// Only running steps can make progress, or time moved by
-			// another goroutine, or another goroutine's doing: wait for
-			// one of them.
-			if notes == nil {
-				if notes, err = d.follow(ctx); err != nil {
-					return total, err
-				}
-			}
-			r, err := d.blocked(ctx, notes)
-			if err != nil {
-				return total, err
-			}
-			if r != nil {
-				batch.add(*r)
-				p.drain(&batch, maxFlush)
-			}
-		}
-		if batch.Len() > 0 {
-			carry = p.record(ctx, batch)
-			if err := ctx.Err(); err != nil {
-				return total, err
-			}
-		}
-	}
-}
-
-// follow starts following the store's notifications for the rest of a
-// drive, and stops the steps of runs that ended before it did.
-func (d *Driver) follow(ctx context.Context) (<-chan store.Notification, error) {
 	e := d.e
-	notes, err := e.store.Listen(ctx)
-	if err != nil {
-		return nil, err
-	}
-	runs := e.claims.heldRuns()
-	if len(runs) == 0 {
-		return notes, nil
-	}
-	statuses, err := e.store.RunStatuses(ctx, runs)
-	if err != nil {
-		return nil, err
-	}
-	for id, status := range statuses {
-		if status.Terminal() {
-			e.claims.stopRun(id, errRunEnded)
-		}
-	}
-	return notes, nil
-}
-
-// blocked waits, while steps run, for what can make progress: a step
-// ending (its result, when it has one), the clock reaching the next
-// durable timer or cron tick (another goroutine moved it), or a store
-// notification. A run that ended stops its steps, as on a started engine,
-// whatever ended it: a failure, a cancellation, or a cascade from
-// another run (a map item's run when another item fails for good, a child
-// run when its parent is cancelled). It returns with nothing to record
-// when the caller should look for work again.
-func (d *Driver) blocked(ctx context.Context, notes <-chan store.Notification) (*outcome, error) {
-	e, p := d.e, d.p
-	next, ok, err := e.store.NextTimer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if tick, due := d.NextScheduleTick(); due && (!ok || tick.Before(next)) {
-		next, ok = tick, true
-	}
-	var due <-chan time.Time
-	if ok {
-		wait := next.Sub(e.clock.Now())
-		if wait <= 0 {
-			_, err := e.fireSchedules(ctx) // timers fire as the caller goes on
-			return nil, err
-		}
-		t := e.clock.NewTimer(wait)
-		defer t.Stop()
-		due = t.C()
-	}
-	select {
-	case r := <-p.results:
-		return &r, nil
-	case <-p.stepEnded:
-	case <-due:
-		_, err := e.fireSchedules(ctx)
-		return nil, err
-	case n := <-notes:
-		if n.Kind == store.RunFinished {
-			e.claims.stopRun(n.Run, errRunEnded)
-			e.runFinished(n.Run)
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return nil, nil
+	return d.hand.RunUntilIdle(ctx, executor.Drive{
+		FireTimers: e.fireTimers,
+		FireSchedules: func(ctx context.Context) error {
+			_, err := e.fireSchedules(ctx)
+			return err
+		},
+		NextTick: d.NextScheduleTick,
+	})
 }
 
 // NextScheduleTick returns when the next tick of a cron schedule of a

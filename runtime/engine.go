@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -179,25 +180,24 @@ type Engine struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	mu          sync.Mutex
-	defs        map[string]*Definition   // by version
-	registered  map[string]*registration // by workflow name
-	names       []string                 // registered workflow names, sorted
-	known       map[string]*Definition   // by workflow name: the latest registered or compiled with Workflow, the runs child workflow steps start
-	saved       map[string]bool          // versions known to be in the store
-	ticks       map[string]time.Time     // latest schedule tick known started, by workflow/schedule
-	api         apiSchedules             // the stored schedules of the registered workflows
-	watches     map[RunID][]*watch       // callers of Wait and WaitMany, by run
-	claims      claims
-	faults      *telemetry.Faults
-	started     bool
-	stopping    bool
-	lifecycle   *lifecycle // set while started
-	driver      *Driver    // set while driven by hand
-	localWakeup chan struct{}
-	leading     leaderServices
-	metrics     *telemetry.Metrics // nil without Config.MeterProvider
-	tracer      *telemetry.Tracer  // nil without Config.TracerProvider
+	mu         sync.Mutex
+	defs       map[string]*Definition   // by version
+	registered map[string]*registration // by workflow name
+	names      []string                 // registered workflow names, sorted
+	known      map[string]*Definition   // by workflow name: the latest registered or compiled with Workflow, the runs child workflow steps start
+	saved      map[string]bool          // versions known to be in the store
+	ticks      map[string]time.Time     // latest schedule tick known started, by workflow/schedule
+	api        apiSchedules             // the stored schedules of the registered workflows
+	watches    map[RunID][]*watch       // callers of Wait and WaitMany, by run
+	faults     *telemetry.Faults
+	started    bool
+	stopping   bool
+	lifecycle  *lifecycle         // set while started
+	driver     *Driver            // set while driven by hand
+	exec       *executor.Executor // claims, runs and records tasks
+	leading    leaderServices     // leadership and the leader's services
+	metrics    *telemetry.Metrics // nil without Config.MeterProvider
+	tracer     *telemetry.Tracer  // nil without Config.TracerProvider
 }
 
 type registration struct {
@@ -213,15 +213,13 @@ func New(cfg Config) (*Engine, error) {
 	log := cfg.Logger.With("worker", cfg.WorkerID)
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log, ticks: map[string]time.Time{},
-		defs:        map[string]*Definition{},
-		registered:  map[string]*registration{},
-		known:       map[string]*Definition{},
-		saved:       map[string]bool{},
-		watches:     map[RunID][]*watch{},
-		claims:      newClaims(),
-		faults:      telemetry.NewFaults(log),
-		tracer:      telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
-		localWakeup: make(chan struct{}, 1),
+		defs:       map[string]*Definition{},
+		registered: map[string]*registration{},
+		known:      map[string]*Definition{},
+		saved:      map[string]bool{},
+		watches:    map[RunID][]*watch{},
+		faults:     telemetry.NewFaults(log),
+		tracer:     telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
 	e.api.changed = make(chan struct{}, 1)
 	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
@@ -230,6 +228,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.metrics = m
 	e.leading = e.newLeaderServices()
+	e.exec = executor.New(executor.Config{
+		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch,
+		BatchWindow: cfg.BatchWindow, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
+		TenantConcurrency: cfg.TenantConcurrency, DisableHandOff: cfg.DisableHandOff, Stopped: ErrStopped,
+		Planner: planner{e}, RunEnded: e.runFinished, TimerSet: e.leading.timers.Nudge,
+		Store: cfg.Store, Clock: cfg.Clock, Log: log, Metrics: e.metrics, Faults: e.faults,
+	})
 	return e, nil
 }
 
@@ -417,9 +422,4 @@ func (e *Engine) workflowNames() []string {
 }
 
 // wake nudges the claim loop (if running) to look for work now.
-func (e *Engine) wake() {
-	select {
-	case e.localWakeup <- struct{}{}:
-	default:
-	}
-}
+func (e *Engine) wake() { e.exec.Wake() }

@@ -7,25 +7,46 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
-// Causes with which a running step's context is cancelled when its result
-// is no longer wanted; the result is then dropped, not recorded.
-var (
-	errRunEnded = errors.New("the run ended (it failed elsewhere or was cancelled)")
-	errTaskLost = errors.New("this worker no longer owns the task")
-)
+// planner is the engine's side of the executor (executor.Planner): what
+// a claimed task means, and its step's code.
+type planner struct{ e *Engine }
 
-// job is a claimed task whose code is to run.
+// Workflows implements executor.Planner.
+func (p planner) Workflows() []string { return p.e.workflowNames() }
+
+// Plan implements executor.Planner.
+func (p planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
+	jobs, results, err := p.e.plan(ctx, claimed, claimedAt)
+	out := make([]executor.Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = j
+	}
+	return out, results, err
+}
+
+// StepName implements executor.Planner.
+func (p planner) StepName(version string, step int) (string, bool) {
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	if def, ok := p.e.defs[version]; ok && step < len(def.graph.Steps) {
+		return def.graph.Steps[step].Name, true
+	}
+	return "", false
+}
+
+// job is a claimed task whose code is to run (an executor.Job).
 type job struct {
+	e       *Engine
 	claim   store.ClaimedTask
 	def     *Definition
 	step    *dag.Step
@@ -46,7 +67,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 	var start []store.Attempt
 	m := e.metrics
 	for _, c := range claimed {
-		a := attemptOf(c)
+		a := executor.AttemptOf(c)
 		if c.Refused != "" {
 			// Quarantined: its data made the store's claim fail.
 			e.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
@@ -86,7 +107,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			if err != nil {
 				return nil, store.Results{}, err // transient: the claims will be recovered
 			}
-			merge(&results, res)
+			executor.Merge(&results, res)
 			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, outcomeOf(res))
 			continue
 		case c.Woken:
@@ -94,7 +115,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeCompleted)
 			continue
 		case step.Kind == store.KindOnFailure:
-			jobs = append(jobs, &job{claim: c, def: def, step: step, planned: now})
+			jobs = append(jobs, &job{e: e, claim: c, def: def, step: step, planned: now})
 			if !c.Plain {
 				start = append(start, a)
 			}
@@ -151,7 +172,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			results.Awaits = append(results.Awaits, aw)
 			continue
 		}
-		jobs = append(jobs, &job{claim: c, def: def, step: step, parents: completed, planned: now})
+		jobs = append(jobs, &job{e: e, claim: c, def: def, step: step, parents: completed, planned: now})
 		if !c.Plain {
 			start = append(start, a)
 		}
@@ -164,11 +185,11 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			var refused map[store.Attempt]error
 			refused, err = e.startEach(ctx, start, now)
 			jobs = slices.DeleteFunc(jobs, func(j *job) bool {
-				cause, bad := refused[attemptOf(j.claim)]
+				cause, bad := refused[executor.AttemptOf(j.claim)]
 				if bad {
-					e.attemptLog(attemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
-					results.Failures = append(results.Failures, store.Failure{Attempt: attemptOf(j.claim),
-						Error: "the store refused to record the task's start: " + cleanText(cause.Error())})
+					e.attemptLog(executor.AttemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
+					results.Failures = append(results.Failures, store.Failure{Attempt: executor.AttemptOf(j.claim),
+						Error: "the store refused to record the task's start: " + executor.CleanText(cause.Error())})
 					m.Quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
 					m.TaskEnded(ctx, j.claim.Workflow, j.step.Name, j.claim.Tenant, telemetry.OutcomeFailed)
 				}
@@ -196,10 +217,6 @@ func (e *Engine) startEach(ctx context.Context, start []store.Attempt, now time.
 		}
 	}
 	return refused, nil
-}
-
-func attemptOf(c store.ClaimedTask) store.Attempt {
-	return store.Attempt{Key: c.Key, Attempt: c.Attempt}
 }
 
 // parentState returns the outputs of a claimed task's completed parents by
@@ -238,17 +255,18 @@ func (e *Engine) evalSkip(ctx context.Context, def *Definition, step *dag.Step, 
 	return false, "", nil
 }
 
-// execute runs a job's code and turns what it returned into a result. ok
-// is false when the result must be dropped: the run ended or the task was
-// taken over (the task is then forgotten), or the engine gave up waiting
-// for it on shutdown (the task stays owned, for Stop to hand back).
-func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok bool) {
-	c := j.claim
-	stepCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	e.claims.started(c, j.step.Kind == store.KindOnFailure, cancel)
-	defer e.claims.ended(c)
+// Task implements executor.Job.
+func (j *job) Task() store.ClaimedTask { return j.claim }
 
+// FailureHandler implements executor.Job.
+func (j *job) FailureHandler() bool { return j.step.Kind == store.KindOnFailure }
+
+// Run implements executor.Job: it runs the job's code in stepCtx and
+// turns what it returned into a result. ok is false when the result must
+// be dropped: the run ended, the task was taken over, or the engine gave
+// up waiting for it on shutdown.
+func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
+	e, c := j.e, j.claim
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name,
 		Attempt: c.Attempt, Retries: c.Attempt - c.PriorAttempts - 1}
 	runCtx := withInfo(stepCtx, info)
@@ -264,13 +282,10 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		began = e.clock.Now()
 	}
 	out, err := e.call(runCtx, j, info)
-	a := attemptOf(c)
+	a := executor.AttemptOf(c)
 	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		e.taskLog(info).Info("dropping step result", "reason", cause)
 		span.End(telemetry.OutcomeDropped, cause, e.clock.Now())
-		if !errors.Is(cause, ErrStopped) {
-			e.claims.release(a)
-		}
 		return store.Results{}, false
 	}
 	now := e.clock.Now()
@@ -317,7 +332,7 @@ func (e *Engine) execute(ctx context.Context, j *job) (res store.Results, ok boo
 		}
 	}
 	timedOut := runCtx.Err() != nil && errors.Is(context.Cause(runCtx), context.DeadlineExceeded)
-	msg := e.cfg.SizeLimits.clipError(cleanText(err.Error()))
+	msg := e.cfg.SizeLimits.clipError(executor.CleanText(err.Error()))
 	if timedOut {
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}
@@ -360,11 +375,6 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo) (out json.RawM
 	return fn(ctx, &StepRequest{Info: info, Input: j.claim.Input, Parents: j.parents})
 }
 
-// cleanText makes an error text storable: valid UTF-8 without NUL bytes.
-func cleanText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
-}
-
 // outcomeOf is the outcome a batch of one task's results reports.
 func outcomeOf(r store.Results) string {
 	switch {
@@ -376,17 +386,4 @@ func outcomeOf(r store.Results) string {
 		return telemetry.OutcomeSkipped
 	}
 	return telemetry.OutcomeCompleted
-}
-
-// merge appends the results of b to a.
-func merge(a *store.Results, b store.Results) {
-	a.Completions = append(a.Completions, b.Completions...)
-	a.Retries = append(a.Retries, b.Retries...)
-	a.Failures = append(a.Failures, b.Failures...)
-	a.Sleeps = append(a.Sleeps, b.Sleeps...)
-	a.Spawns = append(a.Spawns, b.Spawns...)
-	a.Awaits = append(a.Awaits, b.Awaits...)
-	if b.Now.After(a.Now) {
-		a.Now = b.Now
-	}
 }

@@ -39,27 +39,3 @@ func retryTransient(ctx context.Context, c clock.Clock, op func() error) error {
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
-
-// handBack gives tasks this engine will not go on with back to the queue:
-// it forgets their attempts, then releases them in the store; count says
-// whether the attempts count against the steps' retries (their code ran).
-// When the store cannot be reached, the next reconciliations (see
-// claims.reconcile) find the tasks leased but not owned and release them
-// then, without counting.
-func (e *Engine) handBack(ctx context.Context, tasks []store.Attempt, reason string, count bool) {
-	if len(tasks) == 0 {
-		return
-	}
-	e.claims.release(tasks...)
-	res, err := e.store.ReleaseTasks(ctx, store.Release{
-		Worker: e.cfg.WorkerID, Attempts: tasks, Reason: reason, Count: count, Now: e.clock.Now(),
-	})
-	if err != nil {
-		e.log.Warn("handing tasks back failed; reconciliation will retry", "tasks", len(tasks), "reason", reason, "error", err)
-		return
-	}
-	if n := len(res.Requeued) + len(res.Failed); n > 0 {
-		e.log.Info("handed tasks back", "requeued", len(res.Requeued), "failed", len(res.Failed), "reason", reason)
-		e.wake()
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/schema/condition"
 	"github.com/effectivelabs/trellis/schema/spec"
@@ -69,7 +70,7 @@ func (d *Definition) itemDefinitions() []*Definition {
 // except for items a run already completed in an earlier attempt (the
 // task was recovered, or its run retried), whose outputs are kept.
 func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, parents map[string]json.RawMessage) (store.Spawn, error) {
-	sp := store.Spawn{Attempt: attemptOf(c)}
+	sp := store.Spawn{Attempt: executor.AttemptOf(c)}
 	env, _ := def.conditions(step.Index)
 	vars, err := env.Bind(c.Input, parents)
 	if err != nil {
@@ -150,7 +151,7 @@ func (d *Definition) itemTask(ctx context.Context, step *dag.Step, c store.Claim
 // items' outputs, in item order, once every item completed; it fails
 // when an item ended otherwise.
 func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
-	a := attemptOf(c)
+	a := executor.AttemptOf(c)
 	runs, err := e.store.ChildRuns(ctx, c.Key)
 	if err != nil {
 		return store.Results{}, err

@@ -264,7 +264,7 @@ func (e *Engine) CancelRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
 	out := make([]RunID, len(cancelled))
 	for i, r := range cancelled {
 		out[i] = r.ID
-		e.claims.stopRun(r.ID, errRunEnded)
+		e.exec.StopRun(r.ID)
 		e.runFinished(r.ID)
 		if e.metrics != nil {
 			e.metrics.RunFinished(ctx, r.Workflow, r.Tenant, telemetry.OutcomeCancelled)

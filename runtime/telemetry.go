@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/metric"
@@ -45,19 +44,7 @@ func (e *Engine) taskLog(info StepInfo) *slog.Logger {
 
 // attemptLog returns the engine's logger with the attributes of an owned
 // attempt, as far as the engine knows them.
-func (e *Engine) attemptLog(a store.Attempt) *slog.Logger {
-	cl, ok := e.claims.about(a)
-	if !ok {
-		return e.log.With(LogKeyRunID, a.Key.Run.String(), LogKeyStep, fmt.Sprintf("step %d", a.Key.Step))
-	}
-	info := StepInfo{RunID: a.Key.Run, Workflow: cl.workflow, Tenant: cl.tenant, Step: fmt.Sprintf("step %d", a.Key.Step), Attempt: a.Attempt}
-	e.mu.Lock()
-	if def, ok := e.defs[cl.version]; ok && a.Key.Step < len(def.graph.Steps) {
-		info.Step = def.graph.Steps[a.Key.Step].Name
-	}
-	e.mu.Unlock()
-	return e.taskLog(info)
-}
+func (e *Engine) attemptLog(a store.Attempt) *slog.Logger { return e.exec.AttemptLog(a) }
 
 // startTrigger starts the span of a trigger (see telemetry.Tracer).
 func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {

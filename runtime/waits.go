@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/schema/condition"
 )
@@ -73,7 +74,7 @@ func (d *Definition) waitKey(i int) *condition.KeyExpr {
 // keyed when its step declares a key, until its timeout.
 func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Await, error) {
 	w := def.spec.Steps[step.Index].WaitFor
-	a := store.Await{Attempt: attemptOf(c), Event: w.Event}
+	a := store.Await{Attempt: executor.AttemptOf(c), Event: w.Event}
 	if x := def.waitKey(step.Index); x != nil {
 		key, err := x.Eval(ctx, c.Input)
 		if err != nil {
@@ -91,7 +92,7 @@ func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition
 // the store keeps as the task's output, or, when none came before the
 // timeout, skipped or failed as the step says.
 func (e *Engine) collectWait(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
-	a := attemptOf(c)
+	a := executor.AttemptOf(c)
 	tasks, err := e.store.ListTasks(ctx, c.Key.Run)
 	if err != nil {
 		return store.Results{}, err

@@ -1,4 +1,4 @@
-package runtime
+package executor
 
 import (
 	"reflect"
@@ -41,7 +41,7 @@ func TestEveryResultKindIsHandled(t *testing.T) {
 		t.Errorf("split makes %d batches, want %d", n, kinds)
 	}
 	var merged store.Results
-	merge(&merged, r)
+	Merge(&merged, r)
 	if merged.Len() != kinds {
 		t.Errorf("merge kept %d, want %d", merged.Len(), kinds)
 	}

@@ -1,9 +1,11 @@
-package runtime
+package executor
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -26,7 +28,7 @@ type claims struct {
 	// runs counts the claims of each run in byKey, so that stopping a
 	// run's steps looks at no other claim (see stopRun; every finished
 	// run anywhere asks).
-	runs map[RunID]int
+	runs map[uuid.UUID]int
 	// claiming holds the time of each claim under way (sent to the store,
 	// its tasks not yet owned), by token: their tasks may already be
 	// leased without being owned, and must not be taken for orphans.
@@ -41,7 +43,7 @@ type claims struct {
 
 type claim struct {
 	attempt int
-	run     RunID
+	run     uuid.UUID
 	// The run's facts, for logs and metrics about the task.
 	workflow, version, tenant string
 	// cancel stops the step's code while it runs; nil before and after.
@@ -58,7 +60,7 @@ type claim struct {
 }
 
 func newClaims() claims {
-	return claims{byKey: map[store.TaskKey]*claim{}, runs: map[RunID]int{}, claiming: map[int]time.Time{}}
+	return claims{byKey: map[store.TaskKey]*claim{}, runs: map[uuid.UUID]int{}, claiming: map[int]time.Time{}}
 }
 
 // put owns cl for key, in place of any claim of it; the caller holds mu.
@@ -178,7 +180,7 @@ func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
 // stopRun cancels the running steps of a run (but not its failure
 // handler), and marks its other tasks so that those waiting for a slot
 // are not started.
-func (c *claims) stopRun(run RunID, cause error) {
+func (c *claims) stopRun(run uuid.UUID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs[run] == 0 {
@@ -210,10 +212,10 @@ func (c *claims) stop(attempts []store.Attempt, cause error) int {
 }
 
 // heldRuns lists the runs this engine holds tasks of.
-func (c *claims) heldRuns() []RunID {
+func (c *claims) heldRuns() []uuid.UUID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]RunID, 0, len(c.runs))
+	out := make([]uuid.UUID, 0, len(c.runs))
 	for id, n := range c.runs {
 		if n > 0 {
 			out = append(out, id)

@@ -1,4 +1,4 @@
-package runtime
+package executor
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // pipeline is the one path every task takes through an engine: claimed,
 // planned, executed, recorded. A started engine runs it from its loops
-// (lifecycle.go); a Driver runs it by hand (driver.go). Both record
+// (loops.go); a Driver runs it by hand (hand.go). Both record
 // results through record, so tests exercise the production path,
 // refused-data fallback included.
 //
@@ -31,7 +33,7 @@ import (
 // they take ahead of claims; one that waits handOffWait goes back to the
 // queue, where any worker may take it.
 type pipeline struct {
-	e       *Engine
+	x       *Executor
 	slots   chan struct{}  // one token per task claimed and not yet recorded
 	results chan outcome   // from steps and the planner to the recorder
 	steps   sync.WaitGroup // running steps
@@ -86,12 +88,12 @@ func (p *pipeline) stop() {
 	p.stopped = true
 }
 
-func newPipeline(e *Engine, parent context.Context) *pipeline {
+func newPipeline(x *Executor, parent context.Context) *pipeline {
 	stepCtx, stepCancel := context.WithCancelCause(context.WithoutCancel(parent))
 	return &pipeline{
-		e:          e,
-		slots:      make(chan struct{}, e.cfg.Concurrency),
-		results:    make(chan outcome, 2*e.cfg.Concurrency),
+		x:          x,
+		slots:      make(chan struct{}, x.cfg.Concurrency),
+		results:    make(chan outcome, 2*x.cfg.Concurrency),
 		idle:       make(chan func()),
 		stepCtx:    stepCtx,
 		stepCancel: stepCancel,
@@ -130,7 +132,7 @@ type outcome struct {
 
 // add merges o's results and slots into b.
 func (b *outcome) add(o outcome) {
-	merge(&b.Results, o.Results)
+	Merge(&b.Results, o.Results)
 	b.slots += o.slots
 }
 
@@ -141,7 +143,7 @@ func (b *outcome) add(o outcome) {
 // not used by a step are released. It returns how many waiting tasks it
 // started and how many it claimed.
 func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed int, err error) {
-	e := p.e
+	x := p.x
 	started, immediate := p.startWaiting(ctx, free)
 	defer func() {
 		if immediate.Len() > 0 {
@@ -151,20 +153,20 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed 
 	if free -= started; free == 0 {
 		return started, 0, nil
 	}
-	names := e.workflowNames()
+	names := x.cfg.Planner.Workflows()
 	if len(names) == 0 {
 		// Without code for any workflow there is nothing to claim: this
 		// engine only triggers runs.
 		p.releaseSlots(free)
 		return started, 0, nil
 	}
-	tasks, claimedAt, err := e.claim(ctx, names, free)
+	tasks, claimedAt, err := x.claim(ctx, names, free)
 	if err != nil {
 		p.releaseSlots(free)
 		return started, 0, err
 	}
 	res, err := p.run(ctx, tasks, claimedAt, free)
-	merge(&immediate, res)
+	Merge(&immediate, res)
 	return started, len(tasks), err
 }
 
@@ -174,17 +176,17 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed 
 // results known without running code, which the caller passes on to be
 // recorded.
 func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.Time, free int) (store.Results, error) {
-	e := p.e
+	x := p.x
 	p.startMu.Lock()
 	defer p.startMu.Unlock()
 	if p.stopped {
-		e.handBack(ctx, attemptsOf(tasks), fmt.Sprintf("worker %s is stopping", e.cfg.WorkerID), false)
+		x.handBack(ctx, attemptsOf(tasks), fmt.Sprintf("worker %s is stopping", x.cfg.Worker), false)
 		p.releaseSlots(free)
 		return store.Results{}, nil
 	}
-	jobs, immediate, err := e.plan(ctx, tasks, at)
+	jobs, immediate, err := x.cfg.Planner.Plan(ctx, tasks, at)
 	if err != nil {
-		e.handBack(ctx, attemptsOf(tasks), "the worker could not start the task: "+cleanText(err.Error()), false)
+		x.handBack(ctx, attemptsOf(tasks), "the worker could not start the task: "+CleanText(err.Error()), false)
 		p.releaseSlots(free)
 		return store.Results{}, err
 	}
@@ -209,7 +211,7 @@ func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.T
 				}
 				p.steps.Done()
 			}()
-			res, ok := e.execute(p.stepCtx, j)
+			res, ok := x.execute(p.stepCtx, j)
 			p.inCode.Add(-1)
 			if !ok {
 				return
@@ -263,26 +265,18 @@ func (p *pipeline) stepLoop(step func()) {
 // claim claims up to limit ready tasks of the named workflows and owns
 // them, and returns the time the claim was stamped with. While the claim
 // is under way, reconciliation leaves its tasks be.
-func (e *Engine) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, time.Time, error) {
-	now := e.clock.Now()
-	token := e.claims.begin(now)
-	claimed, err := e.store.ClaimTasks(ctx, store.Claim{
-		Worker: e.cfg.WorkerID, Workflows: workflows, Limit: limit,
-		TenantLimit: e.cfg.TenantConcurrency, Now: now,
+func (x *Executor) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, time.Time, error) {
+	now := x.cfg.Clock.Now()
+	token := x.claims.begin(now)
+	claimed, err := x.cfg.Store.ClaimTasks(ctx, store.Claim{
+		Worker: x.cfg.Worker, Workflows: workflows, Limit: limit,
+		TenantLimit: x.cfg.TenantConcurrency, Now: now,
 	})
-	e.claims.end(token, claimed)
-	if e.metrics != nil && err == nil {
-		e.metrics.Claimed(ctx, e.clock.Now().Sub(now), len(claimed))
+	x.claims.end(token, claimed)
+	if err == nil {
+		x.cfg.Metrics.Claimed(ctx, x.cfg.Clock.Now().Sub(now), len(claimed))
 	}
 	return claimed, now, err
-}
-
-func attemptsOf(tasks []store.ClaimedTask) []store.Attempt {
-	out := make([]store.Attempt, len(tasks))
-	for i, t := range tasks {
-		out[i] = attemptOf(t)
-	}
-	return out
 }
 
 // drain adds the results waiting in the pipeline to batch, up to max.
@@ -309,7 +303,7 @@ func (p *pipeline) drain(batch *outcome, max int) {
 // It returns the results of those known without running code, to be
 // recorded next.
 func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
-	e := p.e
+	x := p.x
 	backoff := 100 * time.Millisecond
 	p.expireWaiting(ctx)
 	wait := 0
@@ -325,21 +319,21 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: e.cfg.WorkerID, Workflows: e.workflowNames(), Limit: n + wait}
+			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Workflows: x.cfg.Planner.Workflows(), Limit: n + wait}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
-			token = e.claims.begin(r.Now)
+			token = x.claims.begin(r.Now)
 		}
-		at := e.clock.Now()
-		res, err := e.store.Finish(ctx, r)
+		at := x.cfg.Clock.Now()
+		res, err := x.cfg.Store.Finish(ctx, r)
 		if r.HandOff.Limit > 0 {
-			e.claims.end(token, res.HandedOff)
+			x.claims.end(token, res.HandedOff)
 		}
 		if err == nil {
-			e.faults.OK("recording task results", e.clock.Now())
-			e.afterFinish(batch.Results, res)
+			x.cfg.Faults.OK("recording task results", x.cfg.Clock.Now())
+			x.afterFinish(batch.Results, res)
 			if len(r.Retries) > 0 || len(r.Sleeps) > 0 || len(r.Awaits) > 0 || len(r.Spawns) > 0 {
-				e.leading.timers.Nudge() // the leader recomputes its wait
+				x.cfg.TimerSet() // the leader recomputes its wait
 			}
 			// The batch's slots go to the children handed off, then to
 			// tasks waiting for one, then back.
@@ -351,12 +345,12 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			if len(res.HandedOff) == 0 {
 				return immediate
 			}
-			e.metrics.HandedOff(ctx, len(res.HandedOff))
+			x.cfg.Metrics.HandedOff(ctx, len(res.HandedOff))
 			started, err := p.run(ctx, slotted, at, len(slotted))
 			if err != nil {
-				e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(slotted), "error", err)
+				x.cfg.Log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(slotted), "error", err)
 			}
-			merge(&immediate, started)
+			Merge(&immediate, started)
 			return immediate
 		}
 		if errors.Is(err, store.ErrInvalidData) {
@@ -368,8 +362,8 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			p.releaseSlots(batch.slots)
 			return store.Results{}
 		}
-		e.faults.Failed("recording task results", err, e.clock.Now())
-		t := e.clock.NewTimer(backoff)
+		x.cfg.Faults.Failed("recording task results", err, x.cfg.Clock.Now())
+		t := x.cfg.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -385,7 +379,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 func (p *pipeline) waitRoom() int {
 	p.waitMu.Lock()
 	defer p.waitMu.Unlock()
-	return max(p.e.cfg.Concurrency-len(p.waiting), 0)
+	return max(p.x.cfg.Concurrency-len(p.waiting), 0)
 }
 
 // park adds tasks handed off at at, which have no slot, to those waiting
@@ -415,15 +409,15 @@ func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Resul
 		w := p.waiting[0]
 		p.waiting[0] = handedOff{}
 		p.waiting = p.waiting[1:]
-		switch cl, ok := p.e.claims.about(attemptOf(w.task)); {
+		switch cl, ok := p.x.claims.about(AttemptOf(w.task)); {
 		case ok && cl.runEnded:
-			ended = append(ended, attemptOf(w.task))
+			ended = append(ended, AttemptOf(w.task))
 		case ok:
 			start = append(start, w)
 		}
 	}
 	p.waitMu.Unlock()
-	p.e.claims.release(ended...)
+	p.x.claims.release(ended...)
 	n := len(start)
 	var immediate store.Results
 	for len(start) > 0 {
@@ -438,9 +432,9 @@ func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Resul
 		}
 		res, err := p.run(ctx, tasks, start[0].at, k)
 		if err != nil {
-			p.e.log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", k, "error", err)
+			p.x.cfg.Log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", k, "error", err)
 		}
-		merge(&immediate, res)
+		Merge(&immediate, res)
 		start = start[k:]
 	}
 	return n, immediate
@@ -449,8 +443,8 @@ func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Resul
 // expireWaiting hands the tasks that have waited handOffWait for a slot
 // back to the queue, unstarted, where any worker may take them.
 func (p *pipeline) expireWaiting(ctx context.Context) {
-	e := p.e
-	cutoff := e.clock.Now().Add(-handOffWait)
+	x := p.x
+	cutoff := x.cfg.Clock.Now().Add(-handOffWait)
 	p.waitMu.Lock()
 	n := 0
 	for n < len(p.waiting) && !p.waiting[n].at.After(cutoff) {
@@ -465,9 +459,9 @@ func (p *pipeline) expireWaiting(ctx context.Context) {
 	}
 	tasks := make([]store.Attempt, n)
 	for i, w := range expired {
-		tasks[i] = attemptOf(w.task)
+		tasks[i] = AttemptOf(w.task)
 	}
-	e.handBack(ctx, tasks, fmt.Sprintf("the task waited %v for a free slot on worker %s", handOffWait, e.cfg.WorkerID), false)
+	x.handBack(ctx, tasks, fmt.Sprintf("the task waited %v for a free slot on worker %s", handOffWait, x.cfg.Worker), false)
 }
 
 // extraChildren is how many children a batch's completions name beyond
@@ -487,7 +481,7 @@ func extraChildren(r store.Results) int {
 // a tenant cap, which only claims enforce, or when the engine is
 // configured not to.
 func (p *pipeline) handOff(batch outcome) int {
-	if p.e.cfg.DisableHandOff || p.e.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
+	if p.x.cfg.DisableHandOff || p.x.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
 		return 0
 	}
 	return batch.slots
@@ -498,7 +492,7 @@ func (p *pipeline) handOff(batch outcome) int {
 // result into a failure of its task (and handing the task back, should
 // even that be refused).
 func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause error) {
-	e := p.e
+	x := p.x
 	if batch.Len() > 1 {
 		for _, one := range split(batch) {
 			p.record(ctx, outcome{Results: one})
@@ -509,15 +503,15 @@ func (p *pipeline) recordRefused(ctx context.Context, batch store.Results, cause
 	if len(batch.Failures) == 1 && strings.HasPrefix(batch.Failures[0].Error, refusedPrefix) {
 		// Counted: should the store refuse this task's results however
 		// often it runs, its retry budget ends it, failed by the store.
-		e.attemptLog(a).Error("the store refused a task's failure too; handing the task back, counted", "error", cause)
-		e.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", true)
+		x.AttemptLog(a).Error("the store refused a task's failure too; handing the task back, counted", "error", cause)
+		x.handBack(ctx, []store.Attempt{a}, "the store refused the task's result", true)
 		return
 	}
-	e.attemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
-	if cl, ok := e.claims.about(a); ok {
-		e.metrics.Quarantine(ctx, cl.workflow, cl.tenant)
+	x.AttemptLog(a).Error("the store refused a task result; failing the task", "error", cause)
+	if cl, ok := x.claims.about(a); ok {
+		x.cfg.Metrics.Quarantine(ctx, cl.workflow, cl.tenant)
 	}
-	p.record(ctx, outcome{Results: store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + cleanText(cause.Error())}}}})
+	p.record(ctx, outcome{Results: store.Results{Now: batch.Now, Failures: []store.Failure{{Attempt: a, Error: refusedPrefix + CleanText(cause.Error())}}}})
 }
 
 const refusedPrefix = "the store refused this task's result: "
@@ -548,15 +542,15 @@ func split(batch store.Results) []store.Results {
 
 // countFinishedRuns counts the runs a recorded batch ended: failed when
 // the batch failed one of their tasks, completed otherwise.
-func (e *Engine) countFinishedRuns(batch store.Results, finished []RunID) {
-	failed := map[RunID]bool{}
+func (x *Executor) countFinishedRuns(batch store.Results, finished []uuid.UUID) {
+	failed := map[uuid.UUID]bool{}
 	for _, f := range batch.Failures {
 		failed[f.Key.Run] = true
 	}
-	owners := map[RunID]claim{}
+	owners := map[uuid.UUID]claim{}
 	for _, a := range attempts(batch) {
 		if _, ok := owners[a.Key.Run]; !ok {
-			if cl, ok := e.claims.about(a); ok {
+			if cl, ok := x.claims.about(a); ok {
 				owners[a.Key.Run] = cl
 			}
 		}
@@ -571,38 +565,38 @@ func (e *Engine) countFinishedRuns(batch store.Results, finished []RunID) {
 		if failed[id] {
 			outcome = telemetry.OutcomeFailed
 		}
-		e.metrics.RunFinished(ctx, cl.workflow, cl.tenant, outcome)
+		x.cfg.Metrics.RunFinished(ctx, cl.workflow, cl.tenant, outcome)
 	}
 }
 
 // afterFinish wakes whoever waits on what a Finish changed.
-func (e *Engine) afterFinish(batch store.Results, res store.FinishResult) {
-	if e.metrics != nil && len(res.Finished) > 0 {
-		e.countFinishedRuns(batch, res.Finished) // while the claims still say whose tasks these were
+func (x *Executor) afterFinish(batch store.Results, res store.FinishResult) {
+	if x.cfg.Metrics != nil && len(res.Finished) > 0 {
+		x.countFinishedRuns(batch, res.Finished) // while the claims still say whose tasks these were
 	}
 	for _, a := range res.Stale {
 		// The store refused the result: the attempt no longer holds its
 		// task. Logged before the claim is released, to name the step.
-		e.attemptLog(a).Info("result dropped: the attempt no longer holds its task (its run ended, or the task was taken over)")
+		x.AttemptLog(a).Info("result dropped: the attempt no longer holds its task (its run ended, or the task was taken over)")
 	}
-	e.metrics.RefusedStale(context.Background(), len(res.Stale))
+	x.cfg.Metrics.RefusedStale(context.Background(), len(res.Stale))
 	// A failure handler's result makes its (ended) run's result final:
 	// whoever waits for the run here is told at once (see Wait).
-	var handled []RunID
+	var handled []uuid.UUID
 	for _, a := range attempts(batch) {
-		if cl, ok := e.claims.about(a); ok && cl.handler {
+		if cl, ok := x.claims.about(a); ok && cl.handler {
 			handled = append(handled, a.Key.Run)
 		}
 	}
-	e.claims.release(attempts(batch)...)
+	x.claims.release(attempts(batch)...)
 	for _, id := range handled {
-		e.runFinished(id)
+		x.cfg.RunEnded(id)
 	}
 	for _, id := range res.Finished {
-		e.claims.stopRun(id, errRunEnded)
-		e.runFinished(id)
+		x.claims.stopRun(id, ErrRunEnded)
+		x.cfg.RunEnded(id)
 	}
 	if len(batch.Completions) > 0 || len(res.Finished) > 0 {
-		e.wake() // children (or a failure handler) may be queued
+		x.Wake() // children (or a failure handler) may be queued
 	}
 }
