@@ -101,18 +101,6 @@ func (r Retention) Age(status RunStatus) (time.Duration, bool) {
 	return 0, false
 }
 
-// purges reports whether runs of some status, or events, are ever
-// deleted.
-func (r Retention) purges() bool {
-	for _, st := range FinishedStatuses() {
-		if _, ok := r.Age(st); ok {
-			return true
-		}
-	}
-	_, ok := r.eventsAge()
-	return ok
-}
-
 // eventsAge returns how long events sent with a key are kept, and false
 // when they are kept forever.
 func (r Retention) eventsAge() (time.Duration, bool) {

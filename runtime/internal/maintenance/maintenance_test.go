@@ -253,7 +253,9 @@ func TestPurgerPurgesEachStatusByItsAge(t *testing.T) {
 	}
 	failing.Store(false)
 	b.advance(t, time.Minute)
-	p.TestSignals.Purged.Wait(5 * time.Second)
+	if err, ok := p.TestSignals.Purged.Wait(5 * time.Second); !ok || err != nil {
+		t.Fatalf("purge = %v, %v; want it to work again", err, ok)
+	}
 	if b.logs.count("purging finished runs failed") != 1 || b.logs.count("purging finished runs works again") != 1 {
 		t.Errorf("a streak of failures was not warned about once, with its end:\n%s", b.logs.buf.String())
 	}
