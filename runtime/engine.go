@@ -180,6 +180,14 @@ type Engine struct {
 	clock clock.Clock
 	log   *slog.Logger
 
+	// The components, which New builds from cfg (docs/architecture.md).
+	exec    *executor.Executor // claims, runs and records tasks
+	leading leaderServices     // leadership and the leader's services
+	metrics *telemetry.Metrics // nil without Config.MeterProvider
+	tracer  *telemetry.Tracer  // nil without Config.TracerProvider
+	faults  *telemetry.Faults  // logs the failures of the loops once per outage
+
+	// Registration state, the schedules' and the waiters', under mu.
 	mu         sync.Mutex
 	defs       map[string]*Definition   // by version
 	registered map[string]*registration // by workflow name
@@ -189,15 +197,12 @@ type Engine struct {
 	ticks      map[string]time.Time     // latest schedule tick known started, by workflow/schedule
 	api        apiSchedules             // the stored schedules of the registered workflows
 	watches    map[RunID][]*watch       // callers of Wait and WaitMany, by run
-	faults     *telemetry.Faults
-	started    bool
-	stopping   bool
-	lifecycle  *lifecycle         // set while started
-	driver     *Driver            // set while driven by hand
-	exec       *executor.Executor // claims, runs and records tasks
-	leading    leaderServices     // leadership and the leader's services
-	metrics    *telemetry.Metrics // nil without Config.MeterProvider
-	tracer     *telemetry.Tracer  // nil without Config.TracerProvider
+
+	// How the engine runs, under mu: started (Start) or driven by hand.
+	started   bool
+	stopping  bool
+	lifecycle *lifecycle // set while started
+	driver    *Driver    // set while driven by hand
 }
 
 type registration struct {

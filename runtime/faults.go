@@ -14,7 +14,7 @@ import (
 // transient, for up to transientBudget; the loops of a started engine
 // (claiming, heartbeating, recording, firing timers) simply try again on
 // their next round; and a task the engine cannot go on with is handed back
-// (see handBack), never left RUNNING without an attempt.
+// (see the executor), never left RUNNING without an attempt.
 
 // transientBudget bounds how long a caller-facing operation retries a
 // transient store failure (a database restart takes a few seconds).

@@ -117,7 +117,7 @@ func (e *Engine) fireTimers(ctx context.Context) (int, error) {
 }
 
 // afterTimers does for the sleep steps FireTimers completed what
-// afterFinish does for results: it counts them and their finished runs,
+// the executor does for results: it counts them and their finished runs,
 // and wakes whoever waits on those runs and the claim loop (children may
 // be queued).
 func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
