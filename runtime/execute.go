@@ -26,12 +26,7 @@ func (p planner) Workflows() []string { return p.e.workflowNames() }
 
 // Plan implements executor.Planner.
 func (p planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
-	jobs, results, err := p.e.plan(ctx, claimed, claimedAt)
-	out := make([]executor.Job, len(jobs))
-	for i, j := range jobs {
-		out[i] = j
-	}
-	return out, results, err
+	return p.e.plan(ctx, claimed, claimedAt)
 }
 
 // StepName implements executor.Planner.
@@ -60,10 +55,10 @@ type job struct {
 // and results known at once (skips, sleeps, woken sleeps, tasks that cannot
 // run). It writes the STARTED events of jobs the claim did not start.
 // claimedAt is the time the claim was stamped with.
-func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]*job, store.Results, error) {
+func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
 	now := e.clock.Now()
 	results := store.Results{Now: now}
-	var jobs []*job
+	var jobs []executor.Job // each a *job
 	var start []store.Attempt
 	m := e.metrics
 	for _, c := range claimed {
@@ -184,7 +179,8 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			// failing those the store refuses, which hold up no other.
 			var refused map[store.Attempt]error
 			refused, err = e.startEach(ctx, start, now)
-			jobs = slices.DeleteFunc(jobs, func(j *job) bool {
+			jobs = slices.DeleteFunc(jobs, func(ej executor.Job) bool {
+				j := ej.(*job)
 				cause, bad := refused[executor.AttemptOf(j.claim)]
 				if bad {
 					e.attemptLog(executor.AttemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
