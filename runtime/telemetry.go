@@ -20,16 +20,16 @@ import (
 // task carries them, and so does every line a step logs through a
 // handler made by NewLogHandler.
 const (
-	LogKeyRunID    = telemetry.KeyRunID
-	LogKeyWorkflow = telemetry.KeyWorkflow
-	LogKeyStep     = telemetry.KeyStep
-	LogKeyAttempt  = telemetry.KeyAttempt
-	LogKeyTenant   = telemetry.KeyTenant
+	LogKeyRunID    = "run_id"
+	LogKeyWorkflow = "workflow"
+	LogKeyStep     = "step"
+	LogKeyAttempt  = "attempt"
+	LogKeyTenant   = "tenant"
 	// LogKeyTraceID and LogKeySpanID name the trace and span a line was
 	// logged in, when its context carries a span (with a TracerProvider,
 	// a step's context does).
-	LogKeyTraceID = telemetry.KeyTraceID
-	LogKeySpanID  = telemetry.KeySpanID
+	LogKeyTraceID = "trace_id"
+	LogKeySpanID  = "span_id"
 )
 
 // attempt names the step attempt info describes, for telemetry.
