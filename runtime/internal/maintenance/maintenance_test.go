@@ -291,3 +291,34 @@ func TestStuckCheckerRemindsOncePerStuckAfter(t *testing.T) {
 		t.Errorf("the lines do not name the run and its tasks:\n%s", b.logs.buf.String())
 	}
 }
+
+// With a long StuckAfter, the checker looks at its first tick as leader,
+// then once a minute (its interval's ceiling), not every tick.
+func TestStuckCheckerChecksOncePerInterval(t *testing.T) {
+	b := setup(t)
+	var checks atomic.Int32
+	s := NewStuckChecker(StuckConfig{
+		StuckAfter: time.Hour,
+		List:       func(context.Context) ([]StuckRun, error) { checks.Add(1); return nil, nil },
+		Clock:      b.clock, Log: b.log, Faults: telemetry.NewFaults(b.log),
+	})
+	s.TestSignals.Checked.Init()
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	b.advance(t, 5*time.Second)
+	if _, ok := s.TestSignals.Checked.Wait(5 * time.Second); !ok {
+		t.Fatal("no check at the first tick")
+	}
+	for range 11 { // 55s more: within the minute
+		b.advance(t, 5*time.Second)
+	}
+	b.advance(t, 5*time.Second) // a minute after the first check
+	if _, ok := s.TestSignals.Checked.Wait(5 * time.Second); !ok {
+		t.Fatal("no check a minute after the first")
+	}
+	if n := checks.Load(); n != 2 {
+		t.Errorf("%d checks over 65s, want 2", n)
+	}
+}

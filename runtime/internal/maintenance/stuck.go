@@ -46,9 +46,11 @@ func (c *StuckConfig) interval() time.Duration {
 // once per StuckAfter, so that a run that stays stuck is reminded of,
 // not spammed.
 type StuckChecker struct {
-	cfg    StuckConfig
-	loop   loop
-	logged map[uuid.UUID]time.Time // only run's goroutine touches it
+	cfg  StuckConfig
+	loop loop
+	// Only run's goroutine touches these, one term at a time.
+	logged map[uuid.UUID]time.Time
+	next   time.Time // when to check next
 
 	// TestSignals report each check: how many stuck runs it found.
 	TestSignals struct {
@@ -70,9 +72,17 @@ func (s *StuckChecker) Start(ctx context.Context) error {
 // Stop implements Service.
 func (s *StuckChecker) Stop() { s.loop.stop() }
 
+// stuckTick is how often the checker looks at the clock: it checks at
+// its first tick as leader, then once per interval, however often this
+// engine gains and loses leadership meanwhile.
+const stuckTick = 5 * time.Second
+
 func (s *StuckChecker) run(ctx context.Context) {
-	for clock.Sleep(ctx, s.cfg.Clock, s.cfg.interval()) == nil {
-		s.check(ctx)
+	for clock.Sleep(ctx, s.cfg.Clock, min(stuckTick, s.cfg.interval())) == nil {
+		if now := s.cfg.Clock.Now(); !now.Before(s.next) {
+			s.next = now.Add(s.cfg.interval())
+			s.check(ctx)
+		}
 	}
 }
 
