@@ -9,7 +9,7 @@ TRELLIS ?= $(GO) run ./cmd/trellis
 # needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all help test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
+.PHONY: all bench-smoke help test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
 
 ## all: the default: lint, lint-examples and test.
 all: lint lint-examples test
@@ -78,6 +78,11 @@ lint-examples:
 example:
 	$(GO) run ./examples/orders
 
+## bench-smoke: every benchmark of the engine once, so that a benchmark
+## whose own checks fail breaks CI instead of rotting (figures meaningless).
+bench-smoke:
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./runtime/
+
 ## bench: the benchmark harness, trellis bench (docs/performance.md has
 ## its figures).
 bench:
@@ -117,4 +122,4 @@ screenshots:
 		$(GO) test -count=1 -run '^TestScreenshots$$' ./runtime/dashboard/
 
 ## ci: what .ci/run runs once Postgres is up.
-ci: lint lint-examples check-generated test
+ci: lint lint-examples check-generated test bench-smoke
