@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -26,12 +25,6 @@ import (
 // maxReadmeLines bounds README.md: it is the front page (what Trellis
 // is, how to set up, the Quick start, links); the manual is docs/.
 const maxReadmeLines = 320
-
-// pending are pages that docs/README.md links to before they are
-// written (issue 28): a link to one of them passes while it is missing.
-var pending = []string{
-	"docs/architecture.md",
-}
 
 // TestLinks checks every relative link and image of README.md and
 // docs/**/*.md: the file must exist, and an anchor (#heading) must name a
@@ -220,8 +213,6 @@ func checkLink(page, target string, anchorsOf func(page string) map[string]bool)
 		}
 		info, err := os.Stat(filepath.Join("..", filepath.FromSlash(dest)))
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && slices.Contains(pending, dest):
-			return nil // to be written; see pending
 		case err != nil:
 			return fmt.Errorf("%s does not exist", dest)
 		case info.IsDir() && u.Fragment != "":
