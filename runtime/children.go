@@ -134,7 +134,7 @@ func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defin
 	sp.Runs = []store.NewRun{{
 		ID: id, Workflow: child.Name(), Version: child.Version(), Tenant: c.Tenant, Priority: priority,
 		Input: input, TraceContext: c.TraceContext,
-		Parent: store.ParentRef{Task: c.Key, Index: c.Attempt}, Tasks: tasks,
+		Parent: &store.ParentRun{ID: c.Key.Run, StepIndex: c.Key.Step, Index: c.Attempt}, Tasks: tasks,
 	}}
 	if step.Timeout > 0 {
 		sp.Deadline = now.Add(step.Timeout)
@@ -222,11 +222,15 @@ func (e *Engine) childOutputs(ctx context.Context, run *store.RunWithTasks) (jso
 
 // childFailure says which step of a failed child run failed, and how.
 func (e *Engine) childFailure(ctx context.Context, run *store.RunWithTasks) string {
-	def, err := e.definition(ctx, run.Version)
-	if err != nil || run.FailedStep < 0 || run.FailedStep >= len(def.graph.Steps) {
-		return run.Error
+	f := run.Failure
+	if f == nil {
+		return ""
 	}
-	return fmt.Sprintf("step %s: %s", def.graph.Steps[run.FailedStep].Name, run.Error)
+	def, err := e.definition(ctx, run.Version)
+	if err != nil || f.StepIndex < 0 || f.StepIndex >= len(def.graph.Steps) {
+		return f.Error
+	}
+	return fmt.Sprintf("step %s: %s", def.graph.Steps[f.StepIndex].Name, f.Error)
 }
 
 // ChildRuns returns the runs that step step of run id started, by index

@@ -132,7 +132,7 @@ func testChildWorkflow(t *testing.T, h *trellistest.Harness) {
 		}
 		kids, err := h.Store.ChildRuns(ctx, store.TaskKey{Run: res.ID, Step: 1})
 		if err != nil || len(kids) != 1 || kids[0].Workflow != "shipment" || kids[0].Status != store.RunCompleted ||
-			kids[0].Parent.Task != (store.TaskKey{Run: res.ID, Step: 1}) || kids[0].Tenant != runtime.DefaultTenant {
+			kids[0].Parent.Task() != (store.TaskKey{Run: res.ID, Step: 1}) || kids[0].Tenant != runtime.DefaultTenant {
 			t.Fatalf("child runs of ship = %+v, %v", kids, err)
 		}
 		if got := h.Trail(res.ID, "ship"); fmt.Sprint(got) != "[QUEUED WAITING WOKEN COMPLETED]" {

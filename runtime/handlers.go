@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // RunID identifies a run.
@@ -50,13 +52,10 @@ type FailureRequest struct {
 	Failure Failure
 }
 
-// Failure describes the permanent failure of a step.
-type Failure struct {
-	// Step is the name of the step that failed.
-	Step string `json:"step"`
-	// Error is the error its last attempt returned.
-	Error string `json:"error"`
-}
+// Failure describes the permanent failure of a step: the step's name and
+// the error its last attempt returned. It is the store's run failure,
+// whose step name the engine fills in.
+type Failure = store.RunFailure
 
 // StepInfo describes the attempt being executed. Step code also finds it
 // in its context with InfoFromContext.

@@ -118,7 +118,7 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 		sp.Runs = append(sp.Runs, store.NewRun{
 			ID: id, Workflow: itemsDef.Name(), Version: itemsDef.Version(), Tenant: c.Tenant,
 			Input: item, TraceContext: c.TraceContext,
-			Parent: store.ParentRef{Task: c.Key, Index: i}, Tasks: []store.NewTask{task},
+			Parent: &store.ParentRun{ID: c.Key.Run, StepIndex: c.Key.Step, Index: i}, Tasks: []store.NewTask{task},
 		})
 	}
 	return sp, nil
@@ -199,8 +199,8 @@ func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, def *Def
 
 // itemFailure says why an item's run did not complete.
 func itemFailure(r *store.RunWithTasks) string {
-	if r.Status == store.RunFailed {
-		return fmt.Sprintf("item %d failed (run %s): %s", r.Parent.Index, r.ID, r.Error)
+	if r.Status == store.RunFailed && r.Failure != nil {
+		return fmt.Sprintf("item %d failed (run %s): %s", r.Parent.Index, r.ID, r.Failure.Error)
 	}
 	return fmt.Sprintf("item %d was %s (run %s)", r.Parent.Index, r.Status, r.ID)
 }

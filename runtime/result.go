@@ -86,19 +86,11 @@ type RunResult struct {
 }
 
 // ParentRun names the run whose step started a run, and the run's place
-// among the runs that step started. Its JSON is what trellis runs list
-// and show print of a run's parent.
-type ParentRun struct {
-	ID RunID `json:"id"`
-	// Step is the name of the parent's step that started the run: filled
-	// in where the parent's workflow version is read anyway (ops.Admin's
-	// GetRun); empty in RunResult and in listings, which read no other
-	// run.
-	Step string `json:"step,omitempty"`
-	// Index is the item's position in the list, for an item of a map
-	// step; the attempt that started it, for a child workflow's run.
-	Index int `json:"index"`
-}
+// among the runs that step started. Its Step (the step's name) is filled
+// in where the parent's workflow version is read anyway (ops.Admin's
+// GetRun); it is empty in RunResult and in listings, which read no other
+// run.
+type ParentRun = store.ParentRun
 
 // Final reports whether the result will not change again (unless the
 // run is retried): the run has ended, and so has every step of it that

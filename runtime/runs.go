@@ -214,10 +214,7 @@ func (e *Engine) Result(ctx context.Context, id RunID) (*RunResult, error) {
 func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
-		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{},
-	}
-	if !run.Parent.IsZero() {
-		res.Parent = &ParentRun{ID: run.Parent.Task.Run, Index: run.Parent.Index}
+		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{}, Parent: run.Parent,
 	}
 	for _, t := range tasks {
 		if t.Key.Step >= len(def.graph.Steps) {
@@ -229,8 +226,9 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 			res.Outputs[name] = json.RawMessage(t.Output)
 		}
 	}
-	if run.Status == store.RunFailed && run.FailedStep >= 0 && run.FailedStep < len(def.graph.Steps) {
-		res.Failure = &Failure{Step: def.graph.Steps[run.FailedStep].Name, Error: run.Error}
+	if f := run.Failure; run.Status == store.RunFailed && f != nil && f.StepIndex >= 0 && f.StepIndex < len(def.graph.Steps) {
+		f.Step = def.graph.Steps[f.StepIndex].Name
+		res.Failure = f
 	}
 	return res
 }

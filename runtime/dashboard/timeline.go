@@ -59,14 +59,14 @@ type timelineMark struct {
 // (the step is running, or waiting) end at now.
 func newTimeline(run *ops.RunDetail, events []runtime.Event, now time.Time) timeline {
 	tl := timeline{W: timelineW, Start: run.CreatedAt, End: now}
-	if run.FinishedAt != nil {
-		tl.End = *run.FinishedAt
+	if !run.FinishedAt.IsZero() {
+		tl.End = run.FinishedAt
 	}
 	for _, ev := range events {
 		if ev.At.After(tl.End) {
 			tl.End = ev.At
 		}
-		if !ev.WakeAt.IsZero() && ev.WakeAt.After(tl.End) && run.FinishedAt == nil {
+		if !ev.WakeAt.IsZero() && ev.WakeAt.After(tl.End) && run.FinishedAt.IsZero() {
 			tl.End = ev.WakeAt
 		}
 	}
@@ -142,7 +142,7 @@ func newTimeline(run *ops.RunDetail, events []runtime.Event, now time.Time) time
 	}
 	for step, o := range state {
 		end := tl.End
-		if o.kind == "backoff" || o.kind == "sleeping" || o.kind == "waiting" || run.FinishedAt == nil {
+		if o.kind == "backoff" || o.kind == "sleeping" || o.kind == "waiting" || run.FinishedAt.IsZero() {
 			end = now
 			if end.Before(o.from) {
 				end = o.from

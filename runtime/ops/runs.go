@@ -97,32 +97,10 @@ func statusList() string {
 	return strings.Join(names, ", ")
 }
 
-// Run is a run as listings show it: its facts, without input or steps.
-type Run struct {
-	ID             runtime.RunID `json:"id"`
-	Workflow       string        `json:"workflow"`
-	Version        string        `json:"version"`
-	Tenant         string        `json:"tenant"`
-	IdempotencyKey string        `json:"idempotencyKey,omitempty"`
-	// Priority is the run's priority: 1 (low), 2 (normal) or 3 (high).
-	Priority   int               `json:"priority"`
-	Status     runtime.RunStatus `json:"status"`
-	CreatedAt  time.Time         `json:"createdAt"`
-	FinishedAt *time.Time        `json:"finishedAt,omitempty"`
-	// Failure is the step that failed a FAILED run, and its error.
-	Failure *runtime.Failure `json:"failure,omitempty"`
-	// Parent is the run whose step started this one, if any.
-	Parent *runtime.ParentRun `json:"parent,omitempty"`
-}
-
-// Duration is how long the run took, from creation to its end; false
-// while it runs.
-func (r *Run) Duration() (time.Duration, bool) {
-	if r.FinishedAt == nil {
-		return 0, false
-	}
-	return r.FinishedAt.Sub(r.CreatedAt), true
-}
+// Run is a run as listings show it: the store's run row, without its
+// input and trace context (nil and empty), times in UTC, the failed step
+// of a FAILED run named (Failure.Step).
+type Run = store.Run
 
 // RunPage is one page of a listing.
 type RunPage struct {
@@ -207,27 +185,30 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	}
 	names := map[string][]string{} // by version, for failed steps
 	for _, r := range runs {
-		var failure *runtime.Failure
-		if r.Status == runtime.RunFailed {
+		if r.Status == runtime.RunFailed && r.Failure != nil {
 			if _, ok := names[r.Version]; !ok {
 				names[r.Version] = a.stepNames(ctx, r.Version)
 			}
-			failure = &runtime.Failure{Step: stepName(names[r.Version], r.FailedStep), Error: r.Error}
 		}
-		page.Runs = append(page.Runs, listed(r, failure))
+		page.Runs = append(page.Runs, listed(r, names[r.Version]))
 	}
 	return page, nil
 }
 
-func listed(r store.Run, failure *runtime.Failure) Run {
-	out := Run{
-		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant, IdempotencyKey: r.IdempotencyKey, Priority: r.Priority,
-		Status: r.Status, CreatedAt: r.CreatedAt.UTC(), FinishedAt: timeOrNil(r.FinishedAt), Failure: failure,
+// listed is a stored run as listings show it (see Run): names are the
+// step names of its workflow version, to name a failed step.
+func listed(r store.Run, names []string) Run {
+	r.Input, r.TraceContext = nil, ""
+	r.CreatedAt = r.CreatedAt.UTC()
+	if !r.FinishedAt.IsZero() {
+		r.FinishedAt = r.FinishedAt.UTC()
 	}
-	if !r.Parent.IsZero() {
-		out.Parent = &runtime.ParentRun{ID: r.Parent.Task.Run, Index: r.Parent.Index}
+	if r.Status != runtime.RunFailed {
+		r.Failure = nil
+	} else if r.Failure != nil {
+		r.Failure.Step = stepName(names, r.Failure.StepIndex)
 	}
-	return out
+	return r
 }
 
 // A cursor is the creation time (Unix nanoseconds) and id of the last run
@@ -322,10 +303,6 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 	if def != nil {
 		names = def.StepNames()
 	}
-	var failure *runtime.Failure
-	if r.Status == runtime.RunFailed {
-		failure = &runtime.Failure{Step: stepName(names, r.FailedStep), Error: r.Error}
-	}
 	started := map[int]time.Time{}
 	for _, ev := range events {
 		switch ev.Type {
@@ -337,7 +314,7 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 			}
 		}
 	}
-	d := &RunDetail{Run: listed(r, failure), Input: redactInput(def, r.Input), Steps: make([]Step, len(tasks))}
+	d := &RunDetail{Run: listed(r, names), Input: redactInput(def, r.Input), Steps: make([]Step, len(tasks))}
 	for i, t := range tasks {
 		s := Step{
 			Index: t.Key.Step, Name: stepName(names, t.Key.Step), Kind: t.Kind.String(), Status: t.Status,
@@ -365,7 +342,7 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 func (a *Admin) family(ctx context.Context, r store.Run, d *RunDetail) error {
 	if d.Parent != nil {
 		if p, err := a.store.GetRun(ctx, d.Parent.ID); err == nil {
-			d.Parent.Step = stepName(a.stepNames(ctx, p.Version), r.Parent.Task.Step)
+			d.Parent.Step = stepName(a.stepNames(ctx, p.Version), d.Parent.StepIndex)
 		} else if !errors.Is(err, store.ErrNotFound) { // a purged parent leaves its id
 			return err
 		}

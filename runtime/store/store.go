@@ -385,21 +385,31 @@ type NewRun struct {
 	// engine writes it and reads it back (as W3C Trace Context headers);
 	// to a store it is opaque text.
 	TraceContext string
-	// Parent is the task that started the run (see Spawn); zero for a
-	// run started otherwise.
-	Parent ParentRef
+	// Parent is the task that started the run (see Spawn); nil for a run
+	// started otherwise. A store reads its ID, StepIndex and Index.
+	Parent *ParentRun
 	Tasks  []NewTask // one per step, in step order
 }
 
-// ParentRef names the task that started a child run, and the run's place
-// among the runs it started.
-type ParentRef struct {
-	Task  TaskKey
-	Index int
+// ParentRun names the run whose step started a run (an item of a map
+// step, the run of a child workflow step), and the run's place among the
+// runs that step started. Its JSON is what trellis runs list and show
+// print of a run's parent.
+type ParentRun struct {
+	ID uuid.UUID `json:"id"`
+	// StepIndex is the index of the parent's step that started the run,
+	// which a store keeps; Step is that step's name, which the engine
+	// fills in where it reads the parent's workflow version anyway (ops'
+	// run detail), and is empty elsewhere.
+	StepIndex int    `json:"-"`
+	Step      string `json:"step,omitempty"`
+	// Index is the item's position in the list, for an item of a map
+	// step; the attempt that started it, for a child workflow's run.
+	Index int `json:"index"`
 }
 
-// IsZero reports whether the ref names no parent.
-func (p ParentRef) IsZero() bool { return p.Task.Run == uuid.Nil }
+// Task is the parent's task that started the run.
+func (p *ParentRun) Task() TaskKey { return TaskKey{Run: p.ID, Step: p.StepIndex} }
 
 // NewTask is one task of a new run.
 type NewTask struct {
@@ -454,26 +464,52 @@ type CreateRunResult struct {
 	Created bool
 }
 
-// Run is a stored run.
+// Run is a stored run: the one run row, from the store to the user. The
+// engine and ops name it (ops.Run) and fill in the names a store does not
+// keep (Failure.Step, Parent.Step); its JSON is what trellis runs list
+// prints of a run. Input and TraceContext are not printed.
 type Run struct {
-	ID             uuid.UUID
-	Workflow       string
-	Version        string
-	Tenant         string
-	IdempotencyKey string
-	Priority       int
-	Status         RunStatus
-	Input          []byte
+	ID             uuid.UUID `json:"id"`
+	Workflow       string    `json:"workflow"`
+	Version        string    `json:"version"`
+	Tenant         string    `json:"tenant"`
+	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	// Priority is the run's priority: 1 (low), 2 (normal) or 3 (high).
+	Priority int       `json:"priority"`
+	Status   RunStatus `json:"status"`
+	Input    []byte    `json:"-"`
 	// TraceContext is NewRun.TraceContext: empty for a run triggered
 	// without one.
-	TraceContext string
-	// Parent is NewRun.Parent.
-	Parent ParentRef
-	// FailedStep and Error describe the failure of a FAILED run.
-	FailedStep int
-	Error      string
-	CreatedAt  time.Time
-	FinishedAt time.Time // zero while running
+	TraceContext string    `json:"-"`
+	CreatedAt    time.Time `json:"createdAt"`
+	// FinishedAt is when the run completed, failed or was cancelled; zero
+	// while it runs (a retried run runs again).
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Failure is the step that failed a FAILED run, and its error; nil
+	// otherwise.
+	Failure *RunFailure `json:"failure,omitempty"`
+	// Parent is NewRun.Parent: the run whose step started this one, if
+	// any.
+	Parent *ParentRun `json:"parent,omitempty"`
+}
+
+// Duration is how long the run took, from creation to its end; false
+// while it runs.
+func (r *Run) Duration() (time.Duration, bool) {
+	if r.FinishedAt.IsZero() {
+		return 0, false
+	}
+	return r.FinishedAt.Sub(r.CreatedAt), true
+}
+
+// RunFailure is the permanent failure of a step that failed a run. A
+// store keeps the step's index; the engine names the step.
+type RunFailure struct {
+	StepIndex int `json:"-"`
+	// Step is the name of the step that failed.
+	Step string `json:"step"`
+	// Error is the error its last attempt returned.
+	Error string `json:"error"`
 }
 
 // RunWithTasks is a run with its tasks, in step order.
@@ -688,6 +724,19 @@ type Spawn struct {
 	Attempt
 	Runs     []NewRun
 	Deadline time.Time
+}
+
+// Child is the i'th run of Runs as a store creates it: its Parent names
+// the spawning task, at the Index the engine gave (zero when it gave no
+// Parent).
+func (sp *Spawn) Child(i int) NewRun {
+	nr := sp.Runs[i]
+	p := ParentRun{ID: sp.Key.Run, StepIndex: sp.Key.Step}
+	if nr.Parent != nil {
+		p.Index = nr.Parent.Index
+	}
+	nr.Parent = &p
+	return nr
 }
 
 // Completion resolves a task: it completed (with Output) or was skipped.

@@ -19,8 +19,8 @@ func (s *Store) spawn(sp store.Spawn, now time.Time) (queued bool, stale bool) {
 	at := s.setStatus(t, store.TaskWaiting, now)
 	t.awaiting = len(sp.Runs)
 	s.event(t.run, sp.Key.Step, store.EventWaiting, sp.Attempt.Attempt, at, waitingDetail(len(sp.Runs)))
-	for _, nr := range sp.Runs {
-		nr.Parent.Task = sp.Key
+	for i := range sp.Runs {
+		nr := sp.Child(i)
 		if _, earlier := s.runs[nr.ID]; earlier {
 			continue
 		}
@@ -47,7 +47,7 @@ func waitingDetail(n int) string {
 // childEnded counts a child run's end against its parent task's wait, and
 // queues the parent when the wait is over. Callers hold s.mu.
 func (s *Store) childEnded(r *run, now time.Time) {
-	parent, ok := s.lookup(r.rec.Parent.Task)
+	parent, ok := s.lookup(r.rec.Parent.Task())
 	if !ok || parent.rec.Status != store.TaskWaiting {
 		return
 	}
@@ -98,9 +98,7 @@ func (s *Store) ChildRuns(_ context.Context, parent store.TaskKey) ([]store.RunW
 	})
 	out := make([]store.RunWithTasks, len(kids))
 	for i, r := range kids {
-		rec := r.rec
-		rec.Input = append([]byte(nil), rec.Input...)
-		out[i] = store.RunWithTasks{Run: rec, Tasks: r.taskRecords()}
+		out[i] = store.RunWithTasks{Run: r.row(), Tasks: r.taskRecords()}
 	}
 	return out, nil
 }

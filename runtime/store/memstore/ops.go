@@ -25,7 +25,7 @@ func (s *Store) ListRuns(_ context.Context, q store.RunQuery) ([]store.Run, erro
 	var out []store.Run
 	for _, r := range s.runs {
 		if matches(r.rec, q) {
-			rec := r.rec
+			rec := r.row()
 			if !q.WithInput {
 				rec.Input = nil
 			}
@@ -87,7 +87,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
 		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
 		!q.FinishedFrom.IsZero() && (r.FinishedAt.IsZero() || r.FinishedAt.Before(q.FinishedFrom)),
-		q.Parent != uuid.Nil && r.Parent.Task.Run != q.Parent,
+		q.Parent != uuid.Nil && (r.Parent == nil || r.Parent.ID != q.Parent),
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}

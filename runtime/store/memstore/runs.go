@@ -64,7 +64,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		rec: store.Run{
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
 			IdempotencyKey: nr.IdempotencyKey, Priority: priority, Status: store.RunRunning, TraceContext: nr.TraceContext,
-			Input: append([]byte(nil), nr.Input...), FailedStep: -1, CreatedAt: now, Parent: nr.Parent,
+			Input: append([]byte(nil), nr.Input...), CreatedAt: now, Parent: cloneParent(nr.Parent),
 		},
 		tasks:     make([]*task, len(nr.Tasks)),
 		pending:   make([]int, len(nr.Tasks)),
@@ -85,8 +85,8 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		}
 	}
 	s.runs[nr.ID] = r
-	if !nr.Parent.IsZero() {
-		s.children[nr.Parent.Task] = append(s.children[nr.Parent.Task], r)
+	if nr.Parent != nil {
+		s.children[nr.Parent.Task()] = append(s.children[nr.Parent.Task()], r)
 	}
 	queued := false
 	for i, t := range r.tasks {
@@ -106,9 +106,7 @@ func (s *Store) GetRun(_ context.Context, id uuid.UUID) (store.Run, error) {
 	if !ok {
 		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
-	rec := r.rec
-	rec.Input = append([]byte(nil), rec.Input...)
-	return rec, nil
+	return r.row(), nil
 }
 
 // ListTasks implements store.Runs.
@@ -120,6 +118,27 @@ func (s *Store) ListTasks(_ context.Context, id uuid.UUID) ([]store.Task, error)
 		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
 	return r.taskRecords(), nil
+}
+
+// row is the run's record for a caller: a copy that shares nothing with
+// the store (the engine fills in names on it).
+func (r *run) row() store.Run {
+	rec := r.rec
+	rec.Input = append([]byte(nil), rec.Input...)
+	if rec.Failure != nil {
+		f := *rec.Failure
+		rec.Failure = &f
+	}
+	rec.Parent = cloneParent(rec.Parent)
+	return rec
+}
+
+func cloneParent(p *store.ParentRun) *store.ParentRun {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // taskRecords copies the run's tasks out. Callers hold s.mu.
@@ -157,9 +176,7 @@ func (s *Store) GetRuns(_ context.Context, ids []uuid.UUID) ([]store.RunWithTask
 			continue
 		}
 		seen[id] = true
-		rec := r.rec
-		rec.Input = append([]byte(nil), rec.Input...)
-		out = append(out, store.RunWithTasks{Run: rec, Tasks: r.taskRecords()})
+		out = append(out, store.RunWithTasks{Run: r.row(), Tasks: r.taskRecords()})
 	}
 	slices.SortFunc(out, func(a, b store.RunWithTasks) int { return compareUUID(a.ID, b.ID) })
 	return out, nil
@@ -214,7 +231,7 @@ func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, er
 		if !ok || (r.rec.Status != store.RunFailed && r.rec.Status != store.RunCancelled) {
 			continue
 		}
-		r.rec.Status, r.rec.FailedStep, r.rec.Error, r.rec.FinishedAt = store.RunRunning, -1, "", time.Time{}
+		r.rec.Status, r.rec.Failure, r.rec.FinishedAt = store.RunRunning, nil, time.Time{}
 		reopened = append(reopened, rr.Run)
 		for _, reset := range rr.Reset {
 			t := r.tasks[reset.Step]
@@ -269,7 +286,7 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 		s.cancelChildren(r, now)
 		s.forgetWaits(r)
 	}
-	if !r.rec.Parent.IsZero() {
+	if r.rec.Parent != nil {
 		s.childEnded(r, now)
 	}
 }
@@ -281,7 +298,7 @@ func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
 	if r.rec.Status != store.RunRunning {
 		return false
 	}
-	r.rec.FailedStep, r.rec.Error = step, msg
+	r.rec.Failure = &store.RunFailure{StepIndex: step, Error: msg}
 	for i, t := range r.tasks {
 		if i == r.onFailure || !dag.Cancels(t.rec.Status) {
 			continue

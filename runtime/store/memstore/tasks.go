@@ -61,10 +61,14 @@ func (s *Store) start(t *task, worker string, wake bool, now time.Time) store.Cl
 		pt := r.tasks[p]
 		parents = append(parents, store.ParentOutput{Step: p, Status: pt.rec.Status, Output: pt.rec.Output})
 	}
+	failedStep, failedError := -1, ""
+	if f := r.rec.Failure; f != nil {
+		failedStep, failedError = f.StepIndex, f.Error
+	}
 	return store.ClaimedTask{
 		Key: t.rec.Key, Kind: t.rec.Kind, Attempt: t.rec.Attempt, PriorAttempts: t.prior,
 		Woken: wake, Plain: plain, QueuedAt: queuedAt, Workflow: r.rec.Workflow, Version: r.rec.Version,
-		Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: r.rec.FailedStep, Error: r.rec.Error,
+		Tenant: r.rec.Tenant, Input: r.rec.Input, FailedStep: failedStep, Error: failedError,
 		TraceContext: r.rec.TraceContext, Parents: parents,
 	}
 }

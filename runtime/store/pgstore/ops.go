@@ -138,8 +138,8 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		out = append(out, store.Run{
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
-			FailedStep: int(r.FailedStep), Error: r.Error.String, CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Input: r.Input, Parent: parentRef(r.ParentRunID, r.ParentStep, r.ParentIndex),
+			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex),
 		})
 	}
 	return out, reached, nil

@@ -191,9 +191,13 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.Inputs = append(p.Inputs, r.Input)
 		p.UnresolvedSinks = append(p.UnresolvedSinks, int32(unresolved))
 		p.TraceContexts = append(p.TraceContexts, r.TraceContext)
-		p.ParentRunIds = append(p.ParentRunIds, r.Parent.Task.Run)
-		p.ParentSteps = append(p.ParentSteps, int16(r.Parent.Task.Step))
-		p.ParentIndexes = append(p.ParentIndexes, int32(r.Parent.Index))
+		var parent store.ParentRun // uuid.Nil for none: stored as NULL
+		if r.Parent != nil {
+			parent = *r.Parent
+		}
+		p.ParentRunIds = append(p.ParentRunIds, parent.ID)
+		p.ParentSteps = append(p.ParentSteps, int16(parent.StepIndex))
+		p.ParentIndexes = append(p.ParentIndexes, int32(parent.Index))
 	}
 	return p
 }
@@ -272,17 +276,26 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
-		FailedStep: int(row.FailedStep), Error: row.Error.String, CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
-		TraceContext: row.TraceContext, Parent: parentRef(row.ParentRunID, row.ParentStep, row.ParentIndex),
+		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
+		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 	}
 }
 
-// parentRef reads a run's parent columns, NULL for runs without one.
-func parentRef(run pgtype.UUID, step pgtype.Int2, index pgtype.Int4) store.ParentRef {
+// parentRun reads a run's parent columns, NULL for runs without one.
+func parentRun(run pgtype.UUID, step pgtype.Int2, index pgtype.Int4) *store.ParentRun {
 	if !run.Valid {
-		return store.ParentRef{}
+		return nil
 	}
-	return store.ParentRef{Task: store.TaskKey{Run: run.Bytes, Step: int(step.Int16)}, Index: int(index.Int32)}
+	return &store.ParentRun{ID: run.Bytes, StepIndex: int(step.Int16), Index: int(index.Int32)}
+}
+
+// failure reads a run's failure columns: failed_step is -1 unless the run
+// failed.
+func failure(step int32, msg pgtype.Text) *store.RunFailure {
+	if step < 0 {
+		return nil
+	}
+	return &store.RunFailure{StepIndex: int(step), Error: msg.String}
 }
 
 // ChildRuns implements store.Runs: the runs, then their tasks, in a

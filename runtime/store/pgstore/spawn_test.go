@@ -50,7 +50,7 @@ func TestSpawnStatementsDoNotGrowWithItems(t *testing.T) {
 		for i := range items {
 			sp.Runs = append(sp.Runs, store.NewRun{
 				ID: uuid.Must(uuid.NewV7()), Workflow: "m/each", Version: "m/each@1", Tenant: "t", Input: fmt.Appendf(nil, "%d", i),
-				Parent: store.ParentRef{Index: i}, Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1}},
+				Parent: &store.ParentRun{Index: i}, Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1}},
 			})
 		}
 		before := tracer.n.Load()

@@ -412,9 +412,8 @@ func (s *Store) spawn(ctx context.Context, q *dbsqlc.Queries, r store.Results, r
 			continue
 		}
 		runs := make([]store.NewRun, len(sp.Runs))
-		for i, nr := range sp.Runs {
-			nr.Parent.Task = sp.Key
-			runs[i] = nr
+		for i := range sp.Runs {
+			runs[i] = sp.Child(i)
 		}
 		if _, err := createRuns(ctx, q, runs, at); err != nil {
 			return err

@@ -416,7 +416,7 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	h.row("Status:", string(r.Status))
 	h.row("Created:", timestamp(&r.CreatedAt))
 	if d, ok := r.Duration(); ok {
-		h.row("Finished:", timestamp(r.FinishedAt)+" (after "+shortDuration(d)+")")
+		h.row("Finished:", timestamp(&r.FinishedAt)+" (after "+shortDuration(d)+")")
 	}
 	if r.Failure != nil {
 		h.row("Failure:", "step "+r.Failure.Step+": "+r.Failure.Error)

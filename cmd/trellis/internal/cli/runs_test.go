@@ -274,8 +274,8 @@ func TestRunsListShowEvents(t *testing.T) {
 	at := func(d time.Duration) *time.Time { t := e.h.Start.Add(d); return &t }
 	wantRun := ops.Run{
 		ID: e.runs[runOpsFailed], Workflow: "ops", Version: got.Version, Tenant: "acme", IdempotencyKey: "order-7", Priority: runtime.PriorityNormal,
-		Status: runtime.RunFailed, CreatedAt: *at(time.Minute), FinishedAt: at(3 * time.Minute),
-		Failure: &runtime.Failure{Step: "work", Error: "payment gateway said no (attempt 3)"},
+		Status: runtime.RunFailed, CreatedAt: *at(time.Minute), FinishedAt: *at(3 * time.Minute),
+		Failure: &runtime.Failure{StepIndex: 0, Step: "work", Error: "payment gateway said no (attempt 3)"},
 	}
 	if diff := cmp.Diff(wantRun, got); diff != "" || !strings.HasPrefix(got.Version, "ops@") {
 		t.Errorf("the failed run as listed (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -17,7 +18,7 @@ func elementRuns(n int) []store.NewRun {
 	for i := range out {
 		out[i] = store.NewRun{
 			ID: uuid.Must(uuid.NewV7()), Workflow: "elem", Version: "elem@v1", Tenant: "default",
-			Input: fmt.Appendf(nil, "%d", i), Parent: store.ParentRef{Index: i},
+			Input: fmt.Appendf(nil, "%d", i), Parent: &store.ParentRun{Index: i},
 			Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1}},
 		}
 	}
@@ -64,10 +65,10 @@ func testSpawnWaitsForEveryChild(t *testing.T, f *fixture) {
 		t.Fatalf("ChildRuns = %d runs, want 3", len(kids))
 	}
 	for i, k := range kids {
-		if k.Parent != (store.ParentRef{Task: store.TaskKey{Run: id, Step: stepA}, Index: i}) || string(k.Input) != fmt.Sprint(i) {
+		if k.Parent == nil || *k.Parent != (store.ParentRun{ID: id, StepIndex: stepA, Index: i}) || string(k.Input) != fmt.Sprint(i) {
 			t.Errorf("child %d = parent %+v input %s", i, k.Parent, k.Input)
 		}
-		if run := f.run(k.ID); run.Parent != k.Parent {
+		if run := f.run(k.ID); !cmp.Equal(run.Parent, k.Parent) {
 			t.Errorf("GetRun(child %d).Parent = %+v, want %+v", i, run.Parent, k.Parent)
 		}
 	}

@@ -65,8 +65,8 @@ func testRelease(t *testing.T, f *fixture) {
 	if err != nil || !cmp.Equal(res.Failed, []store.Attempt{attempt(b[0])}) || len(res.Requeued) != 0 {
 		t.Errorf("counted ReleaseTasks of %v = %+v, %v; want it failed, out of its single attempt", keys(b), res, err)
 	}
-	if r := f.run(id); r.Status != store.RunFailed || r.Error != "stopped mid-step" {
-		t.Errorf("run = %s (%q), want FAILED with the reason", r.Status, r.Error)
+	if r := f.run(id); r.Status != store.RunFailed || r.Failure == nil || r.Failure.Error != "stopped mid-step" {
+		t.Errorf("run = %s (%+v), want FAILED with the reason", r.Status, r.Failure)
 	}
 }
 

@@ -130,13 +130,13 @@ func testListRuns(t *testing.T, f *fixture) {
 	got := f.listRuns(store.RunQuery{IdempotencyKey: "order-2"})
 	want := store.Run{
 		ID: failed, Workflow: "diamond", Version: "diamond@v1", Tenant: "acme", IdempotencyKey: "order-2", Priority: spec.PriorityNormal,
-		Status: store.RunFailed, FailedStep: stepA, Error: "boom", CreatedAt: t0.Add(time.Minute), FinishedAt: t0.Add(time.Minute),
+		Status: store.RunFailed, Failure: &store.RunFailure{StepIndex: stepA, Error: "boom"}, CreatedAt: t0.Add(time.Minute), FinishedAt: t0.Add(time.Minute),
 	}
 	if diff := cmp.Diff([]store.Run{want}, got, cmpTimes); diff != "" {
 		t.Errorf("listed run (-want +got):\n%s", diff)
 	}
-	if r := f.listRuns(store.RunQuery{Statuses: []store.RunStatus{store.RunRunning}, Limit: 1})[0]; r.FailedStep != -1 || !r.FinishedAt.IsZero() {
-		t.Errorf("running run listed with failed step %d, finished at %v", r.FailedStep, r.FinishedAt)
+	if r := f.listRuns(store.RunQuery{Statuses: []store.RunStatus{store.RunRunning}, Limit: 1})[0]; r.Failure != nil || !r.FinishedAt.IsZero() {
+		t.Errorf("running run listed with failure %+v, finished at %v", r.Failure, r.FinishedAt)
 	}
 }
 

@@ -468,8 +468,8 @@ func testFailure(t *testing.T, f *fixture) {
 		t.Errorf("Stale = %v, want the second failure", res.Stale)
 	}
 	r := f.run(id)
-	if r.Status != store.RunFailed || r.FailedStep != bc[0].Key.Step || r.Error != "boom" {
-		t.Errorf("run = %s failed step %d %q", r.Status, r.FailedStep, r.Error)
+	if r.Status != store.RunFailed || r.Failure == nil || *r.Failure != (store.RunFailure{StepIndex: bc[0].Key.Step, Error: "boom"}) {
+		t.Errorf("run = %s failure %+v", r.Status, r.Failure)
 	}
 	st := f.statuses(id)
 	if st[bc[1].Key.Step] != store.TaskCancelled || st[stepD] != store.TaskCancelled || st[stepH] != store.TaskQueued {
@@ -708,8 +708,8 @@ func testRecover(t *testing.T, f *fixture) {
 		t.Fatalf("RecoverTasks = %+v, %v; want a failed", res, err)
 	}
 	r := f.run(retryable)
-	if r.Status != store.RunFailed || r.FailedStep != stepA {
-		t.Errorf("run = %s step %d, want FAILED at a", r.Status, r.FailedStep)
+	if r.Status != store.RunFailed || r.Failure == nil || r.Failure.StepIndex != stepA {
+		t.Errorf("run = %s failure %+v, want FAILED at a", r.Status, r.Failure)
 	}
 	want := []store.EventType{store.EventQueued, store.EventStarted, store.EventRetrying, store.EventQueued, store.EventStarted, store.EventFailed}
 	if diff := cmp.Diff(want, f.trail(retryable, stepA)); diff != "" {
@@ -871,7 +871,7 @@ func testRetryRun(t *testing.T, f *fixture) {
 		t.Fatalf("RetryRuns = %v, %v", ok, err)
 	}
 	r := f.run(id)
-	if r.Status != store.RunRunning || r.FailedStep != -1 || r.Error != "" {
+	if r.Status != store.RunRunning || r.Failure != nil {
 		t.Errorf("run after retry = %+v", r)
 	}
 	again := f.claimOne(id, failed)
