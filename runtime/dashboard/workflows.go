@@ -69,9 +69,9 @@ func statsOf(runs []ops.Run) runStats {
 	return s
 }
 
-// workflowSummary is one workflow on the workflows list.
-type workflowSummary struct {
-	Latest   ops.Workflow
+// workflowRow is one workflow on the workflows list.
+type workflowRow struct {
+	Latest   ops.WorkflowSummary
 	Versions int
 	Stats    runStats
 	Problem  string
@@ -83,13 +83,13 @@ func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusInternalServerError, d.problem("listing workflows", err))
 		return
 	}
-	var list []workflowSummary
+	var list []workflowRow
 	for _, v := range versions { // by name, newest first
 		if n := len(list); n > 0 && list[n-1].Latest.Name == v.Name {
 			list[n-1].Versions++
 			continue
 		}
-		s := workflowSummary{Latest: v, Versions: 1}
+		s := workflowRow{Latest: v, Versions: 1}
 		if runs, err := d.visibleRuns(r.Context(), userOf(r), ops.RunFilter{Workflow: v.Name, Limit: listSample}); err != nil {
 			s.Problem = d.problem("listing runs of "+v.Name, err)
 		} else {
@@ -103,8 +103,8 @@ func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 // workflowData is what a workflow's page shows.
 type workflowData struct {
 	Name     string
-	Versions []ops.Workflow
-	Version  ops.Workflow // the one drawn
+	Versions []ops.WorkflowSummary
+	Version  ops.WorkflowSummary // the one drawn
 	DAG      *dag
 	Stats    runStats
 	Recent   []ops.Run
@@ -148,7 +148,7 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, u User, name, version stri
 	}
 	data.Version = data.Versions[0]
 	if version != "" {
-		i := slices.IndexFunc(data.Versions, func(v ops.Workflow) bool { return v.Version == version })
+		i := slices.IndexFunc(data.Versions, func(v ops.WorkflowSummary) bool { return v.Version == version })
 		if i < 0 {
 			return nil, http.StatusBadRequest, fmt.Errorf("%q is not a version of %s", version, name)
 		}

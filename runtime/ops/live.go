@@ -48,8 +48,13 @@ func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 	return stats, nil
 }
 
-// Workflow is a stored workflow version.
-type Workflow struct {
+// WorkflowSummary is a stored workflow version as ops lists it: a summary
+// read from its spec (description, step count, failure handler, cron
+// schedules), with the workflow's schedules created at run time. It is
+// not a second type for the stored version (store.WorkflowVersion, the
+// spec as the store keeps it), nor for the workflow itself (spec.Workflow,
+// the model; runtime.Workflow, the handle that triggers runs).
+type WorkflowSummary struct {
 	Name        string `json:"name"`
 	Version     string `json:"version"`
 	Description string `json:"description,omitempty"`
@@ -70,7 +75,7 @@ type Workflow struct {
 
 // Workflows lists the stored workflow versions, by name, newest first,
 // the newest of each with the workflow's schedules created at run time.
-func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
+func (a *Admin) Workflows(ctx context.Context) ([]WorkflowSummary, error) {
 	versions, err := a.store.ListWorkflows(ctx)
 	if err != nil {
 		return nil, err
@@ -83,13 +88,13 @@ func (a *Admin) Workflows(ctx context.Context) ([]Workflow, error) {
 	for _, s := range stored {
 		api[s.Workflow] = append(api[s.Workflow], s)
 	}
-	out := make([]Workflow, len(versions))
+	out := make([]WorkflowSummary, len(versions))
 	for i, v := range versions {
 		var spec runtime.WorkflowSpec
 		if err := json.Unmarshal(v.Spec, &spec); err != nil {
 			return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
 		}
-		out[i] = Workflow{
+		out[i] = WorkflowSummary{
 			Name: v.Name, Version: v.Version, Description: spec.Description, Steps: len(spec.Steps), SavedAt: timeOrNil(v.SavedAt),
 			Schedules: spec.Schedules,
 		}

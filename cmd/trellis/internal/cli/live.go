@@ -204,7 +204,7 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 			return -1, err
 		}
 		// The SCHEDULES column only when some version has schedules.
-		scheduled := slices.ContainsFunc(workflows, func(w ops.Workflow) bool { return len(w.Schedules)+len(w.APISchedules) > 0 })
+		scheduled := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.Schedules)+len(w.APISchedules) > 0 })
 		head := []string{"WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED"}
 		if scheduled {
 			head = append(head, "SCHEDULES")

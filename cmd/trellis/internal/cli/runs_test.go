@@ -584,7 +584,7 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 		t.Errorf("queue -format json (-want +got):\n%s", diff)
 	}
 
-	var workflows []ops.Workflow
+	var workflows []ops.WorkflowSummary
 	e.json(&workflows, "workflows")
 	var got []string
 	for _, w := range workflows {
