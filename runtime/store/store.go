@@ -787,7 +787,11 @@ type FinishResult struct {
 	HandedOff []ClaimedTask
 }
 
-// CancelledRun is a run CancelRuns cancelled.
+// CancelledRun is a run CancelRuns cancelled: what the engine needs to
+// account for its end (metrics count ended runs by workflow and tenant).
+// It is not a Run on purpose: a bulk cancel returns no more of each row
+// than that, and a Run with most of its fields zero would misstate the
+// run.
 type CancelledRun struct {
 	ID       uuid.UUID
 	Workflow string
