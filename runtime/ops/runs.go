@@ -241,7 +241,10 @@ func ParseCursor(s string) (*store.RunCursor, error) {
 
 // RunDetail is everything about one run: its facts, input, and steps.
 type RunDetail struct {
+	// Run is the run as listings show it, with its parent's step named;
+	// its own Input is nil (Input below is the one to read).
 	Run
+	// Input is the run's input, its sensitive fields redacted.
 	Input json.RawMessage `json:"input"`
 	// Steps are in step order, the failure handler (if any) last.
 	Steps []Step `json:"steps"`
