@@ -331,7 +331,8 @@ func TestAgreementSkipsCascadeAndBranchesMerge(t *testing.T) {
 func TestAgreementFailureHandlerRunsOnce(t *testing.T) {
 	runAgreement(t, func(t *testing.T, r rig) {
 		spec := &runtime.WorkflowSpec{Name: "handled", InputSchema: `{"type":"object"}`,
-			Steps:     []runtime.StepSpec{{Name: "charge"}, {Name: "ship", Parents: []string{"charge"}}},
+			Steps: []runtime.StepSpec{{Name: "validate"}, {Name: "charge", Parents: []string{"validate"}},
+				{Name: "ship", Parents: []string{"charge"}}},
 			OnFailure: &runtime.OnFailureSpec{Name: "alert"}}
 		var calls atomic.Int32
 		var got runtime.Failure
@@ -340,7 +341,8 @@ func TestAgreementFailureHandlerRunsOnce(t *testing.T) {
 				"charge": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
 					return nil, runtime.NonRetryable(errors.New("card declined"))
 				},
-				"ship": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil },
+				"validate": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil },
+				"ship":     func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil },
 			},
 			OnFailure: func(_ context.Context, req *runtime.FailureRequest) error {
 				calls.Add(1)
@@ -359,8 +361,11 @@ func TestAgreementFailureHandlerRunsOnce(t *testing.T) {
 		if res.Steps["ship"] != runtime.TaskCancelled || res.Steps["alert"] != runtime.TaskCompleted || !res.Final() {
 			t.Errorf("steps = %v (final %v), want ship CANCELLED and alert COMPLETED", res.Steps, res.Final())
 		}
-		if n := calls.Load(); n != 1 || got.Step != "charge" || !strings.Contains(got.Error, "card declined") {
-			t.Errorf("handler ran %d times with %+v, want once with charge's error", n, got)
+		if n := calls.Load(); n != 1 || got.Step != "charge" || got.StepIndex != 1 || !strings.Contains(got.Error, "card declined") {
+			t.Errorf("handler ran %d times with %+v, want once with charge's (step 1) error", n, got)
+		}
+		if res.Failure == nil || *res.Failure != got {
+			t.Errorf("the run's failure is %+v, the handler's %+v: want the same", res.Failure, got)
 		}
 	})
 }

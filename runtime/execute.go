@@ -362,7 +362,7 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo) (out json.RawM
 			failed = j.def.graph.Steps[f].Name
 		}
 		return nil, h.OnFailure(ctx, &FailureRequest{Info: info, Input: j.claim.Input,
-			Failure: Failure{Step: failed, Error: j.claim.Error}})
+			Failure: Failure{StepIndex: j.claim.FailedStep, Step: failed, Error: j.claim.Error}})
 	}
 	fn := h.Steps[j.step.Name]
 	if fn == nil {

@@ -505,9 +505,7 @@ func (r *Run) Duration() (time.Duration, bool) {
 // RunFailure is the permanent failure of a step that failed a run. A
 // store keeps the step's index; the engine names the step.
 type RunFailure struct {
-	// StepIndex is the failed step's index in its workflow version, as a
-	// store reads it (run rows, RunResult). A failure handler's
-	// FailureRequest names the step only, and leaves it zero.
+	// StepIndex is the failed step's index in its workflow version.
 	StepIndex int `json:"-"`
 	// Step is the name of the step that failed.
 	Step string `json:"step"`
