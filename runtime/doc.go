@@ -8,15 +8,21 @@
 //     number of processes). Create one with New.
 //   - A WorkflowSpec is a workflow's declarative form. Generated code
 //     embeds one per YAML file and registers it, with the step code, on an
-//     engine: Register<Workflow>(engine, steps) returns a typed client
-//     whose Run, RunNoWait and Wait start and await runs, and whose
-//     Result reads one as it is now, outputs typed. <Workflow>Refs gives
-//     each step a typed identity, a StepRef, through which those results
-//     are decoded and which Output takes. Without generated code,
-//     Engine.Register takes a spec and Handlers and returns a Workflow
-//     with the same methods on JSON. Engine.WaitMany waits for many runs
-//     at once (a batch from TriggerMany, say), at the cost of a few reads
-//     per wake-up rather than a poll per run.
+//     engine: Register<Workflow>(engine, steps) returns its typed client,
+//     a Client[Input, Result], whose Run, RunNoWait and Wait start and
+//     await runs, and whose Result reads one as it is now, outputs typed.
+//     <Workflow>Refs gives each step a typed identity, a StepRef, through
+//     which those results are decoded and which Output takes. Without
+//     generated code, Engine.Register takes a spec and Handlers and
+//     returns a Workflow with the same methods on JSON (NewClient makes a
+//     typed client of it). Engine.WaitMany waits for many runs at once (a
+//     batch from TriggerMany, say), at the cost of a few reads per
+//     wake-up rather than a poll per run.
+//   - Actions on runs are the engine's, whoever calls them (a program, the
+//     trellis command, the dashboard): CancelRuns, RetryRuns, PurgeRuns,
+//     Events, StuckRuns, SendEvent, and the schedules' Pause, Resume and
+//     Delete by workflow name. Package ops reads and presents runs for
+//     operators (listings, filters, run detail).
 //   - Start makes an engine claim ready tasks, run their steps, record the
 //     results, heartbeat, and take part in leader election (the leader
 //     fires durable timers, recovers the tasks of dead workers and
@@ -63,6 +69,9 @@
 // process runs it: a run triggered inside an HTTP handler continues the
 // request's trace. Logs are slog's (Config.Logger): every engine line
 // about a task carries run_id, workflow, step, attempt and tenant, and
-// NewLogHandler gives a step's own lines the same. The README lists the
-// metrics and their attributes.
+// NewLogHandler gives a step's own lines the same. docs/reference/telemetry.md
+// lists the metrics and their attributes.
+//
+// docs/architecture.md names the packages behind the engine (under
+// internal/) and follows a task from trigger to result through them.
 package runtime
