@@ -720,7 +720,7 @@ func testPermanentFailure(t *testing.T, newH newHarness) {
 	if n := steps.calls.count("alert"); n != 1 {
 		t.Errorf("onFailure ran %d times, want exactly once", n)
 	}
-	if diff := cmp.Diff([]runtime.Failure{{Step: "work", Error: "attempt 3 failed"}}, steps.failures); diff != "" {
+	if diff := cmp.Diff([]runtime.Failure{{StepIndex: 1, Step: "work", Error: "attempt 3 failed"}}, steps.failures); diff != "" {
 		t.Errorf("onFailure got (-want +got):\n%s", diff)
 	}
 	checkTrail(t, h, ref.ID, "work", trail(queued, started, retrying, queued, started, retrying, queued, started, failed))
