@@ -272,7 +272,7 @@ func (e *Engine) refreshSchedules(ctx context.Context) error {
 	due := e.api.loadedAt.IsZero() || e.api.stale || !now.Before(e.api.loadedAt.Add(e.cfg.ScheduleRefresh))
 	e.api.stale = false
 	e.api.mu.Unlock()
-	regs := e.registrations()
+	regs := e.registry.registrations()
 	if !due || len(regs) == 0 {
 		return nil
 	}

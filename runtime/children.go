@@ -87,9 +87,7 @@ func (d *Definition) childInput(ctx context.Context, step *dag.Step, input []byt
 // workflow step starts, as this engine knows it.
 func (e *Engine) childDefinition(def *Definition, step *dag.Step) (*Definition, error) {
 	name := def.spec.Steps[step.Index].Workflow.Name
-	e.mu.Lock()
-	child, ok := e.known[name]
-	e.mu.Unlock()
+	child, ok := e.registry.child(name)
 	if !ok {
 		return nil, fmt.Errorf("step %s starts workflow %s, which this engine does not know: register it (Engine.Register, or Engine.Workflow to start runs only) on every engine that runs %s",
 			step.Name, name, def.Name())

@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -187,27 +185,19 @@ type Engine struct {
 	tracer  *telemetry.Tracer  // nil without Config.TracerProvider
 	faults  *telemetry.Faults  // logs the failures of the loops once per outage
 
-	// Registration state, the schedules' and the waiters', under mu.
-	mu         sync.Mutex
-	defs       map[string]*Definition   // by version
-	registered map[string]*registration // by workflow name
-	names      []string                 // registered workflow names, sorted
-	known      map[string]*Definition   // by workflow name: the latest registered or compiled with Workflow, the runs child workflow steps start
-	saved      map[string]bool          // versions known to be in the store
-	ticks      map[string]time.Time     // latest schedule tick known started, by workflow/schedule
-	api        apiSchedules             // the stored schedules of the registered workflows
-	watches    map[RunID][]*watch       // callers of Wait and WaitMany, by run
+	registry *registry // compiled definitions and registered workflows
+
+	// The schedules' and the waiters' state, under mu.
+	mu      sync.Mutex
+	ticks   map[string]time.Time // latest schedule tick known started, by workflow/schedule
+	api     apiSchedules         // the stored schedules of the registered workflows
+	watches map[RunID][]*watch   // callers of Wait and WaitMany, by run
 
 	// How the engine runs, under mu: started (Start) or driven by hand.
 	started   bool
 	stopping  bool
 	lifecycle *lifecycle // set while started
 	driver    *Driver    // set while driven by hand
-}
-
-type registration struct {
-	def      *Definition
-	handlers Handlers
 }
 
 // New returns an engine; it does nothing until Start (or a Driver runs it).
@@ -218,13 +208,10 @@ func New(cfg Config) (*Engine, error) {
 	log := cfg.Logger.With("worker", cfg.WorkerID)
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log, ticks: map[string]time.Time{},
-		defs:       map[string]*Definition{},
-		registered: map[string]*registration{},
-		known:      map[string]*Definition{},
-		saved:      map[string]bool{},
-		watches:    map[RunID][]*watch{},
-		faults:     telemetry.NewFaults(log),
-		tracer:     telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
+		registry: newRegistry(),
+		watches:  map[RunID][]*watch{},
+		faults:   telemetry.NewFaults(log),
+		tracer:   telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
 	e.api.changed = make(chan struct{}, 1)
 	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
@@ -274,36 +261,10 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 	if err := e.checkSchedules(def); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, dup := e.registered[def.Name()]; dup {
-		return nil, fmt.Errorf("registering workflow %s: already registered", def.Name())
+	if err := e.registry.register(def, h); err != nil {
+		return nil, err
 	}
-	if e.started {
-		return nil, fmt.Errorf("registering workflow %s: the engine is already started", def.Name())
-	}
-	e.registered[def.Name()] = &registration{def: def, handlers: h}
-	e.known[def.Name()] = def
-	e.names = append(e.names, def.Name())
-	for _, items := range def.itemDefinitions() {
-		// A map step's code runs in the runs of its items workflow.
-		step := items.spec.Steps[0].Name
-		e.registered[items.Name()] = &registration{def: items, handlers: Handlers{Steps: map[string]StepFunc{step: h.Steps[step]}}}
-		e.names = append(e.names, items.Name())
-	}
-	sort.Strings(e.names)
 	return &Workflow{engine: e, def: def}, nil
-}
-
-// registrations returns the registered workflows, by name.
-func (e *Engine) registrations() []*registration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]*registration, len(e.names))
-	for i, n := range e.names {
-		out[i] = e.registered[n]
-	}
-	return out
 }
 
 func checkHandlers(def *Definition, h Handlers) error {
@@ -343,11 +304,7 @@ func (e *Engine) Workflow(spec *WorkflowSpec) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if r, ok := e.registered[def.Name()]; !ok || r.def == def {
-		e.known[def.Name()] = def // a registered version keeps starting child runs
-	}
-	e.mu.Unlock()
+	e.registry.use(def)
 	return &Workflow{engine: e, def: def}, nil
 }
 
@@ -358,16 +315,7 @@ func (e *Engine) compile(spec *WorkflowSpec) (*Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if known, ok := e.defs[def.Version()]; ok {
-		return known, nil
-	}
-	e.defs[def.Version()] = def
-	for _, items := range def.itemDefinitions() {
-		e.defs[items.Version()] = items
-	}
-	return def, nil
+	return e.registry.compiled(def), nil
 }
 
 // Definition returns the definition of a stored workflow version (a run's
@@ -381,10 +329,7 @@ func (e *Engine) Definition(ctx context.Context, version string) (*Definition, e
 // definition returns the definition of a version, loading it from the
 // store when this process has not seen it.
 func (e *Engine) definition(ctx context.Context, version string) (*Definition, error) {
-	e.mu.Lock()
-	def, ok := e.defs[version]
-	e.mu.Unlock()
-	if ok {
+	if def, ok := e.registry.definition(version); ok {
 		return def, nil
 	}
 	stored, err := e.store.LoadWorkflow(ctx, version)
@@ -395,35 +340,15 @@ func (e *Engine) definition(ctx context.Context, version string) (*Definition, e
 	if err := json.Unmarshal(stored.Spec, &spec); err != nil {
 		return nil, fmt.Errorf("decoding workflow version %s: %w", version, err)
 	}
-	def, err = Compile(&spec)
+	def, err := Compile(&spec)
 	if err != nil {
 		return nil, err
 	}
 	if def.Version() != version {
 		return nil, fmt.Errorf("workflow version %s compiles to version %s", version, def.Version())
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.defs[version] = def
-	e.saved[version] = true
+	e.registry.loaded(def)
 	return def, nil
-}
-
-// handlers returns the registered code of a workflow.
-func (e *Engine) handlers(workflow string) (Handlers, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r, ok := e.registered[workflow]
-	if !ok {
-		return Handlers{}, false
-	}
-	return r.handlers, true
-}
-
-func (e *Engine) workflowNames() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.names)
 }
 
 // wake nudges the claim loop (if running) to look for work now.

@@ -22,7 +22,7 @@ import (
 type planner struct{ e *Engine }
 
 // Workflows implements executor.Planner.
-func (p planner) Workflows() []string { return p.e.workflowNames() }
+func (p planner) Workflows() []string { return p.e.registry.workflowNames() }
 
 // Plan implements executor.Planner.
 func (p planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
@@ -31,12 +31,7 @@ func (p planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 
 // StepName implements executor.Planner.
 func (p planner) StepName(version string, step int) (string, bool) {
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	if def, ok := p.e.defs[version]; ok && step < len(def.graph.Steps) {
-		return def.graph.Steps[step].Name, true
-	}
-	return "", false
+	return p.e.registry.stepName(version, step)
 }
 
 // job is a claimed task whose code is to run (an executor.Job).
@@ -352,7 +347,7 @@ func (e *Engine) call(ctx context.Context, j *job, info StepInfo) (out json.RawM
 			out, err = nil, fmt.Errorf("step panicked: %v", p)
 		}
 	}()
-	h, ok := e.handlers(j.claim.Workflow)
+	h, ok := e.registry.handlers(j.claim.Workflow)
 	if j.step.Kind == store.KindOnFailure {
 		if !ok || h.OnFailure == nil {
 			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Workflow))

@@ -35,18 +35,22 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.mu.Unlock()
 		return errors.New("engine: a Driver runs this engine by hand; it cannot be started")
 	}
-	e.started = true // reserved: Register and NewDriver refuse from now on
+	e.started = true // reserved: NewDriver refuses from now on
 	e.mu.Unlock()
+	e.registry.close() // Register refuses from now on
 
 	lc, err := e.startLoops(ctx)
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err != nil {
+		e.registry.reopen()
+		e.mu.Lock()
 		e.started = false
+		e.mu.Unlock()
 		return err
 	}
+	e.mu.Lock()
 	e.lifecycle = lc
-	e.log.Info("engine started", "workflows", e.names, "concurrency", e.cfg.Concurrency)
+	e.mu.Unlock()
+	e.log.Info("engine started", "workflows", e.registry.workflowNames(), "concurrency", e.cfg.Concurrency)
 	return nil
 }
 

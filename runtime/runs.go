@@ -171,10 +171,7 @@ func newTasks(def *Definition) []store.NewTask {
 
 // saveDefinition stores a definition version once per process.
 func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
-	e.mu.Lock()
-	saved := e.saved[def.Version()]
-	e.mu.Unlock()
-	if saved {
+	if e.registry.isSaved(def.Version()) {
 		return nil
 	}
 	spec, err := json.Marshal(def.spec)
@@ -187,9 +184,7 @@ func (e *Engine) saveDefinition(ctx context.Context, def *Definition) error {
 	if err := retryTransient(ctx, e.clock, save); err != nil {
 		return fmt.Errorf("saving workflow %s: %w", def.Name(), err)
 	}
-	e.mu.Lock()
-	e.saved[def.Version()] = true
-	e.mu.Unlock()
+	e.registry.markSaved(def.Version())
 	return nil
 }
 

@@ -162,7 +162,7 @@ type scheduled struct {
 // allSchedules returns the schedules of every registered workflow: the
 // file's, then those created at run time as this engine last read them.
 func (e *Engine) allSchedules() []scheduled {
-	regs := e.registrations()
+	regs := e.registry.registrations()
 	e.api.mu.Lock()
 	defer e.api.mu.Unlock()
 	out := make([]scheduled, len(regs))
@@ -244,7 +244,7 @@ func (e *Engine) nextScheduleTick(t time.Time) (time.Time, bool) {
 // reads the schedules created at run time every Config.ScheduleRefresh;
 // it returns at once when no workflow is registered.
 func (e *Engine) scheduleLoop(ctx context.Context) {
-	if len(e.registrations()) == 0 {
+	if len(e.registry.registrations()) == 0 {
 		return
 	}
 	failing := false
