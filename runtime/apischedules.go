@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -155,7 +154,7 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 	if err != nil {
 		return Schedule{}, err
 	}
-	e.schedulesChanged()
+	e.schedules.markChanged()
 	return fromStore(res.Schedule), nil
 }
 
@@ -188,7 +187,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, workflow, name string) erro
 	if err != nil {
 		return err
 	}
-	e.schedulesChanged()
+	e.schedules.markChanged()
 	return nil
 }
 
@@ -217,7 +216,7 @@ func (e *Engine) pauseSchedule(ctx context.Context, workflow, name string, pause
 	if err != nil {
 		return Schedule{}, err
 	}
-	e.schedulesChanged()
+	e.schedules.markChanged()
 	return fromStore(s), nil
 }
 
@@ -229,37 +228,6 @@ func fromStore(s store.Schedule) Schedule {
 	return s
 }
 
-// apiSchedules is an engine's copy of the stored schedules of the
-// workflows it registered, compiled, read again every
-// Config.ScheduleRefresh and whenever the engine changes one.
-type apiSchedules struct {
-	mu         sync.Mutex
-	byWorkflow map[string][]schedule // active (not paused) schedules that compiled
-	loadedAt   time.Time             // by the engine's clock; zero: never read
-	stale      bool                  // this engine changed a schedule since
-	warned     map[string]time.Time  // workflow/name -> UpdatedAt of the version warned about
-	changed    chan struct{}         // wakes the schedule loop after a change
-}
-
-// schedulesChanged makes the next firing read the stored schedules again.
-func (e *Engine) schedulesChanged() {
-	e.api.mu.Lock()
-	e.api.stale = true
-	e.api.mu.Unlock()
-	select {
-	case e.api.changed <- struct{}{}:
-	default:
-	}
-}
-
-// untilRefresh is how long until the stored schedules are due to be read
-// again.
-func (e *Engine) untilRefresh() time.Duration {
-	e.api.mu.Lock()
-	defer e.api.mu.Unlock()
-	return max(e.api.loadedAt.Add(e.cfg.ScheduleRefresh).Sub(e.clock.Now()), time.Millisecond)
-}
-
 // refreshSchedules reads the stored schedules of the registered
 // workflows, when Config.ScheduleRefresh has passed since it last did or
 // this engine changed one, and compiles them. A stored schedule that does
@@ -268,10 +236,7 @@ func (e *Engine) untilRefresh() time.Duration {
 // file shadows, is left out, with a warning logged once.
 func (e *Engine) refreshSchedules(ctx context.Context) error {
 	now := e.clock.Now()
-	e.api.mu.Lock()
-	due := e.api.loadedAt.IsZero() || e.api.stale || !now.Before(e.api.loadedAt.Add(e.cfg.ScheduleRefresh))
-	e.api.stale = false
-	e.api.mu.Unlock()
+	due := e.schedules.refreshDue(now)
 	regs := e.registry.registrations()
 	if !due || len(regs) == 0 {
 		return nil
@@ -284,7 +249,7 @@ func (e *Engine) refreshSchedules(ctx context.Context) error {
 	}
 	stored, err := e.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: names})
 	if err != nil {
-		e.schedulesChanged() // try again next time
+		e.schedules.markChanged() // try again next time
 		return fmt.Errorf("reading schedules: %w", err)
 	}
 	compiled := map[string][]schedule{}
@@ -300,9 +265,7 @@ func (e *Engine) refreshSchedules(ctx context.Context) error {
 		}
 		compiled[st.Workflow] = append(compiled[st.Workflow], s)
 	}
-	e.api.mu.Lock()
-	e.api.byWorkflow, e.api.loadedAt = compiled, now
-	e.api.mu.Unlock()
+	e.schedules.loaded(compiled, now)
 	return nil
 }
 
@@ -325,15 +288,7 @@ func compileStored(def *Definition, st store.Schedule) (schedule, error) {
 // warnSchedule logs, once per version of a stored schedule, why it is not
 // fired.
 func (e *Engine) warnSchedule(st store.Schedule, err error) {
-	id := st.Workflow + "/" + st.Name
-	e.api.mu.Lock()
-	if e.api.warned == nil {
-		e.api.warned = map[string]time.Time{}
-	}
-	seen, ok := e.api.warned[id]
-	e.api.warned[id] = st.UpdatedAt
-	e.api.mu.Unlock()
-	if !ok || !seen.Equal(st.UpdatedAt) {
+	if e.schedules.firstWarning(st.Workflow+"/"+st.Name, st.UpdatedAt) {
 		e.log.Warn("schedule not fired", "workflow", st.Workflow, "schedule", st.Name, "error", err)
 	}
 }

@@ -185,13 +185,12 @@ type Engine struct {
 	tracer  *telemetry.Tracer  // nil without Config.TracerProvider
 	faults  *telemetry.Faults  // logs the failures of the loops once per outage
 
-	registry *registry // compiled definitions and registered workflows
+	registry  *registry  // compiled definitions and registered workflows
+	schedules *schedules // what this engine knows of its cron schedules
 
-	// The schedules' and the waiters' state, under mu.
+	// The waiters' state, under mu.
 	mu      sync.Mutex
-	ticks   map[string]time.Time // latest schedule tick known started, by workflow/schedule
-	api     apiSchedules         // the stored schedules of the registered workflows
-	watches map[RunID][]*watch   // callers of Wait and WaitMany, by run
+	watches map[RunID][]*watch // callers of Wait and WaitMany, by run
 
 	// How the engine runs, under mu: started (Start) or driven by hand.
 	started   bool
@@ -207,13 +206,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	log := cfg.Logger.With("worker", cfg.WorkerID)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log, ticks: map[string]time.Time{},
-		registry: newRegistry(),
-		watches:  map[RunID][]*watch{},
-		faults:   telemetry.NewFaults(log),
-		tracer:   telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
+		registry:  newRegistry(),
+		schedules: newSchedules(cfg.ScheduleRefresh),
+		watches:   map[RunID][]*watch{},
+		faults:    telemetry.NewFaults(log),
+		tracer:    telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
-	e.api.changed = make(chan struct{}, 1)
 	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
 	if err != nil {
 		return nil, err

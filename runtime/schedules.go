@@ -162,14 +162,7 @@ type scheduled struct {
 // allSchedules returns the schedules of every registered workflow: the
 // file's, then those created at run time as this engine last read them.
 func (e *Engine) allSchedules() []scheduled {
-	regs := e.registry.registrations()
-	e.api.mu.Lock()
-	defer e.api.mu.Unlock()
-	out := make([]scheduled, len(regs))
-	for i, r := range regs {
-		out[i] = scheduled{reg: r, schedules: append(append([]schedule(nil), r.def.schedules...), e.api.byWorkflow[r.def.Name()]...)}
-	}
-	return out
+	return e.schedules.of(e.registry.registrations())
 }
 
 // fireSchedules triggers the runs of the due ticks of every schedule of
@@ -190,9 +183,7 @@ func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
 		for i := range w.schedules {
 			s := &w.schedules[i]
 			id := def.Name() + "/" + s.name
-			e.mu.Lock()
-			known := e.ticks[id]
-			e.mu.Unlock()
+			known := e.schedules.lastTick(id)
 			lo := from
 			if s.since.After(lo) {
 				lo = s.since
@@ -212,9 +203,7 @@ func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
 					}
 					break
 				}
-				e.mu.Lock()
-				e.ticks[id] = tick
-				e.mu.Unlock()
+				e.schedules.started(id, tick)
 				if !ref.Existing {
 					started++
 					e.log.Info("schedule fired", "workflow", def.Name(), "schedule", s.name, "tick", tick, "run", ref.ID)
@@ -260,7 +249,7 @@ func (e *Engine) scheduleLoop(ctx context.Context) {
 			failing = false
 			e.log.Info("firing schedules works again")
 		}
-		wait := min(time.Minute, e.untilRefresh())
+		wait := min(time.Minute, e.schedules.untilRefresh(e.clock.Now()))
 		if next, ok := e.nextScheduleTick(e.clock.Now()); ok {
 			wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
 		}
@@ -280,7 +269,7 @@ func (e *Engine) sleepForSchedules(ctx context.Context, d time.Duration) error {
 	defer cancel()
 	go func() {
 		select {
-		case <-e.api.changed:
+		case <-e.schedules.changed:
 			cancel()
 		case <-wake.Done():
 		}
