@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/internal/executor"
@@ -31,20 +30,12 @@ type Driver struct {
 // a MeterProvider it reports the queue gauges, for as long as the provider
 // lives.
 func NewDriver(e *Engine) (*Driver, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case e.started:
-		return nil, errors.New("runtime.NewDriver: the engine is started")
-	case e.driver != nil:
-		return nil, errors.New("runtime.NewDriver: the engine already has a driver")
-	}
-	if _, err := e.observeGauges(); err != nil {
-		return nil, err
-	}
-	d := &Driver{e: e, hand: e.exec.NewHand()}
-	e.driver = d
-	return d, nil
+	return e.mode.setDriver(func() (*Driver, error) {
+		if _, err := e.observeGauges(); err != nil {
+			return nil, err
+		}
+		return &Driver{e: e, hand: e.exec.NewHand()}, nil
+	})
 }
 
 // Engine is the engine d drives.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -185,18 +184,11 @@ type Engine struct {
 	tracer  *telemetry.Tracer  // nil without Config.TracerProvider
 	faults  *telemetry.Faults  // logs the failures of the loops once per outage
 
+	// The engine's own state, each part under its own lock.
 	registry  *registry  // compiled definitions and registered workflows
 	schedules *schedules // what this engine knows of its cron schedules
-
-	// The waiters' state, under mu.
-	mu      sync.Mutex
-	watches map[RunID][]*watch // callers of Wait and WaitMany, by run
-
-	// How the engine runs, under mu: started (Start) or driven by hand.
-	started   bool
-	stopping  bool
-	lifecycle *lifecycle // set while started
-	driver    *Driver    // set while driven by hand
+	waiters   *waiters   // callers of Wait and WaitMany
+	mode      runMode    // started, or driven by hand
 }
 
 // New returns an engine; it does nothing until Start (or a Driver runs it).
@@ -209,7 +201,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
 		registry:  newRegistry(),
 		schedules: newSchedules(cfg.ScheduleRefresh),
-		watches:   map[RunID][]*watch{},
+		waiters:   newWaiters(),
 		faults:    telemetry.NewFaults(log),
 		tracer:    telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
@@ -223,7 +215,7 @@ func New(cfg Config) (*Engine, error) {
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch,
 		BatchWindow: cfg.BatchWindow, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		TenantConcurrency: cfg.TenantConcurrency, DisableHandOff: cfg.DisableHandOff, Stopped: ErrStopped,
-		Planner: planner{e}, RunEnded: e.runFinished, TimerSet: e.leading.timers.Nudge,
+		Planner: planner{e}, RunEnded: e.waiters.runFinished, TimerSet: e.leading.timers.Nudge,
 		Store: cfg.Store, Clock: cfg.Clock, Log: log, Metrics: e.metrics, Faults: e.faults,
 	})
 	return e, nil

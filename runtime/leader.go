@@ -138,7 +138,7 @@ func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
 			}
 		}
 		if t.RunFinished {
-			e.runFinished(t.Key.Run)
+			e.waiters.runFinished(t.Key.Run)
 		}
 	}
 	if completed {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -26,30 +25,17 @@ type lifecycle struct {
 // retention (Config.Retention). It returns at once. Cancelling ctx
 // stops the engine abruptly; use Stop for a graceful shutdown.
 func (e *Engine) Start(ctx context.Context) error {
-	e.mu.Lock()
-	switch {
-	case e.started || e.stopping:
-		e.mu.Unlock()
-		return errors.New("engine: Start called twice")
-	case e.driver != nil:
-		e.mu.Unlock()
-		return errors.New("engine: a Driver runs this engine by hand; it cannot be started")
+	if err := e.mode.reserveStart(); err != nil {
+		return err
 	}
-	e.started = true // reserved: NewDriver refuses from now on
-	e.mu.Unlock()
 	e.registry.close() // Register refuses from now on
-
 	lc, err := e.startLoops(ctx)
 	if err != nil {
 		e.registry.reopen()
-		e.mu.Lock()
-		e.started = false
-		e.mu.Unlock()
+		e.mode.startFailed()
 		return err
 	}
-	e.mu.Lock()
-	e.lifecycle = lc
-	e.mu.Unlock()
+	e.mode.startDone(lc)
 	e.log.Info("engine started", "workflows", e.registry.workflowNames(), "concurrency", e.cfg.Concurrency)
 	return nil
 }
@@ -103,14 +89,10 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 // leadership and returns. It returns ctx's error when steps had to be
 // abandoned or results could not be recorded.
 func (e *Engine) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	lc := e.lifecycle
-	if lc == nil || e.stopping {
-		e.mu.Unlock()
+	lc := e.mode.beginStop()
+	if lc == nil {
 		return nil
 	}
-	e.stopping = true
-	e.mu.Unlock()
 
 	err := e.exec.Stop(ctx)
 	lc.cancel()
@@ -137,7 +119,7 @@ func (e *Engine) listenLoop(notes <-chan store.Notification) {
 			e.leading.timers.Nudge()
 		case store.RunFinished:
 			e.exec.StopRun(n.Run)
-			e.runFinished(n.Run)
+			e.waiters.runFinished(n.Run)
 		}
 	}
 }

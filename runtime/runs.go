@@ -258,7 +258,7 @@ func (e *Engine) CancelRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
 	for i, r := range cancelled {
 		out[i] = r.ID
 		e.exec.StopRun(r.ID)
-		e.runFinished(r.ID)
+		e.waiters.runFinished(r.ID)
 		if e.metrics != nil {
 			e.metrics.RunFinished(ctx, r.Workflow, r.Tenant, telemetry.OutcomeCancelled)
 		}

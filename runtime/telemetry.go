@@ -83,9 +83,7 @@ func (e *Engine) reportsCluster() bool {
 	if e.IsLeader() {
 		return true
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.driver != nil
+	return e.mode.currentDriver() != nil
 }
 
 // NewLogHandler wraps next so that each record logged with the context of

@@ -32,15 +32,15 @@ const (
 // instead of waiting (see Driver), and a run that is still waiting on time
 // is returned with ErrStillRunning. To wait for many runs, use WaitMany.
 func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
-	if d := e.currentDriver(); d != nil {
+	if d := e.mode.currentDriver(); d != nil {
 		return d.wait(ctx, id)
 	}
 	ids := []RunID{id}
-	w := e.watch(ids)
-	defer e.unwatch(ids, w)
+	w := e.waiters.watch(ids)
+	defer e.waiters.unwatch(ids, w)
 	var res *RunResult
 	for {
-		e.signalled(w) // the signal is what matters; the run is known
+		e.waiters.signalled(w) // the signal is what matters; the run is known
 		current, err := e.Result(ctx, id)
 		switch {
 		case err == nil:
@@ -83,22 +83,22 @@ func (e *Engine) Wait(ctx context.Context, id RunID) (*RunResult, error) {
 // Wait does, and returns every run's current result, with ErrStillRunning
 // when some runs are still waiting on time.
 func (e *Engine) WaitMany(ctx context.Context, ids []RunID) ([]*RunResult, error) {
-	if d := e.currentDriver(); d != nil {
+	if d := e.mode.currentDriver(); d != nil {
 		return d.waitMany(ctx, ids)
 	}
 	m := newManyWait(ids)
 	if len(m.pending) == 0 {
 		return m.results(), nil
 	}
-	w := e.watch(m.unique)
-	defer e.unwatch(m.unique, w)
+	w := e.waiters.watch(m.unique)
+	defer e.waiters.unwatch(m.unique, w)
 	all := true // read the status of every run still waited for
 	for {
 		var err error
 		if all {
 			err = e.readStatuses(ctx, m)
 		} else {
-			err = e.readEnded(ctx, m, m.waitingFor(e.signalled(w)))
+			err = e.readEnded(ctx, m, m.waitingFor(e.waiters.signalled(w)))
 		}
 		switch {
 		case err == nil:
@@ -274,67 +274,4 @@ func (d *Driver) waitMany(ctx context.Context, ids []RunID) ([]*RunResult, error
 		return out, fmt.Errorf("%d of %d runs wait on time, run %s first: %w", len(running), len(m.unique), out[first].ID, ErrStillRunning)
 	}
 	return out, nil
-}
-
-// currentDriver returns the engine's driver, or nil.
-func (e *Engine) currentDriver() *Driver {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.driver
-}
-
-// watch is one caller of Wait or WaitMany. Its signal holds a wake-up
-// whenever the engine has learnt, since the caller last looked, that one
-// of its runs may have ended; ended lists those runs.
-type watch struct {
-	signal chan struct{} // capacity 1
-	ended  []RunID       // guarded by Engine.mu
-}
-
-// watch starts a watch on runs (distinct ids).
-func (e *Engine) watch(ids []RunID) *watch {
-	w := &watch{signal: make(chan struct{}, 1)}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, id := range ids {
-		e.watches[id] = append(e.watches[id], w)
-	}
-	return w
-}
-
-// unwatch ends a watch; a run's entry goes with its last watch, so that
-// waiting on runs that never finish leaks nothing.
-func (e *Engine) unwatch(ids []RunID, w *watch) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, id := range ids {
-		ws := slices.DeleteFunc(e.watches[id], func(x *watch) bool { return x == w })
-		if len(ws) == 0 {
-			delete(e.watches, id)
-		} else {
-			e.watches[id] = ws
-		}
-	}
-}
-
-// signalled returns the runs signalled to w since the last call.
-func (e *Engine) signalled(w *watch) []RunID {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ended := w.ended
-	w.ended = nil
-	return ended
-}
-
-// runFinished signals the watches of a run: it may have ended.
-func (e *Engine) runFinished(id RunID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, w := range e.watches[id] {
-		w.ended = append(w.ended, id)
-		select {
-		case w.signal <- struct{}{}:
-		default:
-		}
-	}
 }
