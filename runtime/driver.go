@@ -54,7 +54,7 @@ func (d *Driver) Engine() *Engine { return d.e }
 func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 	e := d.e
 	return d.hand.RunUntilIdle(ctx, executor.Drive{
-		FireTimers: e.fireTimers,
+		FireTimers: e.leading.timers.FireDue,
 		FireSchedules: func(ctx context.Context) error {
 			_, err := e.fireSchedules(ctx)
 			return err

@@ -110,12 +110,6 @@ func (e *Engine) stuckReports(ctx context.Context) ([]maintenance.StuckRun, erro
 	return out, nil
 }
 
-// fireTimers fires every durable timer that is due (see
-// maintenance.TimerFirer.FireDue).
-func (e *Engine) fireTimers(ctx context.Context) (int, error) {
-	return e.leading.timers.FireDue(ctx)
-}
-
 // afterTimers does for the sleep steps FireTimers completed what
 // the executor does for results: it counts them and their finished runs,
 // and wakes whoever waits on those runs and the claim loop (children may
