@@ -613,6 +613,56 @@ func TestDriverAndStartExcludeEachOther(t *testing.T) {
 	}
 }
 
+// refusingHeartbeats is a store whose heartbeats fail, not transiently,
+// until ok is set: an engine cannot start on it.
+type refusingHeartbeats struct {
+	store.Store
+	ok atomic.Bool
+}
+
+func (s *refusingHeartbeats) Heartbeat(ctx context.Context, worker string, now time.Time) ([]store.Lease, error) {
+	if !s.ok.Load() {
+		return nil, errors.New("heartbeats refused")
+	}
+	return s.Store.Heartbeat(ctx, worker, now)
+}
+
+// Start closes registration, once it succeeds: a failed Start leaves the
+// engine as it was, registering and startable.
+func TestStartClosesRegistration(t *testing.T) {
+	s := &refusingHeartbeats{Store: memstore.New()}
+	e := newEngine(t, s, "w")
+	var c counter
+	if _, err := e.Register(fanSpec("before", 0), c.handlers(fanSpec("before", 0), nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "heartbeats refused") {
+		t.Fatalf("Start on a store refusing heartbeats: %v", err)
+	}
+	if _, err := e.Register(fanSpec("after-failed-start", 0), c.handlers(fanSpec("after-failed-start", 0), nil)); err != nil {
+		t.Fatalf("Register after a failed Start: %v", err)
+	}
+	s.ok.Store(true)
+	start(t, e)
+	if _, err := e.Register(fanSpec("late", 0), c.handlers(fanSpec("late", 0), nil)); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Errorf("Register on a started engine: %v", err)
+	}
+	if err := e.Start(t.Context()); err == nil {
+		t.Error("a started engine started again")
+	}
+	w, err := e.Workflow(fanSpec("after-failed-start", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Wait(waitCtx(t), ref.ID); err != nil {
+		t.Errorf("a run of the workflow registered after the failed Start: %v", err)
+	}
+}
+
 // A task handed off beyond its batch's slots waits for one (see
 // pipeline); when the only slot holds a long step, it goes back to the
 // queue after handOffWait (a second), and another worker runs it.
