@@ -37,7 +37,7 @@ type Config struct {
 	// Concurrency is the number of steps this engine runs at once
 	// (default 100). Tasks handed off to it beyond its free slots wait
 	// for one (at most Concurrency of them at once, for at most a
-	// second; see the README's Hand-offs).
+	// second; see docs/concepts/execution-model.md, Hand-offs).
 	Concurrency int
 	// ClaimBatch is the most tasks claimed in one store round trip
 	// (default Concurrency).
@@ -78,7 +78,7 @@ type Config struct {
 	// MeterProvider, when set, receives the engine's metrics: counters of
 	// runs and tasks by workflow, step and outcome, histograms of step
 	// duration, queue wait, claims and timer lateness, and gauges of
-	// leadership, queue depth and stuck runs (see the README for the list).
+	// leadership, queue depth and stuck runs (docs/reference/telemetry.md lists them).
 	// nil, the default, means no metrics at the cost of a nil check; the
 	// engine never falls back to the global provider, so that a library
 	// user's process decides what is measured.

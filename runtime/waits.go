@@ -116,7 +116,7 @@ func (e *Engine) collectWait(ctx context.Context, c store.ClaimedTask, def *Defi
 
 // Signal sends the event named event to run id, a run of w: its steps
 // waiting for that event receive payload, now or when they begin to
-// wait (see the README's Events). It returns how many waiting steps it
+// wait (see docs/reference/workflow/waitFor.md). It returns how many waiting steps it
 // woke. The payload must satisfy the event's schema (an *EventError says
 // where it does not). An id that names no run of w is refused with
 // ErrRunNotFound. WithTx sends it inside the caller's transaction (on
