@@ -85,9 +85,9 @@ func (d *Definition) childInput(ctx context.Context, step *dag.Step, input []byt
 
 // childDefinition returns the definition of the workflow a child
 // workflow step starts, as this engine knows it.
-func (e *Engine) childDefinition(def *Definition, step *dag.Step) (*Definition, error) {
+func (p *planner) childDefinition(def *Definition, step *dag.Step) (*Definition, error) {
 	name := def.spec.Steps[step.Index].Workflow.Name
-	child, ok := e.registry.child(name)
+	child, ok := p.registry.child(name)
 	if !ok {
 		return nil, fmt.Errorf("step %s starts workflow %s, which this engine does not know: register it (Engine.Register, or Engine.Workflow to start runs only) on every engine that runs %s",
 			step.Name, name, def.Name())
@@ -98,13 +98,13 @@ func (e *Engine) childDefinition(def *Definition, step *dag.Step) (*Definition, 
 // spawnChild starts the child run of one attempt of a child workflow
 // step, with the given input (refused, for good, when the child's input
 // schema refuses it).
-func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, input json.RawMessage, now time.Time) (store.Spawn, error) {
+func (p *planner) spawnChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, input json.RawMessage, now time.Time) (store.Spawn, error) {
 	sp := store.Spawn{Attempt: executor.AttemptOf(c)}
-	child, err := e.childDefinition(def, step)
+	child, err := p.childDefinition(def, step)
 	if err != nil {
 		return sp, err
 	}
-	if err := e.cfg.SizeLimits.checkInput(input); err != nil {
+	if err := p.limits.checkInput(input); err != nil {
 		return sp, NonRetryable(fmt.Errorf("step %s: the input of workflow %s: %w", step.Name, child.Name(), err))
 	}
 	if err := child.ValidateInput(input); err != nil {
@@ -120,7 +120,7 @@ func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defin
 			return sp, NonRetryable(err)
 		}
 	}
-	if err := e.saveDefinition(ctx, child); err != nil {
+	if err := p.defs.saveDefinition(ctx, child); err != nil {
 		return sp, err
 	}
 	id, err := uuid.NewV7()
@@ -144,9 +144,9 @@ func (e *Engine) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defin
 // completed (the step completes with its outputs), ended otherwise (the
 // attempt failed), or is still running past the step's timeout (it is
 // cancelled, and the attempt timed out).
-func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Results, error) {
+func (p *planner) collectChild(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Results, error) {
 	a := executor.AttemptOf(c)
-	runs, err := e.store.ChildRuns(ctx, c.Key)
+	runs, err := p.store.ChildRuns(ctx, c.Key)
 	if err != nil {
 		return store.Results{}, err
 	}
@@ -170,16 +170,16 @@ func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Def
 		// fail rather than guess.
 		return fail(fmt.Sprintf("the run of workflow %s that attempt %d started is missing", name, try), false), nil
 	case run.Status == store.RunRunning:
-		if _, err := e.store.CancelRuns(ctx, []uuid.UUID{run.ID}, now); err != nil {
+		if _, err := p.store.CancelRuns(ctx, []uuid.UUID{run.ID}, now); err != nil {
 			return store.Results{}, err
 		}
 		return fail(fmt.Sprintf("timed out after %v: workflow %s (run %s) was cancelled", step.Timeout, name, run.ID), true), nil
 	case run.Status == store.RunFailed:
-		return fail(fmt.Sprintf("workflow %s failed (run %s): %s", name, run.ID, e.childFailure(ctx, run)), false), nil
+		return fail(fmt.Sprintf("workflow %s failed (run %s): %s", name, run.ID, p.childFailure(ctx, run)), false), nil
 	case run.Status != store.RunCompleted:
 		return fail(fmt.Sprintf("workflow %s was %s (run %s)", name, run.Status, run.ID), false), nil
 	}
-	out, err := e.childOutputs(ctx, run)
+	out, err := p.childOutputs(ctx, run)
 	if err != nil {
 		return store.Results{}, err
 	}
@@ -193,8 +193,8 @@ func (e *Engine) collectChild(ctx context.Context, c store.ClaimedTask, def *Def
 // childOutputs is a completed child run's output as its parent step
 // sees it: an object with the output of each of its steps that completed
 // with one, by step name.
-func (e *Engine) childOutputs(ctx context.Context, run *store.RunWithTasks) (json.RawMessage, error) {
-	def, err := e.definition(ctx, run.Version)
+func (p *planner) childOutputs(ctx context.Context, run *store.RunWithTasks) (json.RawMessage, error) {
+	def, err := p.defs.definition(ctx, run.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +219,12 @@ func (e *Engine) childOutputs(ctx context.Context, run *store.RunWithTasks) (jso
 }
 
 // childFailure says which step of a failed child run failed, and how.
-func (e *Engine) childFailure(ctx context.Context, run *store.RunWithTasks) string {
+func (p *planner) childFailure(ctx context.Context, run *store.RunWithTasks) string {
 	f := run.Failure
 	if f == nil {
 		return ""
 	}
-	def, err := e.definition(ctx, run.Version)
+	def, err := p.defs.definition(ctx, run.Version)
 	if err != nil || f.StepIndex < 0 || f.StepIndex >= len(def.graph.Steps) {
 		return f.Error
 	}

@@ -211,13 +211,18 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.metrics = m
 	e.leading = e.newLeaderServices()
+	plan := &planner{
+		store: cfg.Store, clock: cfg.Clock, log: log, registry: e.registry, defs: e,
+		limits: cfg.SizeLimits, metrics: e.metrics, tracer: e.tracer,
+	}
 	e.exec = executor.New(executor.Config{
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch,
 		BatchWindow: cfg.BatchWindow, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		TenantConcurrency: cfg.TenantConcurrency, DisableHandOff: cfg.DisableHandOff, Stopped: ErrStopped,
-		Planner: planner{e}, RunEnded: e.waiters.runFinished, TimerSet: e.leading.timers.Nudge,
+		Planner: plan, RunEnded: e.waiters.runFinished, TimerSet: e.leading.timers.Nudge,
 		Store: cfg.Store, Clock: cfg.Clock, Log: log, Metrics: e.metrics, Faults: e.faults,
 	})
+	plan.attemptLog = e.exec.AttemptLog
 	return e, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -18,25 +19,57 @@ import (
 )
 
 // planner is the engine's side of the executor (executor.Planner): what
-// a claimed task means, and its step's code.
-type planner struct{ e *Engine }
+// a claimed task means (skips, sleeps, maps, child runs, waits: plan),
+// and its step's code (job.Run). It holds what planning and running a
+// task need, and nothing of the engine's lifecycle.
+type planner struct {
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	registry *registry
+	defs     definitions
+	limits   SizeLimits
+	metrics  *telemetry.Metrics // nil without Config.MeterProvider
+	tracer   *telemetry.Tracer  // nil without Config.TracerProvider
+	// attemptLog is the executor's Executor.AttemptLog: set by New once
+	// the executor, which is given the planner, exists.
+	attemptLog func(store.Attempt) *slog.Logger
+}
+
+var (
+	_ executor.Planner = (*planner)(nil)
+	_ executor.Job     = (*job)(nil)
+)
+
+// definitions loads the definitions of stored versions and saves new
+// ones, once per process: the engine's (engine.go, runs.go), which its
+// API shares.
+type definitions interface {
+	definition(ctx context.Context, version string) (*Definition, error)
+	saveDefinition(ctx context.Context, def *Definition) error
+}
 
 // Workflows implements executor.Planner.
-func (p planner) Workflows() []string { return p.e.registry.workflowNames() }
+func (p *planner) Workflows() []string { return p.registry.workflowNames() }
 
 // Plan implements executor.Planner.
-func (p planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
-	return p.e.plan(ctx, claimed, claimedAt)
+func (p *planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
+	return p.plan(ctx, claimed, claimedAt)
 }
 
 // StepName implements executor.Planner.
-func (p planner) StepName(version string, step int) (string, bool) {
-	return p.e.registry.stepName(version, step)
+func (p *planner) StepName(version string, step int) (string, bool) {
+	return p.registry.stepName(version, step)
+}
+
+// taskLog returns the engine's logger with a step attempt's attributes.
+func (p *planner) taskLog(info StepInfo) *slog.Logger {
+	return info.attempt().Logger(p.log)
 }
 
 // job is a claimed task whose code is to run (an executor.Job).
 type job struct {
-	e       *Engine
+	p       *planner
 	claim   store.ClaimedTask
 	def     *Definition
 	step    *dag.Step
@@ -50,23 +83,23 @@ type job struct {
 // and results known at once (skips, sleeps, woken sleeps, tasks that cannot
 // run). It writes the STARTED events of jobs the claim did not start.
 // claimedAt is the time the claim was stamped with.
-func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
-	now := e.clock.Now()
+func (p *planner) plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
+	now := p.clock.Now()
 	results := store.Results{Now: now}
 	var jobs []executor.Job // each a *job
 	var start []store.Attempt
-	m := e.metrics
+	m := p.metrics
 	for _, c := range claimed {
 		a := executor.AttemptOf(c)
 		if c.Refused != "" {
 			// Quarantined: its data made the store's claim fail.
-			e.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
+			p.attemptLog(a).Error("failing a task the store could not claim", "reason", c.Refused)
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: c.Refused})
 			m.Quarantine(ctx, c.Workflow, c.Tenant)
 			m.TaskEnded(ctx, c.Workflow, fmt.Sprintf("step %d", c.Key.Step), c.Tenant, telemetry.OutcomeFailed)
 			continue
 		}
-		def, err := e.definition(ctx, c.Version)
+		def, err := p.defs.definition(ctx, c.Version)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return nil, store.Results{}, err // transient: the claims will be recovered
@@ -88,11 +121,11 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			var res store.Results
 			switch step.Kind {
 			case store.KindMap:
-				res, err = e.collectItems(ctx, c, def, step)
+				res, err = p.collectItems(ctx, c, def, step)
 			case store.KindChild:
-				res, err = e.collectChild(ctx, c, def, step, now)
+				res, err = p.collectChild(ctx, c, def, step, now)
 			default:
-				res, err = e.collectWait(ctx, c, def, step)
+				res, err = p.collectWait(ctx, c, def, step)
 			}
 			if err != nil {
 				return nil, store.Results{}, err // transient: the claims will be recovered
@@ -105,7 +138,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeCompleted)
 			continue
 		case step.Kind == store.KindOnFailure:
-			jobs = append(jobs, &job{e: e, claim: c, def: def, step: step, planned: now})
+			jobs = append(jobs, &job{p: p, claim: c, def: def, step: step, planned: now})
 			if !c.Plain {
 				start = append(start, a)
 			}
@@ -118,7 +151,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeSkipped)
 			continue
 		}
-		skip, detail, err := e.evalSkip(ctx, def, step, c.Input, completed)
+		skip, detail, err := p.evalSkip(ctx, def, step, c.Input, completed)
 		switch {
 		case err != nil:
 			results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
@@ -135,11 +168,11 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 		case step.Kind == store.KindMap || step.Kind == store.KindChild && def.childFields(step.Index) != nil:
 			var sp store.Spawn
 			if step.Kind == store.KindMap {
-				sp, err = e.spawnItems(ctx, c, def, step, completed)
+				sp, err = p.spawnItems(ctx, c, def, step, completed)
 			} else {
 				var input json.RawMessage
 				if input, err = def.childInput(ctx, step, c.Input, completed); err == nil {
-					sp, err = e.spawnChild(ctx, c, def, step, input, now)
+					sp, err = p.spawnChild(ctx, c, def, step, input, now)
 				}
 			}
 			switch {
@@ -153,7 +186,7 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			}
 			continue
 		case step.Kind == store.KindWait:
-			aw, err := e.await(ctx, c, def, step, now)
+			aw, err := p.await(ctx, c, def, step, now)
 			if err != nil {
 				results.Failures = append(results.Failures, store.Failure{Attempt: a, Error: err.Error()})
 				m.TaskEnded(ctx, c.Workflow, step.Name, c.Tenant, telemetry.OutcomeFailed)
@@ -162,23 +195,23 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 			results.Awaits = append(results.Awaits, aw)
 			continue
 		}
-		jobs = append(jobs, &job{e: e, claim: c, def: def, step: step, parents: completed, planned: now})
+		jobs = append(jobs, &job{p: p, claim: c, def: def, step: step, parents: completed, planned: now})
 		if !c.Plain {
 			start = append(start, a)
 		}
 	}
 	if len(start) > 0 {
-		err := e.store.StartTasks(ctx, start, now)
+		err := p.store.StartTasks(ctx, start, now)
 		if errors.Is(err, store.ErrInvalidData) {
 			// One task's data made the batch fail: start them one by one,
 			// failing those the store refuses, which hold up no other.
 			var refused map[store.Attempt]error
-			refused, err = e.startEach(ctx, start, now)
+			refused, err = p.startEach(ctx, start, now)
 			jobs = slices.DeleteFunc(jobs, func(ej executor.Job) bool {
 				j := ej.(*job)
 				cause, bad := refused[executor.AttemptOf(j.claim)]
 				if bad {
-					e.attemptLog(executor.AttemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
+					p.attemptLog(executor.AttemptOf(j.claim)).Error("the store refused a task's start; failing the task", "error", cause)
 					results.Failures = append(results.Failures, store.Failure{Attempt: executor.AttemptOf(j.claim),
 						Error: "the store refused to record the task's start: " + executor.CleanText(cause.Error())})
 					m.Quarantine(ctx, j.claim.Workflow, j.claim.Tenant)
@@ -196,10 +229,10 @@ func (e *Engine) plan(ctx context.Context, claimed []store.ClaimedTask, claimedA
 
 // startEach records the starts of tasks one by one, and returns those
 // the store refused, with why.
-func (e *Engine) startEach(ctx context.Context, start []store.Attempt, now time.Time) (map[store.Attempt]error, error) {
+func (p *planner) startEach(ctx context.Context, start []store.Attempt, now time.Time) (map[store.Attempt]error, error) {
 	refused := map[store.Attempt]error{}
 	for _, a := range start {
-		err := e.store.StartTasks(ctx, []store.Attempt{a}, now)
+		err := p.store.StartTasks(ctx, []store.Attempt{a}, now)
 		switch {
 		case errors.Is(err, store.ErrInvalidData):
 			refused[a] = err
@@ -225,7 +258,7 @@ func parentState(c store.ClaimedTask, def *Definition) (map[string]json.RawMessa
 }
 
 // evalSkip evaluates a step's skipIf conditions; any true one skips it.
-func (e *Engine) evalSkip(ctx context.Context, def *Definition, step *dag.Step, input []byte, parents map[string]json.RawMessage) (bool, string, error) {
+func (p *planner) evalSkip(ctx context.Context, def *Definition, step *dag.Step, input []byte, parents map[string]json.RawMessage) (bool, string, error) {
 	env, progs := def.conditions(step.Index)
 	if len(progs) == 0 {
 		return false, "", nil
@@ -257,29 +290,29 @@ func (j *job) FailureHandler() bool { return j.step.Kind == store.KindOnFailure 
 // be dropped: the run ended, the task was taken over, or the engine gave
 // up waiting for it on shutdown.
 func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
-	e, c := j.e, j.claim
+	p, c := j.p, j.claim
 	info := StepInfo{RunID: c.Key.Run, Workflow: c.Workflow, Tenant: c.Tenant, Step: j.step.Name,
 		Attempt: c.Attempt, Retries: c.Attempt - c.PriorAttempts - 1}
 	runCtx := withInfo(stepCtx, info)
-	runCtx, span := e.tracer.StartStep(runCtx, c.TraceContext, info.attempt())
+	runCtx, span := p.tracer.StartStep(runCtx, c.TraceContext, info.attempt())
 	if j.step.Timeout > 0 {
 		var stop context.CancelFunc
-		runCtx, stop = clock.WithTimeout(runCtx, e.clock, j.step.Timeout)
+		runCtx, stop = clock.WithTimeout(runCtx, p.clock, j.step.Timeout)
 		defer stop()
 	}
 	var began time.Time
-	if e.metrics != nil {
-		e.metrics.StepStarted(ctx, info.attempt())
-		began = e.clock.Now()
+	if p.metrics != nil {
+		p.metrics.StepStarted(ctx, info.attempt())
+		began = p.clock.Now()
 	}
-	out, err := e.call(runCtx, j, info)
+	out, err := p.call(runCtx, j, info)
 	a := executor.AttemptOf(c)
 	if cause := context.Cause(stepCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-		e.taskLog(info).Info("dropping step result", "reason", cause)
-		span.End(telemetry.OutcomeDropped, cause, e.clock.Now())
+		p.taskLog(info).Info("dropping step result", "reason", cause)
+		span.End(telemetry.OutcomeDropped, cause, p.clock.Now())
 		return store.Results{}, false
 	}
-	now := e.clock.Now()
+	now := p.clock.Now()
 	if now.Before(j.planned) {
 		now = j.planned
 	}
@@ -287,8 +320,8 @@ func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
 	// ended reports the attempt's outcome to the span and the metrics.
 	ended := func(outcome string, err error) {
 		span.End(outcome, err, now)
-		if e.metrics != nil {
-			e.metrics.StepRan(ctx, info.attempt(), now.Sub(began), outcome)
+		if p.metrics != nil {
+			p.metrics.StepRan(ctx, info.attempt(), now.Sub(began), outcome)
 		}
 	}
 	if err == nil {
@@ -300,7 +333,7 @@ func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
 		default:
 			if j.step.Kind == store.KindChild {
 				// The code built the child's input: start the child run.
-				sp, serr := e.spawnChild(ctx, c, j.def, j.step, out, now)
+				sp, serr := p.spawnChild(ctx, c, j.def, j.step, out, now)
 				if serr == nil {
 					res.Spawns = []store.Spawn{sp}
 					ended(telemetry.OutcomeCompleted, nil)
@@ -309,7 +342,7 @@ func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
 				err = serr
 				break
 			}
-			if lerr := e.cfg.SizeLimits.checkOutput(j.step.Name, out); lerr != nil {
+			if lerr := p.limits.checkOutput(j.step.Name, out); lerr != nil {
 				err = NonRetryable(lerr)
 				break
 			}
@@ -323,31 +356,31 @@ func (j *job) Run(ctx, stepCtx context.Context) (res store.Results, ok bool) {
 		}
 	}
 	timedOut := runCtx.Err() != nil && errors.Is(context.Cause(runCtx), context.DeadlineExceeded)
-	msg := e.cfg.SizeLimits.clipError(executor.CleanText(err.Error()))
+	msg := p.limits.clipError(executor.CleanText(err.Error()))
 	if timedOut {
 		msg = fmt.Sprintf("timed out after %v: %s", j.step.Timeout, msg)
 	}
 	if delay, retry := dag.Retry(j.step.Retry, info.Retries+1, IsRetryable(err)); retry {
-		e.taskLog(info).Info("step failed; will retry", "error", msg, "in", delay)
+		p.taskLog(info).Info("step failed; will retry", "error", msg, "in", delay)
 		res.Retries = []store.Retry{{Attempt: a, Error: msg, TimedOut: timedOut, At: now.Add(delay)}}
 		ended(telemetry.OutcomeRetried, err)
 		return res, true
 	}
-	e.taskLog(info).Info("step failed", "error", msg)
+	p.taskLog(info).Info("step failed", "error", msg)
 	res.Failures = []store.Failure{{Attempt: a, Error: msg, TimedOut: timedOut}}
 	ended(telemetry.OutcomeFailed, err)
 	return res, true
 }
 
 // call invokes the job's code, turning a panic into an error.
-func (e *Engine) call(ctx context.Context, j *job, info StepInfo) (out json.RawMessage, err error) {
+func (p *planner) call(ctx context.Context, j *job, info StepInfo) (out json.RawMessage, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			e.taskLog(info).Error("step panicked", "panic", p, "stack", string(debug.Stack()))
-			out, err = nil, fmt.Errorf("step panicked: %v", p)
+		if v := recover(); v != nil {
+			p.taskLog(info).Error("step panicked", "panic", v, "stack", string(debug.Stack()))
+			out, err = nil, fmt.Errorf("step panicked: %v", v)
 		}
 	}()
-	h, ok := e.registry.handlers(j.claim.Workflow)
+	h, ok := p.registry.handlers(j.claim.Workflow)
 	if j.step.Kind == store.KindOnFailure {
 		if !ok || h.OnFailure == nil {
 			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Workflow))

@@ -69,7 +69,7 @@ func (d *Definition) itemDefinitions() []*Definition {
 // spawnItems plans a claimed map task: one run per item of its forEach,
 // except for items a run already completed in an earlier attempt (the
 // task was recovered, or its run retried), whose outputs are kept.
-func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, parents map[string]json.RawMessage) (store.Spawn, error) {
+func (p *planner) spawnItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, parents map[string]json.RawMessage) (store.Spawn, error) {
 	sp := store.Spawn{Attempt: executor.AttemptOf(c)}
 	env, _ := def.conditions(step.Index)
 	vars, err := env.Bind(c.Input, parents)
@@ -80,18 +80,18 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 	if err != nil {
 		return sp, fmt.Errorf("forEach of step %s: %w", step.Name, err)
 	}
-	if err := e.cfg.SizeLimits.checkItems(step.Name, len(items)); err != nil {
+	if err := p.limits.checkItems(step.Name, len(items)); err != nil {
 		return sp, NonRetryable(err)
 	}
 	for i, item := range items {
 		// Each item is the input of a run.
-		if err := e.cfg.SizeLimits.checkItemInput(step.Name, i, item); err != nil {
+		if err := p.limits.checkItemInput(step.Name, i, item); err != nil {
 			return sp, NonRetryable(err)
 		}
 	}
 	done := map[int]bool{}
 	if c.Attempt > 1 {
-		earlier, err := e.store.ChildRuns(ctx, c.Key)
+		earlier, err := p.store.ChildRuns(ctx, c.Key)
 		if err != nil {
 			return sp, err
 		}
@@ -100,7 +100,7 @@ func (e *Engine) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defin
 		}
 	}
 	itemsDef := def.itemDefs[step.Index]
-	if err := e.saveDefinition(ctx, itemsDef); err != nil {
+	if err := p.defs.saveDefinition(ctx, itemsDef); err != nil {
 		return sp, err
 	}
 	task, err := def.itemTask(ctx, step, c)
@@ -150,9 +150,9 @@ func (d *Definition) itemTask(ctx context.Context, step *dag.Step, c store.Claim
 // collectItems ends a woken map task: its output is the list of its
 // items' outputs, in item order, once every item completed; it fails
 // when an item ended otherwise.
-func (e *Engine) collectItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
+func (p *planner) collectItems(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
 	a := executor.AttemptOf(c)
-	runs, err := e.store.ChildRuns(ctx, c.Key)
+	runs, err := p.store.ChildRuns(ctx, c.Key)
 	if err != nil {
 		return store.Results{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
-	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // What the engine reports about itself (metrics, spans, log lines) is
@@ -36,15 +35,6 @@ const (
 func (info StepInfo) attempt() telemetry.Attempt {
 	return telemetry.Attempt{Run: info.RunID, Workflow: info.Workflow, Tenant: info.Tenant, Step: info.Step, Attempt: info.Attempt}
 }
-
-// taskLog returns the engine's logger with a step attempt's attributes.
-func (e *Engine) taskLog(info StepInfo) *slog.Logger {
-	return info.attempt().Logger(e.log)
-}
-
-// attemptLog returns the engine's logger with the attributes of an owned
-// attempt, as far as the engine knows them.
-func (e *Engine) attemptLog(a store.Attempt) *slog.Logger { return e.exec.AttemptLog(a) }
 
 // startTrigger starts the span of a trigger (see telemetry.Tracer).
 func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {

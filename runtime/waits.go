@@ -72,7 +72,7 @@ func (d *Definition) waitKey(i int) *condition.KeyExpr {
 
 // await is the result of a claimed wait task: it waits for its event,
 // keyed when its step declares a key, until its timeout.
-func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Await, error) {
+func (p *planner) await(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step, now time.Time) (store.Await, error) {
 	w := def.spec.Steps[step.Index].WaitFor
 	a := store.Await{Attempt: executor.AttemptOf(c), Event: w.Event}
 	if x := def.waitKey(step.Index); x != nil {
@@ -91,9 +91,9 @@ func (e *Engine) await(ctx context.Context, c store.ClaimedTask, def *Definition
 // collectWait ends a woken wait task: with its event's payload, which
 // the store keeps as the task's output, or, when none came before the
 // timeout, skipped or failed as the step says.
-func (e *Engine) collectWait(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
+func (p *planner) collectWait(ctx context.Context, c store.ClaimedTask, def *Definition, step *dag.Step) (store.Results, error) {
 	a := executor.AttemptOf(c)
-	tasks, err := e.store.ListTasks(ctx, c.Key.Run)
+	tasks, err := p.store.ListTasks(ctx, c.Key.Run)
 	if err != nil {
 		return store.Results{}, err
 	}
