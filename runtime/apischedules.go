@@ -154,7 +154,7 @@ func (w *Workflow) CreateSchedule(ctx context.Context, name, cronExpr string, in
 	if err != nil {
 		return Schedule{}, err
 	}
-	e.schedules.markChanged()
+	e.cron.state.markChanged()
 	return fromStore(res.Schedule), nil
 }
 
@@ -187,7 +187,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, workflow, name string) erro
 	if err != nil {
 		return err
 	}
-	e.schedules.markChanged()
+	e.cron.state.markChanged()
 	return nil
 }
 
@@ -195,17 +195,17 @@ func (e *Engine) DeleteSchedule(ctx context.Context, workflow, name string) erro
 // until ResumeSchedule (engines other than this one notice within their
 // Config.ScheduleRefresh). Pausing a paused schedule changes nothing.
 func (e *Engine) PauseSchedule(ctx context.Context, workflow, name string) (Schedule, error) {
-	return e.pauseSchedule(ctx, workflow, name, true)
+	return e.cron.pause(ctx, workflow, name, true)
 }
 
 // ResumeSchedule resumes a paused schedule. The ticks that came while it
 // was paused are not fired: the first is the first after it resumed.
 func (e *Engine) ResumeSchedule(ctx context.Context, workflow, name string) (Schedule, error) {
-	return e.pauseSchedule(ctx, workflow, name, false)
+	return e.cron.pause(ctx, workflow, name, false)
 }
 
-func (e *Engine) pauseSchedule(ctx context.Context, workflow, name string, paused bool) (Schedule, error) {
-	s, err := e.store.PauseSchedule(ctx, workflow, name, paused, e.clock.Now())
+func (c *cronScheduler) pause(ctx context.Context, workflow, name string, paused bool) (Schedule, error) {
+	s, err := c.store.PauseSchedule(ctx, workflow, name, paused, c.clock.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		verb := "pausing"
 		if !paused {
@@ -216,7 +216,7 @@ func (e *Engine) pauseSchedule(ctx context.Context, workflow, name string, pause
 	if err != nil {
 		return Schedule{}, err
 	}
-	e.schedules.markChanged()
+	c.state.markChanged()
 	return fromStore(s), nil
 }
 
@@ -228,16 +228,16 @@ func fromStore(s store.Schedule) Schedule {
 	return s
 }
 
-// refreshSchedules reads the stored schedules of the registered
+// refresh reads the stored schedules of the registered
 // workflows, when Config.ScheduleRefresh has passed since it last did or
 // this engine changed one, and compiles them. A stored schedule that does
 // not compile against the registered version (its workflow's input schema
 // changed since it was created, say), or that a schedule of the workflow
 // file shadows, is left out, with a warning logged once.
-func (e *Engine) refreshSchedules(ctx context.Context) error {
-	now := e.clock.Now()
-	due := e.schedules.refreshDue(now)
-	regs := e.registry.registrations()
+func (c *cronScheduler) refresh(ctx context.Context) error {
+	now := c.clock.Now()
+	due := c.state.refreshDue(now)
+	regs := c.registry.registrations()
 	if !due || len(regs) == 0 {
 		return nil
 	}
@@ -247,9 +247,9 @@ func (e *Engine) refreshSchedules(ctx context.Context) error {
 		names[i] = r.def.Name()
 		byName[r.def.Name()] = r
 	}
-	stored, err := e.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: names})
+	stored, err := c.store.ListSchedules(ctx, store.ScheduleQuery{Workflows: names})
 	if err != nil {
-		e.schedules.markChanged() // try again next time
+		c.state.markChanged() // try again next time
 		return fmt.Errorf("reading schedules: %w", err)
 	}
 	compiled := map[string][]schedule{}
@@ -260,12 +260,12 @@ func (e *Engine) refreshSchedules(ctx context.Context) error {
 		}
 		s, err := compileStored(r.def, st)
 		if err != nil {
-			e.warnSchedule(st, err)
+			c.warn(st, err)
 			continue
 		}
 		compiled[st.Workflow] = append(compiled[st.Workflow], s)
 	}
-	e.schedules.loaded(compiled, now)
+	c.state.loaded(compiled, now)
 	return nil
 }
 
@@ -285,10 +285,10 @@ func compileStored(def *Definition, st store.Schedule) (schedule, error) {
 	return schedule{name: st.Name, cron: c, loc: loc, input: st.Input, tenant: st.Tenant, since: st.UpdatedAt}, nil
 }
 
-// warnSchedule logs, once per version of a stored schedule, why it is not
+// warn logs, once per version of a stored schedule, why it is not
 // fired.
-func (e *Engine) warnSchedule(st store.Schedule, err error) {
-	if e.schedules.firstWarning(st.Workflow+"/"+st.Name, st.UpdatedAt) {
-		e.log.Warn("schedule not fired", "workflow", st.Workflow, "schedule", st.Name, "error", err)
+func (c *cronScheduler) warn(st store.Schedule, err error) {
+	if c.state.firstWarning(st.Workflow+"/"+st.Name, st.UpdatedAt) {
+		c.log.Warn("schedule not fired", "workflow", st.Workflow, "schedule", st.Name, "error", err)
 	}
 }

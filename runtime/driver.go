@@ -56,7 +56,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 	return d.hand.RunUntilIdle(ctx, executor.Drive{
 		FireTimers: e.leading.timers.FireDue,
 		FireSchedules: func(ctx context.Context) error {
-			_, err := e.fireSchedules(ctx)
+			_, err := e.cron.fire(ctx)
 			return err
 		},
 		NextTick: d.NextScheduleTick,
@@ -67,7 +67,7 @@ func (d *Driver) RunUntilIdle(ctx context.Context) (int, error) {
 // registered workflow is due, after the clock's time; false when none
 // has schedules. RunUntilIdle fires the ticks that are due.
 func (d *Driver) NextScheduleTick() (time.Time, bool) {
-	return d.e.nextScheduleTick(d.e.clock.Now())
+	return d.e.cron.nextTick(d.e.clock.Now())
 }
 
 // wait drives the engine until nothing more can happen now and returns

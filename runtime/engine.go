@@ -183,12 +183,12 @@ type Engine struct {
 	metrics *telemetry.Metrics // nil without Config.MeterProvider
 	tracer  *telemetry.Tracer  // nil without Config.TracerProvider
 	faults  *telemetry.Faults  // logs the failures of the loops once per outage
+	cron    *cronScheduler     // fires cron schedules; keeps what this engine knows of them
 
 	// The engine's own state, each part under its own lock.
-	registry  *registry  // compiled definitions and registered workflows
-	schedules *schedules // what this engine knows of its cron schedules
-	waiters   *waiters   // callers of Wait and WaitMany
-	mode      runMode    // started, or driven by hand
+	registry *registry // compiled definitions and registered workflows
+	waiters  *waiters  // callers of Wait and WaitMany
+	mode     runMode   // started, or driven by hand
 }
 
 // New returns an engine; it does nothing until Start (or a Driver runs it).
@@ -199,17 +199,20 @@ func New(cfg Config) (*Engine, error) {
 	log := cfg.Logger.With("worker", cfg.WorkerID)
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: log,
-		registry:  newRegistry(),
-		schedules: newSchedules(cfg.ScheduleRefresh),
-		waiters:   newWaiters(),
-		faults:    telemetry.NewFaults(log),
-		tracer:    telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
+		registry: newRegistry(),
+		waiters:  newWaiters(),
+		faults:   telemetry.NewFaults(log),
+		tracer:   telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
 	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
 	if err != nil {
 		return nil, err
 	}
 	e.metrics = m
+	e.cron = &cronScheduler{
+		state: newSchedules(cfg.ScheduleRefresh), registry: e.registry, store: cfg.Store, clock: cfg.Clock, log: log,
+		limits: cfg.SizeLimits, late: cfg.ScheduleLate, retryEvery: cfg.TimerInterval, trigger: e.trigger,
+	}
 	e.leading = e.newLeaderServices()
 	plan := &planner{
 		store: cfg.Store, clock: cfg.Clock, log: log, registry: e.registry, defs: e,
@@ -254,7 +257,7 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 	if err := checkHandlers(def, h); err != nil {
 		return nil, err
 	}
-	if err := e.checkSchedules(def); err != nil {
+	if err := e.cron.check(def); err != nil {
 		return nil, err
 	}
 	if err := e.registry.register(def, h); err != nil {

@@ -75,7 +75,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	e.exec.Start(loopCtx, started)
 	lc.loops.Add(2)
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
-	go func() { defer lc.loops.Done(); e.scheduleLoop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.cron.loop(loopCtx) }()
 	e.leading.start(loopCtx)
 	return lc, nil
 }

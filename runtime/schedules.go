@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/store"
 )
 
 // Cron schedules: the workflow file's (WorkflowSpec.Schedules) and those
@@ -24,6 +26,24 @@ import (
 // has not (it just started) fires only the latest, so that a process
 // that comes back after a day starts at most the latest tick of each
 // schedule, not a day of them.
+
+// cronScheduler fires the cron schedules of the registered workflows: a
+// started engine's loop does, and a Driver's RunUntilIdle (fire). It
+// keeps what this engine knows of them (schedules, schedulestate.go) and
+// holds what firing them needs; it starts a tick's run with trigger.
+type cronScheduler struct {
+	state    *schedules
+	registry *registry
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	limits   SizeLimits
+	// late is Config.ScheduleLate; retryEvery, Config.TimerInterval, is
+	// how soon the loop fires again after firing failed.
+	late, retryEvery time.Duration
+	// trigger starts a run (the engine's, runs.go).
+	trigger func(ctx context.Context, def *Definition, input json.RawMessage, o RunOptions) (RunRef, error)
+}
 
 // maxCatchUp is the most ticks of one schedule an engine fires at once.
 const maxCatchUp = 100
@@ -40,11 +60,11 @@ type schedule struct {
 	since time.Time
 }
 
-// checkSchedules checks the tenant, name and input of the schedules of
-// a workflow file against the engine's SizeLimits, so that a schedule
+// check checks the tenant, name and input of the schedules of a
+// workflow file against the engine's SizeLimits, so that a schedule
 // whose runs every trigger would refuse is refused when registered.
-func (e *Engine) checkSchedules(def *Definition) error {
-	l := &e.cfg.SizeLimits
+func (c *cronScheduler) check(def *Definition) error {
+	l := &c.limits
 	var errs []error
 	for _, s := range def.schedules {
 		for _, err := range []error{
@@ -159,13 +179,13 @@ type scheduled struct {
 	schedules []schedule
 }
 
-// allSchedules returns the schedules of every registered workflow: the
+// all returns the schedules of every registered workflow: the
 // file's, then those created at run time as this engine last read them.
-func (e *Engine) allSchedules() []scheduled {
-	return e.schedules.of(e.registry.registrations())
+func (c *cronScheduler) all() []scheduled {
+	return c.state.of(c.registry.registrations())
 }
 
-// fireSchedules triggers the runs of the due ticks of every schedule of
+// fire triggers the runs of the due ticks of every schedule of
 // the registered workflows, unless they started already, and returns how
 // many it started. It first reads the schedules created at run time when
 // Config.ScheduleRefresh has passed since it last did (or this engine
@@ -173,17 +193,17 @@ func (e *Engine) allSchedules() []scheduled {
 // trigger's answer said, by another) is not triggered again, so that
 // calling it often (the test kit's driver does, each RunUntilIdle) costs
 // no store round trip between ticks.
-func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
-	firstErr := e.refreshSchedules(ctx)
-	now := e.clock.Now()
-	from := now.Add(-e.cfg.ScheduleLate)
+func (c *cronScheduler) fire(ctx context.Context) (int, error) {
+	firstErr := c.refresh(ctx)
+	now := c.clock.Now()
+	from := now.Add(-c.late)
 	started := 0
-	for _, w := range e.allSchedules() {
+	for _, w := range c.all() {
 		def := w.reg.def
 		for i := range w.schedules {
 			s := &w.schedules[i]
 			id := def.Name() + "/" + s.name
-			known := e.schedules.lastTick(id)
+			known := c.state.lastTick(id)
 			lo := from
 			if s.since.After(lo) {
 				lo = s.since
@@ -196,17 +216,17 @@ func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
 				ticks = ticks[len(ticks)-1:] // an engine that just started fires the latest tick only
 			}
 			for _, tick := range ticks {
-				ref, err := e.trigger(ctx, def, s.input, RunOptions{Tenant: s.tenant, IdempotencyKey: scheduleKey(s.name, tick)})
+				ref, err := c.trigger(ctx, def, s.input, RunOptions{Tenant: s.tenant, IdempotencyKey: scheduleKey(s.name, tick)})
 				if err != nil {
 					if firstErr == nil {
 						firstErr = fmt.Errorf("firing schedule %s of %s at %s: %w", s.name, def.Name(), tick.UTC().Format(time.RFC3339), err)
 					}
 					break
 				}
-				e.schedules.started(id, tick)
+				c.state.started(id, tick)
 				if !ref.Existing {
 					started++
-					e.log.Info("schedule fired", "workflow", def.Name(), "schedule", s.name, "tick", tick, "run", ref.ID)
+					c.log.Info("schedule fired", "workflow", def.Name(), "schedule", s.name, "tick", tick, "run", ref.ID)
 				}
 			}
 		}
@@ -214,12 +234,12 @@ func (e *Engine) fireSchedules(ctx context.Context) (int, error) {
 	return started, firstErr
 }
 
-// nextScheduleTick returns the earliest tick after t of any schedule of a
+// nextTick returns the earliest tick after t of any schedule of a
 // registered workflow, as far as this engine knows them.
-func (e *Engine) nextScheduleTick(t time.Time) (time.Time, bool) {
+func (c *cronScheduler) nextTick(t time.Time) (time.Time, bool) {
 	var next time.Time
 	found := false
-	for _, w := range e.allSchedules() {
+	for _, w := range c.all() {
 		for i := range w.schedules {
 			if n := w.schedules[i].next(t); !found || n.Before(next) {
 				next, found = n, true
@@ -229,51 +249,51 @@ func (e *Engine) nextScheduleTick(t time.Time) (time.Time, bool) {
 	return next, found
 }
 
-// scheduleLoop fires schedules at their ticks while the engine runs, and
+// loop fires schedules at their ticks while the engine runs, and
 // reads the schedules created at run time every Config.ScheduleRefresh;
 // it returns at once when no workflow is registered.
-func (e *Engine) scheduleLoop(ctx context.Context) {
-	if len(e.registry.registrations()) == 0 {
+func (c *cronScheduler) loop(ctx context.Context) {
+	if len(c.registry.registrations()) == 0 {
 		return
 	}
 	failing := false
 	for {
-		_, err := e.fireSchedules(ctx)
+		_, err := c.fire(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil && !failing:
 			failing = true
-			e.log.Warn("firing schedules failed; retrying", "error", err)
+			c.log.Warn("firing schedules failed; retrying", "error", err)
 		case err == nil && failing:
 			failing = false
-			e.log.Info("firing schedules works again")
+			c.log.Info("firing schedules works again")
 		}
-		wait := min(time.Minute, e.schedules.untilRefresh(e.clock.Now()))
-		if next, ok := e.nextScheduleTick(e.clock.Now()); ok {
-			wait = min(wait, max(next.Sub(e.clock.Now()), time.Millisecond))
+		wait := min(time.Minute, c.state.untilRefresh(c.clock.Now()))
+		if next, ok := c.nextTick(c.clock.Now()); ok {
+			wait = min(wait, max(next.Sub(c.clock.Now()), time.Millisecond))
 		}
 		if failing {
-			wait = min(wait, e.cfg.TimerInterval)
+			wait = min(wait, c.retryEvery)
 		}
-		if err := e.sleepForSchedules(ctx, wait); err != nil {
+		if err := c.sleep(ctx, wait); err != nil {
 			return
 		}
 	}
 }
 
-// sleepForSchedules sleeps for d, or less when this engine changes a
+// sleep sleeps for d, or less when this engine changes a
 // stored schedule meanwhile; it returns ctx's error when ctx ended.
-func (e *Engine) sleepForSchedules(ctx context.Context, d time.Duration) error {
+func (c *cronScheduler) sleep(ctx context.Context, d time.Duration) error {
 	wake, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-e.schedules.changed:
+		case <-c.state.changed:
 			cancel()
 		case <-wake.Done():
 		}
 	}()
-	_ = clock.Sleep(wake, e.clock, d)
+	_ = clock.Sleep(wake, c.clock, d)
 	return ctx.Err()
 }

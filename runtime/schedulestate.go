@@ -10,7 +10,8 @@ import (
 // the schedules created at run time, as it last read them from the store
 // and compiled them (read again every Config.ScheduleRefresh and whenever
 // the engine changes one), and the latest tick of each schedule it knows
-// started. Firing them is the engine's (schedules.go, apischedules.go).
+// started. The cronScheduler holds it and fires them (schedules.go); the
+// engine's schedule API marks it changed (apischedules.go).
 type schedules struct {
 	refresh time.Duration // Config.ScheduleRefresh
 	changed chan struct{} // wakes the schedule loop after a change; capacity 1
