@@ -32,17 +32,8 @@ package runtime
 //
 // v5 differs from v4 in that the client is the runtime's generic Client
 // rather than a struct with a dozen methods per file, and the function
-// that decodes a typed result no longer takes the run's error.
+// that decodes a typed result no longer takes the run's error. This
+// runtime supports v5 only: v4 and v3 clients called the schedule methods
+// that moved from Workflow to Engine (by name) and to Client, so their
+// files would not compile anyway, and fail on their guard instead.
 const SupportsGeneratedCodeV5 = true
-
-// SupportsGeneratedCodeV4 keeps files generated as v4 compiling. Their
-// clients call Workflow.Trigger, TriggerMany, Run, Wait, WaitMany,
-// Result, Signal, Send and the schedule methods directly, which this
-// runtime keeps. v4 added to v3 the dynamic steps: ForEachSpec (map
-// steps), ChildWorkflowSpec, WaitForSpec and EventSpec in the spec, and a
-// client's Signal<Event> and Send<Event>.
-const SupportsGeneratedCodeV4 = true
-
-// SupportsGeneratedCodeV3 keeps files generated as v3 compiling (see
-// SupportsGeneratedCodeV4); they use a part of v4.
-const SupportsGeneratedCodeV3 = true
