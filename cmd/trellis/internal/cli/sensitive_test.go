@@ -94,6 +94,8 @@ func TestSensitiveValuesAreRedacted(t *testing.T) {
 		{"runs", "list", "-workflow", "vault", "-format", "json"},
 		{"runs", "list", "-status", "FAILED"},
 		{"schedules", "list", "-format", "json"},
+		{"schedules", "pause", "-format", "json", "vault", "nightly"},
+		{"schedules", "resume", "-format", "json", "vault", "nightly"},
 	} {
 		out := e.ok(args...)
 		hidden(strings.Join(args, " "), out)
