@@ -73,7 +73,7 @@ func (r *registry) definition(version string) (*Definition, bool) {
 func (r *registry) stepName(version string, step int) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if def, ok := r.defs[version]; ok && step < len(def.graph.Steps) {
+	if def, ok := r.defs[version]; ok && step >= 0 && step < len(def.graph.Steps) {
 		return def.graph.Steps[step].Name, true
 	}
 	return "", false
