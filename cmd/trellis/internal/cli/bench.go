@@ -50,7 +50,6 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 			"A full run takes several minutes; -quick is a smoke run with tiny sizes.")
 	def := bench.DefaultOptions()
 	var (
-		dbURL     = fs.String("database-url", defaultDatabaseURL(), "Postgres connection `string` (default $TRELLIS_DATABASE_URL, else the local server)")
 		scenarios = fs.String("scenarios", strings.Join(def.Scenarios, ","), "comma-separated `list` of scenarios: "+strings.Join(bench.Scenarios(), ", "))
 		workers   = fs.String("workers", joinInts(def.Workers), "comma-separated worker process `counts` of the throughput cases")
 		runs      = fs.Int("runs", def.Runs, "runs per Postgres burn-down case")
@@ -62,11 +61,13 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 		purgeRuns = fs.Int("purge-runs", def.PurgeRuns, "finished runs past their retention the purge scenario inserts for the leader to delete")
 		mapItems  = fs.Int("map-items", def.MapItems, "items of the map scenario's map step")
 		history   = fs.Int("history-runs", def.HistoryRuns, "finished runs the history scenario inserts (history is run only when -scenarios names it)")
+		dbURL     string
 		engine    bench.EngineSettings
 		opts      BenchOptions
 		keep      bool
 		quick     bool
 	)
+	addDatabaseURLFlag(fs, &dbURL, defaultDatabaseURL(), "Postgres connection `string` (default $TRELLIS_DATABASE_URL, else the local server)")
 	bench.EngineFlags(fs, &engine)
 	fs.BoolVar(&opts.JSON, "json", false, "print the results as JSON")
 	fs.BoolVar(&keep, "keep", false, "keep each scenario's schema instead of dropping it")
@@ -86,7 +87,7 @@ func (c BenchCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 	opts.Keep = keep
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	opts.DatabaseURL = *dbURL
+	opts.DatabaseURL = dbURL
 	opts.Engine = engine
 	if set["scenarios"] {
 		opts.Scenarios = splitList(*scenarios)

@@ -140,7 +140,7 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 	var hosts string
 	fs := newFlagSet(c.Name(), "[flags]",
 		"Dashboard serves the web UI over a Trellis database: an overview of the last hour,\nthe queue and the workers; each workflow's DAG and failure rate; the runs, filtered\nas trellis runs list filters them; and each run's DAG coloured by step status, its\ntimeline, input, outputs, errors and events, with cancel and retry. Pages update\nlive. It listens on 127.0.0.1 unless -allow-remote is given, answers only to the\nloopback names and -allowed-hosts, and with -users asks everyone to sign in.\n\ntrellis dashboard hash-password NAME makes a line of a users file.")
-	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
+	addDatabaseURLFlag(fs, &o.DatabaseURL, os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "`host:port` to listen on")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow an -addr other machines can reach (needs -users and -allowed-hosts)")
 	fs.StringVar(&hosts, "allowed-hosts", "", "comma-separated host `names` the dashboard answers to besides localhost and the loopback addresses\n(ops.example.com, ops.example.com:8443, *.example.com); other names get 421")

@@ -48,7 +48,7 @@ func (c MigrateCommand) Run(ctx context.Context, args []string, stdout, stderr i
 	fs := newFlagSet(c.Name(), "[-database-url URL] up|status",
 		"Migrate applies the Postgres migrations Trellis embeds (up), each in its own\ntransaction under an advisory lock, then the function files that changed\n(schema/functions, in one transaction); or lists both with when each was\napplied (status). The connection string's search_path picks the schema.")
 	opts := MigrateOptions{}
-	fs.StringVar(&opts.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
+	addDatabaseURLFlag(fs, &opts.DatabaseURL, os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}

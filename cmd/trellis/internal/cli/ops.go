@@ -48,7 +48,7 @@ func (o OpsOptions) Validate() error {
 
 // addOpsFlags registers -database-url and -format on fs.
 func addOpsFlags(fs *flag.FlagSet, o *OpsOptions) {
-	fs.StringVar(&o.DatabaseURL, "database-url", os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
+	addDatabaseURLFlag(fs, &o.DatabaseURL, os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text (aligned tables) or json")
 }
 
