@@ -59,7 +59,14 @@ const DefaultMaxConns = 16
 // the same pool need theirs on top. Unless the connection string sets
 // pool_max_conns, the pool holds up to DefaultMaxConns connections
 // (pgxpool's own default, 4 on a 2-core machine, is too few to share).
+//
+// An empty connection string is refused rather than left to libpq's
+// defaults (the PG* environment variables, a local socket), which would
+// connect somewhere the caller did not name.
 func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
+	if strings.TrimSpace(connString) == "" {
+		return nil, errors.New("pgstore: no connection string: pass a postgres:// URL or key=value pairs (for example $TRELLIS_DATABASE_URL)")
+	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parsing connection string: %w", err)

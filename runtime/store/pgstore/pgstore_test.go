@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -58,5 +59,20 @@ func TestUUIDsWithAndWithoutConfigure(t *testing.T) {
 				t.Errorf("round trip: %v, %v, %v, %q; want %v, [%v %v], the nil UUID, %q", one, many, null, text, u, u, v, v.String())
 			}
 		})
+	}
+}
+
+// TestConnectRefusesAnEmptyConnectionString: an empty string would
+// connect wherever libpq's defaults point; Connect says what is missing.
+func TestConnectRefusesAnEmptyConnectionString(t *testing.T) {
+	for _, conn := range []string{"", "  "} {
+		pool, err := pgstore.Connect(t.Context(), conn)
+		if err == nil {
+			pool.Close()
+			t.Fatalf("Connect(%q) succeeded; want an error", conn)
+		}
+		if !strings.Contains(err.Error(), "no connection string") {
+			t.Errorf("Connect(%q) = %v; want it to say there is no connection string", conn, err)
+		}
 	}
 }
