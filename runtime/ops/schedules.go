@@ -62,6 +62,24 @@ func (a *Admin) Schedules(ctx context.Context, workflow string) ([]runtime.Sched
 	return out, nil
 }
 
+// RedactSchedule returns s as Schedules shows it: its input with what its
+// workflow's newest stored version marks sensitive redacted (the whole
+// input when no version can be read). It is for a schedule an action
+// returns as stored, such as runtime.Engine.PauseSchedule's.
+func (a *Admin) RedactSchedule(ctx context.Context, s runtime.Schedule) runtime.Schedule {
+	var def *runtime.Definition
+	if versions, err := a.store.ListWorkflows(ctx); err == nil {
+		for _, v := range versions { // newest first within a name
+			if v.Name == s.Workflow {
+				def, _ = a.engine.Definition(ctx, v.Version)
+				break
+			}
+		}
+	}
+	s.Input = redactInput(def, s.Input)
+	return s
+}
+
 func fileSchedule(workflow, version string, s runtime.ScheduleSpec) runtime.Schedule {
 	tenant := s.Tenant
 	if tenant == "" {

@@ -169,27 +169,9 @@ func ScheduleAct(ctx context.Context, verb string, o ScheduleActOptions, stdout,
 					Deleted  bool   `json:"deleted"`
 				}{o.Workflow, o.Name, true})
 			}
-			return -1, printJSON(stdout, redactedSchedule(ctx, a, s))
+			return -1, printJSON(stdout, a.RedactSchedule(ctx, s))
 		}
 		_, err = fmt.Fprintf(stdout, "%s schedule %s of %s\n", done, o.Name, o.Workflow)
 		return -1, err
 	})
-}
-
-// redactedSchedule is s as ops shows schedules: its input with the values
-// its workflow's schema marks sensitive redacted. The engine's action
-// returns the stored input as it is; ops reads the schedule back to show
-// it. Should the read fail or miss the schedule (deleted meanwhile), the
-// input is left out rather than shown.
-func redactedSchedule(ctx context.Context, a *ops.Admin, s runtime.Schedule) runtime.Schedule {
-	if list, err := a.Schedules(ctx, s.Workflow); err == nil {
-		for _, r := range list {
-			if r.Name == s.Name && r.Source == s.Source {
-				r.Paused, r.UpdatedAt = s.Paused, s.UpdatedAt
-				return r
-			}
-		}
-	}
-	s.Input = nil
-	return s
 }
