@@ -7,6 +7,9 @@
 // the test is skipped, unless TRELLIS_REQUIRE_DB=1, which CI sets so that
 // Postgres tests fail instead of silently not running.
 //
+// Tests of programs that use a database as a whole (every schema in it)
+// use Database instead: a database of their own on the same server.
+//
 // Tests that stop, crash or restart Postgres use a Server instead: a
 // throwaway cluster of their own, made with initdb on a free port, so
 // they never disturb other tests or the machine's server.
@@ -16,7 +19,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,13 +111,7 @@ func newSchema(t testing.TB, url string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if Required() {
-			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", url, err)
-		}
-		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", url, err)
-	}
+	admin := connectAdmin(ctx, t, url)
 	defer admin.Close(ctx)
 	schema := "trellis_test_" + randomHex(6)
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
@@ -132,6 +131,75 @@ func newSchema(t testing.TB, url string) string {
 		}
 	})
 	return schema
+}
+
+// Database creates an empty database on URL's server, dropped (with its
+// sessions ended) when the test ends, and returns URL with the database
+// changed to it: for tests of programs that look at or create schemas
+// beyond their own, such as the examples' demos, which must leave every
+// other schema of the database alone. It skips or fails the test when
+// there is no database (see Required).
+func Database(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := connectAdmin(ctx, t, URL())
+	defer admin.Close(ctx)
+	name := "trellis_test_" + randomHex(6)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: creating database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, URL())
+		if err != nil {
+			t.Errorf("pgtest: dropping database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: dropping database %s: %v", name, err)
+		}
+	})
+	u, err := withDatabase(URL(), name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return u
+}
+
+// withDatabase returns the connection string conn (URL or key=value form)
+// naming the database name instead of its own.
+func withDatabase(conn, name string) (string, error) {
+	if !strings.Contains(conn, "://") {
+		return conn + " dbname=" + name, nil // the last value of a key wins
+	}
+	u, err := url.Parse(conn)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	u.RawPath = ""
+	q := u.Query()
+	q.Del("dbname")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// connectAdmin connects to url for creating and dropping schemas and
+// databases; it skips or fails the test when there is no database (see
+// Required).
+func connectAdmin(ctx context.Context, t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		if Required() {
+			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", url, err)
+		}
+		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", url, err)
+	}
+	return admin
 }
 
 // Connect opens a pool on URL whose connections use the given schema.
