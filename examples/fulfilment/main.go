@@ -13,8 +13,12 @@
 // skipped and the order is closed with a support ticket. The engine runs
 // on a virtual clock: when nothing is left to do but wait, the clock
 // jumps to the next durable timer, so the five days pass in well under a
-// second (with -postgres, point it at a scratch database: the demo
-// fast-forwards through every pending timer in it).
+// second. Such a clock moves every run of the store it runs on, so with
+// -postgres the demo runs in a schema of its own,
+// trellis_demo_fulfilment_<random>, which it creates, migrates and drops
+// when it ends (on an error or Ctrl-C too; a demo killed with kill -9
+// leaves it to the next demo to drop): the database's other runs, and its
+// other schemas, are left alone.
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/examples/fulfilment/workflow"
+	"github.com/effectivelabs/trellis/examples/internal/scratch"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -52,19 +57,30 @@ func run(args []string, out io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var st store.Store = memstore.New()
-	if *usePG {
-		pool, err := pgstore.Connect(ctx, *dbURL)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		if _, err := pgstore.Migrate(ctx, pool); err != nil {
-			return err
-		}
-		st = pgstore.New(pool)
+	if !*usePG {
+		return demo(ctx, memstore.New(), out)
 	}
-	return demo(ctx, st, out)
+	return demoOnPostgres(ctx, *dbURL, out)
+}
+
+// demoOnPostgres runs the demo in a schema of its own, dropped when it
+// ends however it ends: its virtual clock must not move the database's
+// other runs.
+func demoOnPostgres(ctx context.Context, url string, out io.Writer) error {
+	sc, err := scratch.Open(ctx, url, "fulfilment")
+	if err != nil {
+		return err
+	}
+	for _, name := range sc.Dropped {
+		fmt.Fprintf(out, "dropped schema %s, left by a demo that was killed\n", name)
+	}
+	fmt.Fprintf(out, "running in a schema of its own: %s\n", sc.Name)
+	err = demo(ctx, pgstore.New(sc.Pool), out)
+	if closeErr := sc.Close(ctx); closeErr != nil {
+		return errors.Join(err, closeErr)
+	}
+	fmt.Fprintf(out, "dropped schema %s\n", sc.Name)
+	return err
 }
 
 // orders are the demo's two orders; the customer of the first confirms

@@ -12,13 +12,18 @@
 // By default it runs two orders to completion in well under a second: the
 // engine runs on a virtual clock, and when nothing is left to do but wait
 // (for the fraud window), the clock jumps to the next durable timer. That
-// is how trellistest runs workflows in tests, too. (With -postgres the
-// demo fast-forwards through every pending timer in the database, so point
-// it at a scratch database.)
+// is how trellistest runs workflows in tests, too. Such a clock moves
+// every run of the store it runs on, so with -postgres the demo runs in a
+// schema of its own, trellis_demo_orders_<random>, which it creates,
+// migrates and drops when it ends (on an error or Ctrl-C too; a demo
+// killed with kill -9 leaves it to the next demo to drop): the database's
+// other runs, and its other schemas, are left alone.
 //
-// With -worker it is a production-style worker on real time: start several,
-// trigger runs from another shell, kill one with kill -9 and watch another
-// take over its work. Ctrl-C stops a worker gracefully.
+// With -worker it is a production-style worker on real time: start
+// several, trigger runs from another shell, kill one with kill -9 and
+// watch another take over its work. Ctrl-C stops a worker gracefully.
+// Workers and -trigger share the schema the connection string names (the
+// database's default one unless it sets search_path).
 //
 // With -metrics it serves the engine's OpenTelemetry metrics for
 // Prometheus at /metrics on the address given (see metrics.go): a worker
@@ -37,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/effectivelabs/trellis/examples/internal/scratch"
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
@@ -75,29 +81,60 @@ func run(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "serving metrics at %s\n", metrics.URL())
 	}
 
-	var st store.Store = memstore.New()
-	if *usePG {
-		pool, err := pgstore.Connect(ctx, *dbURL)
-		if err != nil {
+	if !*usePG {
+		if *worker || *trigger > 0 {
+			return errors.New("-worker and -trigger share work between processes through Postgres: add -postgres")
+		}
+		if err := demo(ctx, memstore.New(), metrics, out); err != nil {
 			return err
 		}
-		defer pool.Close()
-		if _, err := pgstore.Migrate(ctx, pool); err != nil {
+		return serveMetrics(ctx, metrics, out)
+	}
+	if !*worker && *trigger == 0 {
+		if err := demoOnPostgres(ctx, *dbURL, metrics, out); err != nil {
 			return err
 		}
-		st = pgstore.New(pool)
-	} else if *worker || *trigger > 0 {
-		return errors.New("-worker and -trigger share work between processes through Postgres: add -postgres")
+		return serveMetrics(ctx, metrics, out)
 	}
-	switch {
-	case *worker:
-		return work(ctx, st, metrics, *gatewayDown, out)
-	case *trigger > 0:
-		return triggerRuns(ctx, st, *trigger, out)
-	}
-	if err := demo(ctx, st, metrics, out); err != nil {
+	// Workers and triggers share the database's schema: they run on real
+	// time.
+	pool, err := pgstore.Connect(ctx, *dbURL)
+	if err != nil {
 		return err
 	}
+	defer pool.Close()
+	if _, err := pgstore.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if *worker {
+		return work(ctx, pgstore.New(pool), metrics, *gatewayDown, out)
+	}
+	return triggerRuns(ctx, pgstore.New(pool), *trigger, out)
+}
+
+// demoOnPostgres runs the demo in a schema of its own, dropped when it
+// ends however it ends: its virtual clock must not move the database's
+// other runs.
+func demoOnPostgres(ctx context.Context, url string, metrics *metricsServer, out io.Writer) error {
+	sc, err := scratch.Open(ctx, url, "orders")
+	if err != nil {
+		return err
+	}
+	for _, name := range sc.Dropped {
+		fmt.Fprintf(out, "dropped schema %s, left by a demo that was killed\n", name)
+	}
+	fmt.Fprintf(out, "running in a schema of its own: %s\n", sc.Name)
+	err = demo(ctx, pgstore.New(sc.Pool), metrics, out)
+	if closeErr := sc.Close(ctx); closeErr != nil {
+		return errors.Join(err, closeErr)
+	}
+	fmt.Fprintf(out, "dropped schema %s\n", sc.Name)
+	return err
+}
+
+// serveMetrics serves metrics, if asked for, until Ctrl-C, once the
+// demo's runs are done.
+func serveMetrics(ctx context.Context, metrics *metricsServer, out io.Writer) error {
 	if metrics != nil {
 		fmt.Fprintf(out, "the runs are done; still serving metrics at %s until Ctrl-C\n", metrics.URL())
 		<-ctx.Done()

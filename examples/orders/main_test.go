@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
@@ -165,5 +168,55 @@ func TestGatewayDown(t *testing.T) {
 	h.RunUntilIdle()
 	if res, _ = orders.Result(ctx, ref.ID); res.Status != runtime.RunRunning || res.Charge == nil || res.Steps.FraudWindow != runtime.TaskSleeping {
 		t.Fatalf("retried with the gateway back: %+v", res)
+	}
+}
+
+// cancelOn is a writer that cancels a context when a line it is given is
+// written: an interrupt at a known point of the demo.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	line   string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(string(p), w.line) {
+		w.cancel()
+	}
+	return w.buf.Write(p)
+}
+
+// TestDemoOnPostgresInterrupted: a demo interrupted (Ctrl-C) while its
+// runs wait still drops its schema.
+func TestDemoOnPostgresInterrupted(t *testing.T) {
+	db := pgtest.Database(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := &cancelOn{line: "fast-forwarding", cancel: cancel}
+	err := demoOnPostgres(ctx, db, nil, out)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("demoOnPostgres interrupted = %v, want context.Canceled\n%s", err, out.buf.String())
+	}
+	if strings.Contains(out.buf.String(), "run COMPLETED") {
+		t.Fatalf("the demo was not interrupted:\n%s", out.buf.String())
+	}
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var left []string
+	rows, err := conn.Query(t.Context(), "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'trellis_demo%'")
+	if err == nil {
+		left, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(left) != 0 {
+		t.Errorf("schemas left: %v, %v\n%s", left, err, out.buf.String())
+	}
+	if !strings.Contains(out.buf.String(), "dropped schema trellis_demo_orders_") {
+		t.Errorf("the demo did not say it dropped its schema:\n%s", out.buf.String())
 	}
 }
