@@ -27,7 +27,11 @@ type Config struct {
 	// Store keeps all state: memstore.New() or a pgstore.
 	Store store.Store
 	// Clock is the source of time; clock.Real() by default. Tests pass a
-	// *clock.Virtual.
+	// *clock.Virtual. A virtual clock moves every run of the Store, not
+	// only this engine's (timers due by its time fire, whoever set them,
+	// and the times recorded are its own): give it a store of its own, the
+	// memory store or a Postgres schema nothing else uses, never one that
+	// workers share.
 	Clock clock.Clock
 	// Logger receives structured logs; by default they are discarded.
 	Logger *slog.Logger

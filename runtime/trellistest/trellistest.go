@@ -68,7 +68,9 @@ type Harness struct {
 type Option func(*runtime.Config)
 
 // WithStore runs the harness on another store (the Postgres store, for
-// example); the memory store is the default.
+// example); the memory store is the default. The store must be the
+// test's own (pgtest.Pool gives each test a schema): the harness's
+// virtual clock moves every run in it.
 func WithStore(s store.Store) Option { return func(c *runtime.Config) { c.Store = s } }
 
 // WithConfig lets a test change any engine setting.
