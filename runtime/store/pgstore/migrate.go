@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/internal/dbsqlc"
@@ -61,7 +63,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, all []schema.Migration, fu
 	// Not in sqlc: this is schema (which sqlc reads too), run as the file says.
 	for _, table := range []string{schema.MigrationsTable, schema.FunctionsTable} {
 		if _, err := conn.Exec(ctx, table); err != nil {
-			return nil, fmt.Errorf("pgstore: migrating: %w", err)
+			return nil, noSchema(ctx, conn.Conn(), fmt.Errorf("pgstore: migrating: %w", err))
 		}
 	}
 	applied, err := appliedVersions(ctx, q)
@@ -260,4 +262,19 @@ func appliedVersions(ctx context.Context, q *dbsqlc.Queries) (map[int]time.Time,
 		out[int(r.Version)] = r.AppliedAt
 	}
 	return out, nil
+}
+
+// noSchema adds a hint to err when it says that the connection's
+// search_path names no schema that exists (SQLSTATE 3F000): Migrate
+// creates tables, not the schema they go in.
+func noSchema(ctx context.Context, conn *pgx.Conn, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3F000" {
+		return err
+	}
+	var path string
+	if conn.QueryRow(ctx, "SHOW search_path").Scan(&path) != nil {
+		path = "?"
+	}
+	return fmt.Errorf("%w (the connection's search_path, %s, names no schema that exists: create it first, CREATE SCHEMA name, or correct search_path)", err, path)
 }

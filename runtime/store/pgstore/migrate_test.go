@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +195,22 @@ func TestRunsUnderWayCompleteAcrossTheSinksMigration(t *testing.T) {
 				t.Errorf("%s run: task %d is %s", name, task.Key.Step, task.Status)
 			}
 		}
+	}
+}
+
+// TestMigrateIntoAMissingSchema: a search_path that names no schema that
+// exists is said so, with how to fix it, rather than only as Postgres's
+// "no schema has been selected to create in".
+func TestMigrateIntoAMissingSchema(t *testing.T) {
+	ctx := t.Context()
+	pgtest.EmptySchema(t) // skips, or fails, without a database
+	pool, err := pgstore.Connect(ctx, pgstore.WithSearchPath(pgtest.URL(), "trellis_no_such_schema"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, err = pgstore.Migrate(ctx, pool)
+	if err == nil || !strings.Contains(err.Error(), "search_path, trellis_no_such_schema, names no schema that exists: create it first, CREATE SCHEMA") {
+		t.Fatalf("Migrate = %v", err)
 	}
 }
