@@ -89,7 +89,7 @@ func Open(ctx context.Context, url, demo string) (s *Schema, err error) {
 		return s, err
 	}
 	if _, err = s.hold.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{s.Name}.Sanitize()); err != nil {
-		return s, fmt.Errorf("creating schema %s: %w", s.Name, err)
+		return s, fmt.Errorf("creating schema %s (the demo runs in a schema of its own, so its role needs the CREATE privilege on the database): %w", s.Name, err)
 	}
 	if s.Pool, err = pgstore.Connect(ctx, pgstore.WithSearchPath(url, s.Name)); err != nil {
 		return s, err
