@@ -38,49 +38,32 @@ import (
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	// Ctrl-C or SIGTERM ends the demo or the worker (gracefully).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fulfilment:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("fulfilment", flag.ContinueOnError)
 	usePG := fs.Bool("postgres", false, "use Postgres instead of the memory store")
 	dbURL := fs.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if !*usePG {
 		return demo(ctx, memstore.New(), out)
 	}
-	return demoOnPostgres(ctx, *dbURL, out)
-}
-
-// demoOnPostgres runs the demo in a schema of its own, dropped when it
-// ends however it ends: its virtual clock must not move the database's
-// other runs.
-func demoOnPostgres(ctx context.Context, url string, out io.Writer) error {
-	sc, err := scratch.Open(ctx, url, "fulfilment")
-	if err != nil {
-		return err
-	}
-	for _, name := range sc.Dropped {
-		fmt.Fprintf(out, "dropped schema %s, left by a demo that was killed\n", name)
-	}
-	fmt.Fprintf(out, "running in a schema of its own: %s\n", sc.Name)
-	err = demo(ctx, pgstore.New(sc.Pool), out)
-	if closeErr := sc.Close(ctx); closeErr != nil {
-		return errors.Join(err, closeErr)
-	}
-	fmt.Fprintf(out, "dropped schema %s\n", sc.Name)
-	return err
+	// The demo's virtual clock would move other runs: it runs in a schema
+	// of its own, dropped when it ends.
+	return scratch.Run(ctx, *dbURL, "fulfilment", out, func(st store.Store) error { return demo(ctx, st, out) })
 }
 
 // orders are the demo's two orders; the customer of the first confirms

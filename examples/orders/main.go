@@ -52,13 +52,17 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	// Ctrl-C or SIGTERM ends the demo or the worker (gracefully).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
 	usePG := fs.Bool("postgres", false, "use Postgres instead of the memory store")
 	dbURL := fs.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string")
@@ -69,8 +73,6 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var metrics *metricsServer
 	if *metricsAddr != "" {
 		var err error
@@ -91,7 +93,10 @@ func run(args []string, out io.Writer) error {
 		return serveMetrics(ctx, metrics, out)
 	}
 	if !*worker && *trigger == 0 {
-		if err := demoOnPostgres(ctx, *dbURL, metrics, out); err != nil {
+		// The demo's virtual clock would move other runs: it runs in a
+		// schema of its own, dropped when it ends.
+		err := scratch.Run(ctx, *dbURL, "orders", out, func(st store.Store) error { return demo(ctx, st, metrics, out) })
+		if err != nil {
 			return err
 		}
 		return serveMetrics(ctx, metrics, out)
@@ -110,26 +115,6 @@ func run(args []string, out io.Writer) error {
 		return work(ctx, pgstore.New(pool), metrics, *gatewayDown, out)
 	}
 	return triggerRuns(ctx, pgstore.New(pool), *trigger, out)
-}
-
-// demoOnPostgres runs the demo in a schema of its own, dropped when it
-// ends however it ends: its virtual clock must not move the database's
-// other runs.
-func demoOnPostgres(ctx context.Context, url string, metrics *metricsServer, out io.Writer) error {
-	sc, err := scratch.Open(ctx, url, "orders")
-	if err != nil {
-		return err
-	}
-	for _, name := range sc.Dropped {
-		fmt.Fprintf(out, "dropped schema %s, left by a demo that was killed\n", name)
-	}
-	fmt.Fprintf(out, "running in a schema of its own: %s\n", sc.Name)
-	err = demo(ctx, pgstore.New(sc.Pool), metrics, out)
-	if closeErr := sc.Close(ctx); closeErr != nil {
-		return errors.Join(err, closeErr)
-	}
-	fmt.Fprintf(out, "dropped schema %s\n", sc.Name)
-	return err
 }
 
 // serveMetrics serves metrics, if asked for, until Ctrl-C, once the

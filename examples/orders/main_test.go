@@ -23,7 +23,7 @@ import (
 
 func TestDemoRunsBothOrdersToCompletion(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(nil, &out); err != nil {
+	if err := run(t.Context(), nil, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -37,7 +37,7 @@ func TestDemoRunsBothOrdersToCompletion(t *testing.T) {
 }
 
 func TestWorkerNeedsPostgres(t *testing.T) {
-	if err := run([]string{"-worker"}, io.Discard); err == nil || !strings.Contains(err.Error(), "add -postgres") {
+	if err := run(t.Context(), []string{"-worker"}, io.Discard); err == nil || !strings.Contains(err.Error(), "add -postgres") {
 		t.Errorf("run -worker without -postgres = %v", err)
 	}
 }
@@ -196,9 +196,9 @@ func TestDemoOnPostgresInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	out := &cancelOn{line: "fast-forwarding", cancel: cancel}
-	err := demoOnPostgres(ctx, db, nil, out)
+	err := run(ctx, []string{"-postgres", "-database-url", db}, out)
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("demoOnPostgres interrupted = %v, want context.Canceled\n%s", err, out.buf.String())
+		t.Fatalf("orders -postgres interrupted = %v, want context.Canceled\n%s", err, out.buf.String())
 	}
 	if strings.Contains(out.buf.String(), "run COMPLETED") {
 		t.Fatalf("the demo was not interrupted:\n%s", out.buf.String())

@@ -7,7 +7,8 @@
 // a schema that other runs share, that would wake their sleeps days early
 // and record finish times in the future. So a demo creates a schema named
 // trellis_demo_<demo>_<random hex>, migrates it, runs there (the pool's
-// search_path), and drops it when it ends, on error and on Ctrl-C too.
+// search_path), and drops it when it ends, on error and on Ctrl-C too
+// (Run; or Open and Close).
 // Two demos at once get two schemas; the database's other schemas are
 // never read or written.
 //
@@ -23,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -30,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 )
 
@@ -39,7 +42,7 @@ const Prefix = "trellis_demo_"
 
 // namePattern matches the names Open gives schemas, and only those: the
 // schemas it may drop as abandoned.
-const namePattern = `^trellis_demo_[a-z]+_[0-9a-f]{12}$`
+const namePattern = `^` + Prefix + `[a-z]+_[0-9a-f]{12}$`
 
 // demoName is what a demo's name may be.
 var demoName = regexp.MustCompile(`^[a-z]+$`)
@@ -58,6 +61,26 @@ type Schema struct {
 	// could drop their own, that Open dropped.
 	Dropped []string
 	hold    *pgx.Conn // holds the schema's advisory lock while the demo runs
+}
+
+// Run runs a demo in a schema of its own: it opens one (see Open) for
+// the demo named demo in the database at url, calls fn with a store on
+// it, and drops it however fn ends, saying so on out.
+func Run(ctx context.Context, url, demo string, out io.Writer, fn func(store.Store) error) error {
+	s, err := Open(ctx, url, demo)
+	if err != nil {
+		return err
+	}
+	for _, name := range s.Dropped {
+		fmt.Fprintf(out, "dropped schema %s, left by a demo that was killed\n", name)
+	}
+	fmt.Fprintf(out, "running in a schema of its own: %s\n", s.Name)
+	err = fn(pgstore.New(s.Pool))
+	if closeErr := s.Close(ctx); closeErr != nil {
+		return errors.Join(err, closeErr)
+	}
+	fmt.Fprintf(out, "dropped schema %s\n", s.Name)
+	return err
 }
 
 // Open creates a schema for the demo named demo (lower-case letters) in
