@@ -9,7 +9,8 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- name: OpsRunsScan :many
 -- The next lim runs of a listing, newest first, from after the cursor
 -- (after_created, after_id). Every filter is optional: an empty text or a
--- null time matches every run. With finished_from and a status, the
+-- null time matches every run; top_level keeps the runs no step started,
+-- through the partial index of schema/0016. With finished_from and a status, the
 -- index on (status, finished_at) of schema/0007 finds the runs, however
 -- many older ones the status has. Run it under OpsCustomPlans. One status at
 -- a time: an index is read in order for one status, not for several. Each
@@ -30,6 +31,7 @@ WITH scanned AS (
       AND (sqlc.narg(created_to)::timestamptz IS NULL OR created_at < sqlc.narg(created_to)::timestamptz)
       AND (sqlc.narg(finished_from)::timestamptz IS NULL OR finished_at >= sqlc.narg(finished_from)::timestamptz)
       AND (@parent::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = @parent::uuid)
+      AND (NOT @top_level::boolean OR parent_run_id IS NULL)
       AND (sqlc.narg(after_created)::timestamptz IS NULL
            OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
     ORDER BY created_at DESC, id DESC
@@ -152,3 +154,31 @@ FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid
 GROUP BY parent_step, status
 ORDER BY parent_step, status;
+
+-- name: OpsChildRunTotals :many
+-- The runs the steps of each run of parents started, counted by status,
+-- from the index of their statuses alone (schema/0016).
+SELECT parent_run_id::uuid AS parent, status, count(*)::int AS runs
+FROM trellis_runs
+WHERE parent_run_id = ANY (@parents::uuid[])
+GROUP BY parent_run_id, status;
+
+-- name: OpsFirstChildRuns :many
+-- The first lim runs the steps of each run of parents started, by step,
+-- index and creation: at most lim entries of the index of child runs
+-- (schema/0012) per parent, however many runs it started.
+WITH parents AS (
+    SELECT DISTINCT unnest(@parents::uuid[]) AS id
+)
+SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index
+FROM parents p
+CROSS JOIN LATERAL (
+    SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index
+    FROM trellis_runs r
+    WHERE r.parent_run_id = p.id
+    ORDER BY r.parent_step, r.parent_index, r.created_at, r.id
+    LIMIT @lim
+) c
+ORDER BY c.parent_run_id, c.parent_step, c.parent_index, c.created_at, c.id;

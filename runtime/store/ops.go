@@ -56,6 +56,33 @@ type Ops interface {
 	// Spawn), by step and status, in that order; a run without any has
 	// none. It reads an index of the child runs, not the runs.
 	ChildRunCounts(ctx context.Context, run uuid.UUID) ([]ChildRunCount, error)
+	// ChildRunPreviews returns, for each run of parents whose steps
+	// started runs, in the order of parents, how many runs they started
+	// by status, and the first `first` of them (without their Input) in
+	// the order of the parent's steps, then of their Parent.Index, then
+	// of creation: what a listing shows beneath a parent. It reads the
+	// index of child runs: the counts read an entry per child run, the
+	// runs at most `first` entries per parent however many it started.
+	ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first int) ([]ChildRunPreview, error)
+}
+
+// ChildRunPreview is what a listing shows of the runs one run's steps
+// started: how many by status, and the first few.
+type ChildRunPreview struct {
+	Parent uuid.UUID
+	// Counts counts the runs by status; a status without any is absent.
+	Counts map[RunStatus]int
+	// First are the first runs (see Ops.ChildRunPreviews).
+	First []Run
+}
+
+// Total is how many runs the parent's steps started.
+func (p ChildRunPreview) Total() int {
+	n := 0
+	for _, c := range p.Counts {
+		n += c
+	}
+	return n
 }
 
 // ChildRunCount is how many runs one step of a run started that are in
@@ -170,6 +197,9 @@ type RunQuery struct {
 	// Parent, when set, keeps the runs started by the steps of that run
 	// (map items, child workflows).
 	Parent uuid.UUID
+	// TopLevel keeps only the runs no step started (those without a
+	// Parent): a listing that shows child runs beneath their parents.
+	TopLevel bool
 	// After continues a listing: only runs that come after the cursor in
 	// the listing's order are returned. The cursor of a page's last run
 	// gives the next page, whatever was created meanwhile.

@@ -88,6 +88,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
 		!q.FinishedFrom.IsZero() && (r.FinishedAt.IsZero() || r.FinishedAt.Before(q.FinishedFrom)),
 		q.Parent != uuid.Nil && (r.Parent == nil || r.Parent.ID != q.Parent),
+		q.TopLevel && r.Parent != nil,
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}
@@ -231,6 +232,42 @@ func (s *Store) ChildRunCounts(_ context.Context, id uuid.UUID) ([]store.ChildRu
 				out = append(out, store.ChildRunCount{Step: t.rec.Key.Step, Status: st, Runs: n})
 			}
 		}
+	}
+	return out, nil
+}
+
+// ChildRunPreviews implements store.Ops.
+func (s *Store) ChildRunPreviews(_ context.Context, parents []uuid.UUID, first int) ([]store.ChildRunPreview, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.ChildRunPreview
+	seen := map[uuid.UUID]bool{}
+	for _, id := range parents {
+		r, ok := s.runs[id]
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		p := store.ChildRunPreview{Parent: id, Counts: map[store.RunStatus]int{}}
+		var kids []store.Run
+		for _, t := range r.tasks {
+			for _, k := range s.children[t.rec.Key] {
+				p.Counts[k.rec.Status]++
+				kids = append(kids, k.row())
+			}
+		}
+		if len(kids) == 0 {
+			continue
+		}
+		slices.SortFunc(kids, func(a, b store.Run) int {
+			return cmp.Or(cmp.Compare(a.Parent.StepIndex, b.Parent.StepIndex), cmp.Compare(a.Parent.Index, b.Parent.Index),
+				compareListed(store.CursorOf(a), store.CursorOf(b)))
+		})
+		for _, k := range kids[:min(len(kids), max(first, 0))] {
+			k.Input = nil
+			p.First = append(p.First, k)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

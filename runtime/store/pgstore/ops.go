@@ -65,6 +65,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
 	}
 	p.Parent = q.Parent // the nil id for any
+	p.TopLevel = q.TopLevel
 	statuses := []string{""}
 	if !q.FinishedFrom.IsZero() && len(q.Statuses) == 0 {
 		// Only ended runs have a finish time; one status at a time lets
@@ -273,6 +274,60 @@ func (s *Store) ChildRunCounts(ctx context.Context, run uuid.UUID) ([]store.Chil
 	out := make([]store.ChildRunCount, len(rows))
 	for i, r := range rows {
 		out[i] = store.ChildRunCount{Step: int(r.Step), Status: store.RunStatus(r.Status), Runs: int(r.Runs)}
+	}
+	return out, nil
+}
+
+// ChildRunPreviews implements store.Ops: one statement counts, another
+// reads the first runs of every parent, in one snapshot.
+func (s *Store) ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first int) ([]store.ChildRunPreview, error) {
+	if len(parents) == 0 {
+		return nil, nil
+	}
+	var (
+		totals []dbsqlc.OpsChildRunTotalsRow
+		runs   []dbsqlc.OpsFirstChildRunsRow
+	)
+	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		var err error
+		if totals, err = q.OpsChildRunTotals(ctx, parents); err != nil || len(totals) == 0 || first <= 0 {
+			return err
+		}
+		runs, err = q.OpsFirstChildRuns(ctx, dbsqlc.OpsFirstChildRunsParams{Parents: parents, Lim: int32(min(first, 1<<20))})
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "previewing child runs")
+	}
+	byParent := map[uuid.UUID]*store.ChildRunPreview{}
+	for _, t := range totals {
+		p := byParent[t.Parent]
+		if p == nil {
+			p = &store.ChildRunPreview{Parent: t.Parent, Counts: map[store.RunStatus]int{}}
+			byParent[t.Parent] = p
+		}
+		p.Counts[store.RunStatus(t.Status)] += int(t.Runs)
+	}
+	for _, r := range runs {
+		p := byParent[uuid.UUID(r.ParentRunID.Bytes)]
+		if p == nil { // started after the counts were read: not in this snapshot
+			continue
+		}
+		p.First = append(p.First, store.Run{
+			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
+			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
+			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
+			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex),
+		})
+	}
+	var out []store.ChildRunPreview
+	for _, id := range parents {
+		if p := byParent[id]; p != nil {
+			out = append(out, *p)
+			delete(byParent, id) // a parent given twice is previewed once
+		}
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -255,6 +256,99 @@ func TestListRunsUsesIndexes(t *testing.T) {
 				t.Errorf("%s: want one scan, of %s; the plan:\n%s", c.name, index, plan)
 			}
 		}
+	}
+}
+
+// TestTopLevelListingUsesItsIndex: a listing of the runs no step started
+// (the dashboard's runs list) reads the partial index of schema/0016 in
+// order, not the index of every run past the child runs between two
+// top-level ones, here nine in ten runs.
+func TestTopLevelListingUsesItsIndex(t *testing.T) {
+	f := newListingFixture(t, 20_000, false)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `UPDATE trellis_runs SET parent_run_id = id, parent_step = 0, parent_index = 0 WHERE get_byte(uuid_send(id), 15) % 10 <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `VACUUM (ANALYZE) trellis_runs`); err != nil {
+		t.Fatal(err)
+	}
+	c := listCase{"top-level", func(time.Time) store.RunQuery { return store.RunQuery{TopLevel: true} }}
+	runs := f.list(t, c)
+	if len(runs) != 51 {
+		t.Fatalf("listed %d runs, want a page of 51", len(runs))
+	}
+	for _, r := range runs {
+		if r.Parent != nil {
+			t.Fatalf("run %s has a parent, yet was listed as top-level", r.ID)
+		}
+	}
+	for _, plan := range f.explain(t, c) {
+		if scans, seq, _, _ := summary(plan); len(scans) != 1 || scans[0] != "trellis_runs_top_level_created" || seq {
+			t.Errorf("want one scan, of trellis_runs_top_level_created; the plan:\n%s", plan)
+		}
+	}
+}
+
+// BenchmarkChildRunPreviews times what the dashboard's runs list reads
+// beneath a page of top-level runs: a count by status of each run's child
+// runs and the first five of them, for a page of 51 runs of which
+// TRELLIS_BENCH_PARENTS (default 5) started 10,000 runs each.
+//
+//	go test -run '^$' -bench ChildRunPreviews -benchtime 50x ./runtime/store/pgstore/
+func BenchmarkChildRunPreviews(b *testing.B) {
+	parents := 5
+	if v := os.Getenv("TRELLIS_BENCH_PARENTS"); v != "" {
+		var err error
+		if parents, err = strconv.Atoi(v); err != nil || parents <= 0 || parents > 51 {
+			b.Fatalf("TRELLIS_BENCH_PARENTS=%q: want 1 to 51", v)
+		}
+	}
+	const children = 10_000
+	f := newListingFixture(b, 51+parents*children, false)
+	ctx := context.Background()
+	// The newest 51 runs are the page; the first parents of them started
+	// the older runs, 10,000 each.
+	if _, err := f.pool.Exec(ctx, `
+WITH page AS (SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC) AS n FROM trellis_runs ORDER BY created_at DESC, id DESC LIMIT 51),
+     kids AS (SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS k FROM trellis_runs WHERE id NOT IN (SELECT id FROM page))
+UPDATE trellis_runs r SET parent_run_id = p.id, parent_step = 0, parent_index = (kids.k % $1)::int
+FROM kids JOIN page p ON p.n = kids.k / $1 + 1
+WHERE r.id = kids.id`, children); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `VACUUM (ANALYZE) trellis_runs`); err != nil {
+		b.Fatal(err)
+	}
+	page, err := f.store.ListRuns(ctx, store.RunQuery{TopLevel: true, Limit: 51})
+	if err != nil || len(page) != 51 {
+		b.Fatalf("the page: %d runs, %v", len(page), err)
+	}
+	ids := make([]uuid.UUID, len(page))
+	for i, r := range page {
+		ids[i] = r.ID
+	}
+	if os.Getenv("TRELLIS_BENCH_EXPLAIN") == "1" {
+		for _, q := range []string{
+			`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT parent_run_id, status, count(*) FROM trellis_runs WHERE parent_run_id = ANY ($1::uuid[]) GROUP BY parent_run_id, status`,
+		} {
+			rows, err := f.pool.Query(ctx, q, ids)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lines, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			b.Log("\n" + strings.Join(lines, "\n"))
+		}
+	}
+	b.ResetTimer()
+	var got []store.ChildRunPreview
+	for range b.N {
+		if got, err = f.store.ChildRunPreviews(ctx, ids, 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if len(got) != parents || got[0].Total() != children || len(got[0].First) != 5 {
+		b.Fatalf("previews of %d parents, the first %d runs, %d shown", len(got), got[0].Total(), len(got[0].First))
 	}
 }
 

@@ -213,3 +213,49 @@ func testReleaseWokenParent(t *testing.T, f *fixture) {
 		t.Errorf("released woken task claimed as %+v, want woken in the same attempt", again)
 	}
 }
+
+// testChildRunPreviews: a listing that nests child runs beneath their
+// parents pages over the runs no step started, and previews each
+// parent's child runs, counted by status, the first few by index.
+func testChildRunPreviews(t *testing.T, f *fixture) {
+	id, _ := f.spawnFromA(5)
+	f.tick(1)
+	other := f.createDiamond(runOpts{})
+	kids := f.children(id)
+
+	if got, want := ids(f.listRuns(store.RunQuery{TopLevel: true})), []uuid.UUID{other, id}; !slices.Equal(got, want) {
+		t.Errorf("ListRuns(TopLevel) = %v, want %v and %v only", got, other, id)
+	}
+	if got := f.listRuns(store.RunQuery{}); len(got) != 7 {
+		t.Errorf("ListRuns = %d runs, want 7 (the child runs too)", len(got))
+	}
+	if got := f.listRuns(store.RunQuery{TopLevel: true, Workflow: "elem"}); len(got) != 0 {
+		t.Errorf("ListRuns(TopLevel, elem) = %d runs, want none", len(got))
+	}
+
+	claimed := f.claimElements()
+	f.finish(store.Results{Completions: []store.Completion{{Attempt: attempt(claimed[3]), Output: []byte(`{}`)}}})
+
+	got, err := f.s.ChildRunPreviews(f.ctx, []uuid.UUID{other, id, id, uuid.Must(uuid.NewV7())}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Parent != id {
+		t.Fatalf("ChildRunPreviews = %+v, want one preview, of run %s", got, id)
+	}
+	p := got[0]
+	if want := map[store.RunStatus]int{store.RunRunning: 4, store.RunCompleted: 1}; !cmp.Equal(p.Counts, want) || p.Total() != 5 {
+		t.Errorf("Counts = %v (total %d), want %v", p.Counts, p.Total(), want)
+	}
+	if len(p.First) != 3 {
+		t.Fatalf("First = %d runs, want 3", len(p.First))
+	}
+	for i, r := range p.First {
+		if r.ID != kids[i].ID || r.Parent == nil || r.Parent.Index != i || r.Input != nil || r.Workflow != "elem" {
+			t.Errorf("First[%d] = %+v, want child %s at index %d without its input", i, r, kids[i].ID, i)
+		}
+	}
+	if none, err := f.s.ChildRunPreviews(f.ctx, nil, 3); err != nil || len(none) != 0 {
+		t.Errorf("ChildRunPreviews(no parents) = %v, %v", none, err)
+	}
+}

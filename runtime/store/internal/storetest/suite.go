@@ -107,6 +107,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SendRacesAwait", testSendRacesAwait},
 		{"PurgeEvents", testPurgeEvents},
 		{"ChildFailureWakesAtOnce", testChildFailureWakesAtOnce},
+		{"ChildRunPreviews", testChildRunPreviews},
 		{"ParentEndCancelsChildren", testParentEndCancelsChildren},
 		{"ReleaseWokenParent", testReleaseWokenParent},
 	}

@@ -136,6 +136,41 @@ func (q *Queries) OpsChildRunCounts(ctx context.Context, runID uuid.UUID) ([]Ops
 	return items, nil
 }
 
+const opsChildRunTotals = `-- name: OpsChildRunTotals :many
+SELECT parent_run_id::uuid AS parent, status, count(*)::int AS runs
+FROM trellis_runs
+WHERE parent_run_id = ANY ($1::uuid[])
+GROUP BY parent_run_id, status
+`
+
+type OpsChildRunTotalsRow struct {
+	Parent uuid.UUID
+	Status string
+	Runs   int32
+}
+
+// The runs the steps of each run of parents started, counted by status,
+// from the index of their statuses alone (schema/0016).
+func (q *Queries) OpsChildRunTotals(ctx context.Context, parents []uuid.UUID) ([]OpsChildRunTotalsRow, error) {
+	rows, err := q.db.Query(ctx, opsChildRunTotals, parents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsChildRunTotalsRow{}
+	for rows.Next() {
+		var i OpsChildRunTotalsRow
+		if err := rows.Scan(&i.Parent, &i.Status, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsCustomPlans = `-- name: OpsCustomPlans :exec
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode
 `
@@ -174,6 +209,84 @@ func (q *Queries) OpsEventCounts(ctx context.Context, ids []uuid.UUID) ([]OpsEve
 	for rows.Next() {
 		var i OpsEventCountsRow
 		if err := rows.Scan(&i.RunID, &i.Events); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsFirstChildRuns = `-- name: OpsFirstChildRuns :many
+WITH parents AS (
+    SELECT DISTINCT unnest($2::uuid[]) AS id
+)
+SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index
+FROM parents p
+CROSS JOIN LATERAL (
+    SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index
+    FROM trellis_runs r
+    WHERE r.parent_run_id = p.id
+    ORDER BY r.parent_step, r.parent_index, r.created_at, r.id
+    LIMIT $1
+) c
+ORDER BY c.parent_run_id, c.parent_step, c.parent_index, c.created_at, c.id
+`
+
+type OpsFirstChildRunsParams struct {
+	Lim     int32
+	Parents []uuid.UUID
+}
+
+type OpsFirstChildRunsRow struct {
+	ID             uuid.UUID
+	Workflow       string
+	Version        string
+	Tenant         string
+	IdempotencyKey pgtype.Text
+	Priority       int16
+	Status         string
+	FailedStep     int32
+	Error          pgtype.Text
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	ParentRunID    pgtype.UUID
+	ParentStep     pgtype.Int2
+	ParentIndex    pgtype.Int4
+}
+
+// The first lim runs the steps of each run of parents started, by step,
+// index and creation: at most lim entries of the index of child runs
+// (schema/0012) per parent, however many runs it started.
+func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsParams) ([]OpsFirstChildRunsRow, error) {
+	rows, err := q.db.Query(ctx, opsFirstChildRuns, arg.Lim, arg.Parents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsFirstChildRunsRow{}
+	for rows.Next() {
+		var i OpsFirstChildRunsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Version,
+			&i.Tenant,
+			&i.IdempotencyKey,
+			&i.Priority,
+			&i.Status,
+			&i.FailedStep,
+			&i.Error,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.ParentRunID,
+			&i.ParentStep,
+			&i.ParentIndex,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -281,12 +394,13 @@ WITH scanned AS (
       AND ($7::timestamptz IS NULL OR created_at < $7::timestamptz)
       AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
       AND ($9::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = $9::uuid)
-      AND ($10::timestamptz IS NULL
-           OR (created_at, id) < ($10::timestamptz, $11::uuid))
+      AND (NOT $10::boolean OR parent_run_id IS NULL)
+      AND ($11::timestamptz IS NULL
+           OR (created_at, id) < ($11::timestamptz, $12::uuid))
     ORDER BY created_at DESC, id DESC
-    LIMIT $12
+    LIMIT $13
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($13::jsonb[]) = 0 OR s.input::jsonb @> ANY ($13::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($14::jsonb[]) = 0 OR s.input::jsonb @> ANY ($14::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
@@ -306,6 +420,7 @@ type OpsRunsScanParams struct {
 	CreatedTo      *time.Time
 	FinishedFrom   *time.Time
 	Parent         uuid.UUID
+	TopLevel       bool
 	AfterCreated   *time.Time
 	AfterID        uuid.UUID
 	Lim            int32
@@ -333,7 +448,8 @@ type OpsRunsScanRow struct {
 
 // The next lim runs of a listing, newest first, from after the cursor
 // (after_created, after_id). Every filter is optional: an empty text or a
-// null time matches every run. With finished_from and a status, the
+// null time matches every run; top_level keeps the runs no step started,
+// through the partial index of schema/0016. With finished_from and a status, the
 // index on (status, finished_at) of schema/0007 finds the runs, however
 // many older ones the status has. Run it under OpsCustomPlans. One status at
 // a time: an index is read in order for one status, not for several. Each
@@ -353,6 +469,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 		arg.CreatedTo,
 		arg.FinishedFrom,
 		arg.Parent,
+		arg.TopLevel,
 		arg.AfterCreated,
 		arg.AfterID,
 		arg.Lim,
