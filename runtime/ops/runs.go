@@ -51,6 +51,10 @@ type RunFilter struct {
 	// Parent keeps the runs started by the steps of that run: the items of
 	// its map steps and the runs of its child workflow steps.
 	Parent runtime.RunID
+	// TopLevel keeps the runs no step started, leaving out map items and
+	// child workflow runs: a listing that shows those beneath their
+	// parents (ChildRuns) instead.
+	TopLevel bool
 	// Where is a CEL expression over the run's input, status, tenant and
 	// created (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
@@ -141,7 +145,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
 		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom, Parent: f.Parent,
-		After: after, Limit: limit + 1, // one more: is there a next page?
+		TopLevel: f.TopLevel, After: after, Limit: limit + 1, // one more: is there a next page?
 	}
 	var (
 		runs    []store.Run
@@ -266,9 +270,12 @@ type Step struct {
 	Error string `json:"error,omitempty"`
 	// Worker is the worker running it, while it is RUNNING.
 	Worker string `json:"worker,omitempty"`
-	// WakeAt is when a SLEEPING step wakes or a RETRYING one is tried
-	// again.
+	// WakeAt is when a SLEEPING step wakes, a RETRYING one is tried
+	// again, or a WAITING one with a timeout (a wait for an event, a child
+	// workflow) times out.
 	WakeAt *time.Time `json:"wakeAt,omitempty"`
+	// Event is the event a wait step waits for.
+	Event string `json:"event,omitempty"`
 	// Output is its output, once COMPLETED (absent for steps without one).
 	Output json.RawMessage `json:"output,omitempty"`
 	// Children counts the runs the step started, by status: the items of
@@ -318,20 +325,12 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 		}
 	}
 	d := &RunDetail{Run: listed(r, names), Input: redactInput(def, r.Input), Steps: make([]Step, len(tasks))}
+	steps := newStepReader(def)
 	for i, t := range tasks {
-		s := Step{
-			Index: t.Key.Step, Name: stepName(names, t.Key.Step), Kind: t.Kind.String(), Status: t.Status,
-			Attempts: t.Attempt, StartedAt: timeOrNil(started[t.Key.Step]), FinishedAt: timeOrNil(t.FinishedAt), Error: t.Error,
-		}
-		switch t.Status {
-		case runtime.TaskRunning:
-			s.Worker = t.Worker
-		case runtime.TaskSleeping, runtime.TaskRetrying:
-			s.WakeAt = timeOrNil(t.WakeAt)
-		case runtime.TaskCompleted:
-			if len(t.Output) > 0 {
-				s.Output = redactOutput(def, t.Key.Step, t.Output)
-			}
+		s := steps.step(t)
+		s.StartedAt = timeOrNil(started[t.Key.Step])
+		if t.Status == runtime.TaskCompleted && len(t.Output) > 0 {
+			s.Output = redactOutput(def, t.Key.Step, t.Output)
 		}
 		d.Steps[i] = s
 	}
