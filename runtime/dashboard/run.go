@@ -21,6 +21,8 @@ type runData struct {
 	Timeline timeline
 	Input    jsonView
 	Steps    []stepView
+	// Doing are the steps under way of a running run.
+	Doing []ops.Step
 	// CanCancel and CanRetry say which actions the run's status allows.
 	CanCancel, CanRetry bool
 	// Gone is true when the run no longer exists (it was purged while
@@ -132,6 +134,9 @@ func (d *Dashboard) loadRun(ctx context.Context, u User, id uuid.UUID) *runData 
 			v.Took = shortDuration(took)
 		}
 		data.Steps = append(data.Steps, v)
+		if run.Status == runtime.RunRunning && underWay(s.Status) {
+			data.Doing = append(data.Doing, s)
+		}
 		status[s.Name] = string(s.Status)
 		links[s.Name] = "#" + v.Anchor
 	}
@@ -185,4 +190,14 @@ func (d *Dashboard) runProblem(w http.ResponseWriter, r *http.Request, id uuid.U
 		return
 	}
 	d.errorPage(w, r, http.StatusInternalServerError, d.problem("reading run "+id.String(), err))
+}
+
+// underWay reports whether a step in status st is under way: queued,
+// running, sleeping, retrying or waiting.
+func underWay(st runtime.TaskStatus) bool {
+	switch st {
+	case runtime.TaskQueued, runtime.TaskRunning, runtime.TaskSleeping, runtime.TaskRetrying, runtime.TaskWaiting:
+		return true
+	}
+	return false
 }

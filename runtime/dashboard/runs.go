@@ -45,6 +45,32 @@ type runsData struct {
 	Param, Problem string
 	// Described says in words what the filter selects.
 	Described string
+	// Nested is true when the listing pages over the runs no step
+	// started, each with its child runs beneath it (Children); false when
+	// the form names what runs are (a workflow, a status, a key, a
+	// condition or a parent), which child runs match too, each shown with
+	// its parent.
+	Nested bool
+	// Children are the runs the steps of each listed run started:
+	// counted by status, the first childPreview of them shown.
+	Children map[uuid.UUID]*ops.ChildRuns
+	// Doing is what each running run shown does now: its steps under way.
+	Doing map[uuid.UUID][]ops.Step
+}
+
+// childPreview is how many of a run's child runs the runs list shows
+// beneath it; a link lists them all.
+const childPreview = 5
+
+// maxDoing bounds the running runs whose steps a page reads (a page
+// shows up to ops.MaxLimit runs).
+const maxDoing = 200
+
+// nested reports whether the form lists top-level runs only, with their
+// child runs beneath them: unless it names what runs are, which child
+// runs must be found by too. Tenant and time filters keep the nesting.
+func (f runsForm) nested() bool {
+	return f.Workflow == "" && len(f.Statuses) == 0 && f.Key == "" && f.Where == "" && f.Parent == ""
 }
 
 // Has reports whether status s is one the form selects.
@@ -227,6 +253,8 @@ func (d *Dashboard) loadRuns(ctx context.Context, u User, form runsForm) (*runsD
 		data.Param, data.Problem = pe.param, pe.err.Error()
 		return data, http.StatusBadRequest
 	}
+	data.Nested = form.nested()
+	filter.TopLevel = data.Nested
 	data.Described = describe(filter, form)
 	page, err := d.admin.ListRuns(ctx, filter)
 	var where *ops.WhereError
@@ -242,7 +270,40 @@ func (d *Dashboard) loadRuns(ctx context.Context, u User, form runsForm) (*runsD
 	if page.Next != "" {
 		data.Next = queryLink(d.url("/runs"), form.query(page.Next).Encode())
 	}
+	if err := d.loadFamily(ctx, data); err != nil {
+		data.Problem = d.problem("reading child runs and steps under way", err)
+		return data, http.StatusInternalServerError
+	}
 	return data, http.StatusOK
+}
+
+// loadFamily reads, for the runs of a page, the child runs of each and
+// the steps under way of those running, shown or previewed.
+func (d *Dashboard) loadFamily(ctx context.Context, data *runsData) error {
+	ids := make([]uuid.UUID, len(data.Page.Runs))
+	for i, r := range data.Page.Runs {
+		ids[i] = r.ID
+	}
+	var err error
+	if data.Children, err = d.admin.ChildRuns(ctx, ids, childPreview); err != nil {
+		return err
+	}
+	var running []uuid.UUID
+	add := func(r ops.Run) {
+		if r.Status == runtime.RunRunning && len(running) < maxDoing {
+			running = append(running, r.ID)
+		}
+	}
+	for _, r := range data.Page.Runs {
+		add(r)
+		if c := data.Children[r.ID]; c != nil {
+			for _, k := range c.First {
+				add(k)
+			}
+		}
+	}
+	data.Doing, err = d.admin.InProgress(ctx, running)
+	return err
 }
 
 // describe says in words which runs a filter selects.
@@ -280,5 +341,11 @@ func describe(f ops.RunFilter, form runsForm) string {
 	if f.Where != "" {
 		parts = append(parts, "where "+f.Where)
 	}
-	return strings.Join(parts, " ") + ", newest first"
+	described := strings.Join(parts, " ") + ", newest first"
+	if f.TopLevel {
+		described += "; runs started by a step are counted beneath the run that started them"
+	} else if f.Parent == uuid.Nil {
+		described += ", child runs among them"
+	}
+	return described
 }
