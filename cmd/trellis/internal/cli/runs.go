@@ -435,6 +435,13 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 		switch {
 		case s.WakeAt != nil && s.Status == runtime.TaskSleeping:
 			note = "wakes " + timestamp(s.WakeAt)
+		case s.Status == runtime.TaskWaiting && s.Event != "":
+			note = truncate("waits for event "+s.Event, 40)
+			if s.WakeAt != nil {
+				note += ", times out " + timestamp(s.WakeAt)
+			}
+		case s.WakeAt != nil && s.Status == runtime.TaskWaiting:
+			note = "times out " + timestamp(s.WakeAt)
 		case s.WakeAt != nil:
 			note = truncate("next attempt "+timestamp(s.WakeAt)+": "+s.Error, 60)
 		case s.Worker != "":

@@ -864,3 +864,27 @@ func TestRunsChildren(t *testing.T) {
 		t.Errorf("runs list -parent nope = %d, %s", code, stderr)
 	}
 }
+
+// TestRunsShowWaitingStep: runs show says what a waiting step waits for
+// and when it times out.
+func TestRunsShowWaitingStep(t *testing.T) {
+	e := newOpsEnv(t)
+	w, err := e.h.Engine.Register(&runtime.WorkflowSpec{
+		Name:   "confirming",
+		Events: []runtime.EventSpec{{Name: "order-confirmed", Schema: `{"type":"object"}`}},
+		Steps:  []runtime.StepSpec{{Name: "confirm", WaitFor: &runtime.WaitForSpec{Event: "order-confirmed", Timeout: 2 * time.Hour}}},
+	}, runtime.Handlers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Trigger(t.Context(), json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h.RunUntilIdle()
+	out := e.ok("runs", "show", ref.ID.String())
+	deadline := e.h.Start.Add(2 * time.Hour)
+	if want := "waits for event order-confirmed, times out " + timestamp(&deadline); !strings.Contains(out, want) {
+		t.Errorf("runs show does not say %q:\n%s", want, out)
+	}
+}
