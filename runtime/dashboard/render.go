@@ -134,6 +134,8 @@ func funcs() template.FuncMap {
 		"utc":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 		"ms":        func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
+		"msOn":      msOn,
+		"dateOf":    func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
 		"lc":        func(v any) string { return strings.ToLower(fmt.Sprint(v)) },
 		"dict":      dict,
 		"has":       func(list []string, s string) bool { return slices.Contains(list, s) },
@@ -167,6 +169,17 @@ func dict(kv ...any) (map[string]any, error) {
 		m[k] = kv[i+1]
 	}
 	return m, nil
+}
+
+// msOn prints t to the millisecond, with its date when it falls on
+// another day (in UTC) than day: an event log spans days when a run
+// sleeps or waits.
+func msOn(day, t time.Time) string {
+	day, t = day.UTC(), t.UTC()
+	if t.YearDay() == day.YearDay() && t.Year() == day.Year() {
+		return t.Format("15:04:05.000")
+	}
+	return t.Format("2006-01-02 15:04:05.000")
 }
 
 // ago says how long before now t was: "3m12s ago".

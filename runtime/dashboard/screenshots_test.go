@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/effectivelabs/trellis/examples/orders/workflow"
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
 	"github.com/effectivelabs/trellis/runtime/ops"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -24,9 +26,12 @@ import (
 
 // orders is the example's order workflow: orders over $5,000 are
 // rejected, and the card of every order whose id ends in 7 is declined.
-type orders struct{}
+// Validating takes a second and charging two, of the virtual clock, so
+// that a timeline has something to draw.
+type orders struct{ clock *clock.Virtual }
 
-func (orders) Validate(_ context.Context, in workflow.OrderProcessingInput) (workflow.OrderProcessingValidateOutput, error) {
+func (o orders) Validate(_ context.Context, in workflow.OrderProcessingInput) (workflow.OrderProcessingValidateOutput, error) {
+	o.clock.Advance(time.Second)
 	if in.AmountCents > 500_000 {
 		reason := "amount over the $5,000 limit"
 		return workflow.OrderProcessingValidateOutput{IsValid: false, Reason: &reason}, nil
@@ -34,7 +39,8 @@ func (orders) Validate(_ context.Context, in workflow.OrderProcessingInput) (wor
 	return workflow.OrderProcessingValidateOutput{IsValid: true}, nil
 }
 
-func (orders) Charge(_ context.Context, in workflow.OrderProcessingInput, _ workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+func (o orders) Charge(_ context.Context, in workflow.OrderProcessingInput, _ workflow.OrderProcessingChargeParents) (workflow.OrderProcessingChargeOutput, error) {
+	o.clock.Advance(2 * time.Second)
 	if strings.HasSuffix(in.OrderID, "7") {
 		return workflow.OrderProcessingChargeOutput{}, runtime.NonRetryable(errors.New("card declined by the issuer (code 51: insufficient funds)"))
 	}
@@ -74,7 +80,7 @@ func TestScreenshots(t *testing.T) {
 	ctx := browser(t, 1280, 900)
 	pool := pgtest.Pool(t)
 	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
-	client, err := workflow.RegisterOrderProcessing(h.Engine, orders{})
+	client, err := workflow.RegisterOrderProcessing(h.Engine, orders{clock: h.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +105,47 @@ func TestScreenshots(t *testing.T) {
 	hour()
 	h.Advance(23 * time.Hour)
 	hour()
+
+	// Settlement batches, a map step over their orders: one item of the
+	// second is declined.
+	batches, err := h.Engine.Register(&runtime.WorkflowSpec{
+		Name:        "settle-batch",
+		InputSchema: `{"type":"object","required":["orders"],"properties":{"orders":{"type":"array","items":{"type":"string"}}}}`,
+		Steps: []runtime.StepSpec{
+			{Name: "settle", ForEach: &runtime.ForEachSpec{Items: "input.orders", ItemSchema: `{"type":"string"}`}},
+			{Name: "report", Parents: []string{"settle"}},
+		},
+	}, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"settle": func(_ context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+			if string(req.Input) == `"ord-00317"` {
+				return nil, runtime.NonRetryable(errors.New("settlement refused: chargeback pending"))
+			}
+			return json.RawMessage(`{}`), nil
+		},
+		"report": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range 2 {
+		var ids []string
+		for i := range 120 {
+			ids = append(ids, fmt.Sprintf("ord-%05d", 200+b*120+i))
+		}
+		in, _ := json.Marshal(map[string]any{"orders": ids})
+		if _, err := batches.Trigger(t.Context(), in, runtime.WithTenant("acme")); err != nil {
+			t.Fatal(err)
+		}
+		h.Advance(time.Minute)
+	}
+	var batch runtime.RunID // the batch with a refused item
+	if page, err := ops.New(h.Engine).ListRuns(t.Context(), ops.RunFilter{Workflow: "settle-batch", Statuses: []runtime.RunStatus{runtime.RunFailed}}); err != nil || len(page.Runs) != 1 {
+		t.Fatalf("the failed batch: %v, %v", page, err)
+	} else {
+		batch = page.Runs[0].ID
+	}
 
 	// Work no worker claims (the probe workflow has none here), a worker
 	// that leads, and one that fell silent.
@@ -136,6 +183,12 @@ func TestScreenshots(t *testing.T) {
 	if err != nil || len(completed.Runs) == 0 {
 		t.Fatalf("no completed run to show: %v", err)
 	}
+	sleeping, err := admin.ListRuns(t.Context(), ops.RunFilter{
+		Workflow: "order-processing", Statuses: []runtime.RunStatus{runtime.RunRunning}, Where: "input.amountCents <= 500000", Limit: 1,
+	})
+	if err != nil || len(sleeping.Runs) == 0 {
+		t.Fatalf("no run in its fraud window to show: %v", err)
+	}
 	dash, err := dashboard.New(admin, dashboard.Options{Clock: h.Clock})
 	if err != nil {
 		t.Fatal(err)
@@ -148,17 +201,25 @@ func TestScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shots := []struct{ name, path, ready string }{
-		{"overview", "/", ".chart"},
-		{"workflow", "/workflows/order-processing", "svg.dag"},
-		{"runs", "/runs?status=FAILED&since=1h", "table.runs"},
-		{"run", "/runs/" + failed.Runs[0].ID.String(), "svg.timeline"},
-		{"run-completed", "/runs/" + completed.Runs[0].ID.String(), "svg.timeline"},
-		{"where", "/runs?workflow=order-processing&where=input.amountCent+%3E+100000", "#problem"},
+	// open, when set, is clicked before the picture is taken.
+	shots := []struct{ name, path, ready, open string }{
+		{"overview", "/", ".chart", ""},
+		{"workflow", "/workflows/order-processing", "svg.dag", ""},
+		{"runs", "/runs?status=FAILED&since=1h", "table.runs", ""},
+		{"runs-nested", "/runs?limit=8", "table.runs", "#children-" + batch.String() + " summary"},
+		{"run", "/runs/" + failed.Runs[0].ID.String(), "svg.timeline", ""},
+		{"run-completed", "/runs/" + completed.Runs[0].ID.String(), "svg.timeline", ""},
+		{"run-sleeping", "/runs/" + sleeping.Runs[0].ID.String(), "svg.timeline", ""},
+		{"where", "/runs?workflow=order-processing&where=input.amountCent+%3E+100000", "#problem", ""},
 	}
 	for _, s := range shots {
 		var png []byte
-		if err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+s.path), chromedp.WaitVisible(s.ready), chromedp.FullScreenshot(&png, 100)); err != nil {
+		actions := []chromedp.Action{chromedp.Navigate(srv.URL + s.path), chromedp.WaitVisible(s.ready)}
+		if s.open != "" {
+			actions = append(actions, chromedp.Click(s.open), chromedp.WaitVisible(s.open+" + table"))
+		}
+		actions = append(actions, chromedp.FullScreenshot(&png, 100))
+		if err := chromedp.Run(ctx, actions...); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, s.name+".png"), png, 0o644); err != nil {

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,10 @@ func TestBrowserTimelineCompressesLongSleep(t *testing.T) {
 		t.Fatalf("the run is %s after its sleep, want COMPLETED", st)
 	}
 	check("woken", "slept")
+	// The event log dates the events of a later day than the run's.
+	page := b.page("/runs/"+ref.ID.String(), http.StatusOK)
+	if !strings.Contains(page, `<td class="mono">2030-01-02 00:00:06.000</td><td>nap</td><td>WOKEN</td>`) ||
+		!strings.Contains(page, `<td class="mono">00:00:06.000</td><td>nap</td><td>SLEEPING</td>`) {
+		t.Error("the event log does not date the wake a day later, nor the sleep by its time alone")
+	}
 }
