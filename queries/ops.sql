@@ -148,7 +148,7 @@ GROUP BY run_id;
 
 -- name: OpsChildRunCounts :many
 -- The runs the steps of a run started, counted by step and status, from
--- the index of child runs (schema/0012).
+-- the index of their statuses alone (schema/0016).
 SELECT parent_step::int AS step, status, count(*)::int AS runs
 FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid

@@ -9,7 +9,9 @@
 // Where filters and keyset pages, a run's detail (its steps, with step
 // names and sensitive values redacted), its graph, the workers, the
 // queue, activity, the stored workflow versions with their schedules of
-// every source, and the outcome per run of a bulk Cancel or Retry. Every
+// every source, where running runs are (InProgress) and the runs a run's
+// steps started (ChildRuns), and the outcome per run of a bulk Cancel or
+// Retry. Every
 // action has one home, the engine (Admin.Engine): Engine.CancelRun and
 // RetryRun (which Cancel and Retry call a batch at a time), Events,
 // StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule

@@ -115,7 +115,7 @@ type OpsChildRunCountsRow struct {
 }
 
 // The runs the steps of a run started, counted by step and status, from
-// the index of child runs (schema/0012).
+// the index of their statuses alone (schema/0016).
 func (q *Queries) OpsChildRunCounts(ctx context.Context, runID uuid.UUID) ([]OpsChildRunCountsRow, error) {
 	rows, err := q.db.Query(ctx, opsChildRunCounts, runID)
 	if err != nil {
