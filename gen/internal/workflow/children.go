@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/effectivelabs/trellis/internal/suggest"
 	"github.com/effectivelabs/trellis/schema/condition"
 )
 
@@ -182,7 +183,7 @@ func checkChildInput(s *Step, env *condition.Env, lines [][]byte, probs *Problem
 				names = append(names, name)
 			}
 			hint := ""
-			if guess := closest(f.Name, names); guess != "" {
+			if guess := suggest.Closest(f.Name, names); guess != "" {
 				hint = fmt.Sprintf("; did you mean %q?", guess)
 			}
 			probs.Add(f.NamePos, "", "workflow %s has no input field %q%s", c.Name, f.Name, hint)

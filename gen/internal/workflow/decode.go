@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/effectivelabs/trellis/internal/suggest"
 	"github.com/effectivelabs/trellis/schema/spec"
 )
 
@@ -550,7 +551,7 @@ func (d *decoder) keys(m *Value, what string, allowed ...string) {
 		if contains(allowed, f.Key) {
 			continue
 		}
-		if guess := closest(f.Key, allowed); guess != "" {
+		if guess := suggest.Closest(f.Key, allowed); guess != "" {
 			d.probs.Add(f.KeyPos, "additionalProperties", "unknown key %q in %s; did you mean %q?", f.Key, what, guess)
 			continue
 		}

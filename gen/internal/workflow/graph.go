@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/effectivelabs/trellis/internal/suggest"
 	"github.com/effectivelabs/trellis/schema/spec"
 )
 
@@ -114,14 +115,14 @@ func eventHint(step *Step, w *Workflow) string {
 	for _, ev := range w.Events {
 		names = append(names, ev.Name)
 	}
-	if guess := closest(step.WaitFor.Event, names); guess != "" {
+	if guess := suggest.Closest(step.WaitFor.Event, names); guess != "" {
 		return fmt.Sprintf("; did you mean %q?", guess)
 	}
 	return ""
 }
 
 func parentHint(name string, steps []string) string {
-	if guess := closest(name, steps); guess != "" {
+	if guess := suggest.Closest(name, steps); guess != "" {
 		return fmt.Sprintf("; did you mean %q?", guess)
 	}
 	if len(steps) == 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/effectivelabs/trellis/internal/suggest"
 )
 
 // schemaURL is the made-up location embedded schemas are compiled at.
@@ -69,7 +71,7 @@ func (d *decoder) keywords(v *Value, what, test string, marked bool) {
 		}
 		if !contains(known, f.Key) && !strings.HasPrefix(f.Key, "x-") {
 			msg := fmt.Sprintf("unknown JSON Schema keyword %q in %s; JSON Schema would ignore it", f.Key, what)
-			guess := closest(f.Key, known)
+			guess := suggest.Closest(f.Key, known)
 			if f.Key == "sensitive" {
 				guess = sensitiveKeyword
 			}
@@ -241,7 +243,7 @@ func (d *decoder) ref(root, ref *Value, what string) {
 		}
 	}
 	msg := fmt.Sprintf("$ref %q in %s names no definition: ", ref.Str, what)
-	switch guess := closest(name, defs); {
+	switch guess := suggest.Closest(name, defs); {
 	case guess != "":
 		msg += fmt.Sprintf("did you mean \"#/$defs/%s\"?", guess)
 	case len(defs) == 0:
@@ -292,7 +294,7 @@ func (d *decoder) compile(s *Schema, what string, badRefs bool) {
 		if strings.HasSuffix(leaf.InstanceLocation, "/type") && at.Kind == KindString {
 			jsonTypes := []string{"object", "array", "string", "integer", "number", "boolean", "null"}
 			msg = fmt.Sprintf("%q is not a JSON Schema type; use one of %s", at.Str, strings.Join(jsonTypes, ", "))
-			if guess := closest(at.Str, jsonTypes); guess != "" {
+			if guess := suggest.Closest(at.Str, jsonTypes); guess != "" {
 				msg = fmt.Sprintf("%q is not a JSON Schema type; did you mean %q?", at.Str, guess)
 			}
 		}

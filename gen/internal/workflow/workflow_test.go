@@ -155,20 +155,6 @@ func TestSortedDropsSchemaDuplicates(t *testing.T) {
 	}
 }
 
-func TestClosest(t *testing.T) {
-	keys := []string{"name", "parents", "skipIf", "maxRetries", "maxDelay"}
-	tests := map[string]string{
-		"nmae":   "name", //nolint:misspell // a typo to correct
-		"parent": "parents", "skipif": "skipIf", "maxRetry": "maxRetries",
-		"color": "", "max": "",
-	}
-	for word, want := range tests {
-		if got := closest(word, keys); got != want {
-			t.Errorf("closest(%q) = %q, want %q", word, got, want)
-		}
-	}
-}
-
 func TestSuggestName(t *testing.T) {
 	tests := map[string]string{
 		"OrderProcessing": "order-processing", "charge_card": "charge-card", "Notify Admin": "notify-admin",
