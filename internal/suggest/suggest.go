@@ -73,4 +73,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
-

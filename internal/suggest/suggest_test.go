@@ -15,4 +15,3 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
-

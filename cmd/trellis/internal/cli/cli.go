@@ -5,14 +5,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/effectivelabs/trellis/cmd/trellis/internal/termtext"
+	"github.com/effectivelabs/trellis/internal/suggest"
 )
 
 // Exit codes shared by all commands.
@@ -85,7 +88,15 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.Run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "trellis: unknown command %q\n\n", args[0])
+	var names []string
+	for _, c := range Commands() {
+		names = append(names, c.Name())
+	}
+	hint := ""
+	if guess := suggest.Closest(args[0], names); guess != "" {
+		hint = fmt.Sprintf("; did you mean %q?", guess)
+	}
+	fmt.Fprintf(stderr, "trellis: unknown command %q%s\n\n", args[0], hint)
 	usage(stderr)
 	return ExitUsage
 }
@@ -101,17 +112,105 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, b.String())
 }
 
-// parseFlags parses args with fs, reporting errors and -h on stderr. It
+// parseFlags parses args with fs. Flags may come before, between and
+// after the positional arguments (trellis runs show ID -format json), as
+// -flag value or -flag=value, up to a "--" after which every argument is
+// positional; a boolean flag takes no value unless given as -flag=false.
+// Afterwards fs.Args() holds the positional arguments, in their order.
+// Errors and -h go to stderr; an unknown flag gets a "did you mean". It
 // returns the exit code to stop with, or -1 to go on.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+	var help bytes.Buffer
+	fs.SetOutput(&help) // the flag package's own report is replaced below
+	defer fs.SetOutput(stderr)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				_, _ = help.WriteTo(stderr)
+				return ExitOK
+			}
+			flagError(fs, err, stderr)
+			return ExitUsage
 		}
-		return ExitUsage
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	// Parsing "--" first leaves every argument positional: fs.Args().
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
+		panic(err) // cannot happen: no flag is parsed
 	}
 	return -1
+}
+
+// flagError reports a flag the command line got wrong, with a guess at
+// the flag meant when it is unknown.
+func flagError(fs *flag.FlagSet, err error, stderr io.Writer) {
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+	} else {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if guess := suggest.Closest(strings.TrimPrefix(name, "-"), names); guess != "" {
+			hint = fmt.Sprintf("; did you mean -%s?", guess)
+		}
+		fmt.Fprintf(stderr, "%s: unknown flag -%s%s\n", fs.Name(), name, hint)
+	}
+	fmt.Fprintf(stderr, "Run %s -h for its flags.\n", fs.Name())
+}
+
+// splitSubcommand finds the subcommand among args, which flags may
+// precede (trellis runs -format json list): the first argument that is
+// neither a flag nor the value of the flag before it, or an argument that
+// names a subcommand. It returns it ("" when there is none) and the
+// arguments without it.
+func splitSubcommand(args, names []string) (string, []string) {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return "", args
+		case slices.Contains(names, a):
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			continue
+		case i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "="):
+			continue // the value of the flag before it
+		}
+		return a, append(slices.Clip(args[:i]), args[i+1:]...)
+	}
+	return "", args
+}
+
+// wantsHelp reports whether args ask for help (-h) before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// unknownSubcommand reports a subcommand cmd does not have, with a guess
+// at the one meant.
+func unknownSubcommand(stderr io.Writer, cmd, sub string, names []string) {
+	hint := ""
+	if guess := suggest.Closest(sub, names); guess != "" {
+		hint = fmt.Sprintf("; did you mean %q?", guess)
+	}
+	fmt.Fprintf(stderr, "trellis %s: unknown subcommand %q%s\n\n", cmd, sub, hint)
 }
 
 // newFlagSet returns a flag set whose usage text shows the command's

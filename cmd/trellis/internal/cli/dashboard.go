@@ -133,8 +133,8 @@ func checkAddr(addr string, allowRemote bool) error {
 
 // Run implements Command.
 func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "hash-password" {
-		return c.hashPassword(args[1:], stdout, stderr)
+	if sub, rest := splitSubcommand(args, []string{"hash-password"}); sub == "hash-password" {
+		return c.hashPassword(rest, stdout, stderr)
 	}
 	var o DashboardOptions
 	var hosts string

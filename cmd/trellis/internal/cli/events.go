@@ -66,20 +66,14 @@ func (o EventsSendOptions) Validate() error {
 
 // Run implements Command.
 func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	sub := ""
-	if len(args) > 0 {
-		sub, args = args[0], args[1:]
-	}
+	sub, args := splitSubcommand(args, []string{"send", "help"})
 	switch sub {
 	case "help", "":
-		w := stdout
-		if sub == "" {
-			w = stderr
-		}
-		c.usage(w)
-		if sub == "" {
+		if sub == "" && !wantsHelp(args) {
+			c.usage(stderr)
 			return ExitUsage
 		}
+		c.usage(stdout)
 		return ExitOK
 	case "send":
 		o := EventsSendOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
@@ -93,10 +87,10 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		fs.StringVar(&o.Run, "run", "", "send the event to this `run`")
 		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
 		fs.StringVar(&o.Tenant, "tenant", "", "with -key: the `tenant` of the runs it reaches (default: the default tenant)")
-		positional, code := parseInterspersed(fs, args, stderr)
-		if code >= 0 {
+		if code := parseFlags(fs, args, stderr); code >= 0 {
 			return code
 		}
+		positional := fs.Args()
 		if len(positional) != 3 {
 			fmt.Fprintln(stderr, "trellis events send: give a workflow, an event and its payload: trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD")
 			return ExitUsage
@@ -104,7 +98,7 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		o.Workflow, o.Event, o.Payload = positional[0], positional[1], positional[2]
 		return EventsSend(ctx, o, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "trellis events: unknown subcommand %q\n\n", sub)
+	unknownSubcommand(stderr, c.Name(), sub, []string{"send"})
 	c.usage(stderr)
 	return ExitUsage
 }

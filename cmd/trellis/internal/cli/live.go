@@ -55,6 +55,10 @@ func (c WorkersCommand) Run(ctx context.Context, args []string, stdout, stderr i
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trellis workers: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
 	return Workers(ctx, o, stdout, stderr)
 }
 
@@ -112,6 +116,10 @@ func (c QueueCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trellis queue: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
 	return Queue(ctx, o, stdout, stderr)
 }
 
@@ -159,6 +167,10 @@ func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr
 	addOpsFlags(fs, &o)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trellis workflows: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
 	}
 	return Workflows(ctx, o, stdout, stderr)
 }

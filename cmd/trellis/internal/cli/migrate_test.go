@@ -14,7 +14,8 @@ func TestMigrateUpAndStatus(t *testing.T) {
 	url := pgtest.EmptySchema(t)
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		code := Main(t.Context(), append([]string{"migrate", "-database-url", url}, args...), &out, &errOut)
+		// The flags after the action, as the docs show them.
+		code := Main(t.Context(), append(append([]string{"migrate"}, args...), "-database-url", url), &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
 	if code, out, _ := run("status"); code != ExitOK || !strings.Contains(out, "0001_init") || !strings.Contains(out, "pending") ||

@@ -123,28 +123,3 @@ func opsRun(ctx context.Context, name string, o OpsOptions, validate error, stal
 	}
 	return ExitOK
 }
-
-// parseInterspersed parses flags wherever they are among the positional
-// arguments (trellis runs show ID -format json), up to a "--", and returns
-// the positional ones; or the exit code to stop with.
-func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int) {
-	fs.SetOutput(stderr)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, ExitOK
-			}
-			return nil, ExitUsage
-		}
-		rest := fs.Args()
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), -1
-		}
-		if len(rest) == 0 {
-			return positional, -1
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}

@@ -59,26 +59,34 @@ func runsSubcommands() []runsSubcommand {
 
 // Run implements Command.
 func (c RunsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	var names []string
+	for _, s := range runsSubcommands() {
+		names = append(names, s.name)
+	}
+	sub, args := splitSubcommand(args, append(names, "help"))
+	switch sub {
+	case "":
+		if wantsHelp(args) {
+			c.usage(stdout)
+			return ExitOK
+		}
 		c.usage(stderr)
 		return ExitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
 		c.usage(stdout)
 		return ExitOK
 	case "list":
-		return c.list(ctx, args[1:], stdout, stderr)
+		return c.list(ctx, args, stdout, stderr)
 	case "show":
-		return c.show(ctx, args[1:], stdout, stderr)
+		return c.show(ctx, args, stdout, stderr)
 	case "events":
-		return c.events(ctx, args[1:], stdout, stderr)
+		return c.events(ctx, args, stdout, stderr)
 	case "cancel", "retry":
-		return c.act(ctx, args[0], args[1:], stdout, stderr)
+		return c.act(ctx, sub, args, stdout, stderr)
 	case "purge":
-		return c.purge(ctx, args[1:], stdout, stderr)
+		return c.purge(ctx, args, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "trellis runs: unknown subcommand %q\n\n", args[0])
+	unknownSubcommand(stderr, c.Name(), sub, names)
 	c.usage(stderr)
 	return ExitUsage
 }
@@ -325,10 +333,10 @@ func (c RunsCommand) oneRun(sub string, args []string, stderr io.Writer) (RunsSh
 	if sub == "show" {
 		fs.StringVar(&o.Graph, "graph", "", "draw the run's DAG, each step coloured by its status, in this `format`\n(mermaid, to paste into Markdown, or dot, for Graphviz) instead of the table")
 	}
-	pos, code := parseInterspersed(fs, args, stderr)
-	if code >= 0 {
+	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return o, code
 	}
+	pos := fs.Args()
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "trellis runs %s: give one run id\n", sub)
 		fs.Usage()
@@ -571,10 +579,10 @@ func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout,
 	addWhereBoundFlags(fs, &o.OpsOptions)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
 	fs.BoolVar(&o.Yes, "yes", false, "act on the runs the filters select without asking")
-	pos, code := parseInterspersed(fs, args, stderr)
-	if code >= 0 {
+	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	pos := fs.Args()
 	o.Runs = pos
 	o.Confirm = c.confirm(stderr)
 	if sub == "cancel" {

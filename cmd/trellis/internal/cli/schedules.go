@@ -45,15 +45,13 @@ type ScheduleActOptions struct {
 
 // Run implements Command.
 func (c SchedulesCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	sub := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
+	names := []string{"list", "delete", "pause", "resume"}
+	sub, args := splitSubcommand(args, append(names, "help"))
 	switch sub {
 	case "help":
 		c.usage(stdout)
 		return ExitOK
-	case "list":
+	case "list", "":
 		o := SchedulesOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
 		fs := newFlagSet("schedules list", "[flags]",
 			"List the cron schedules of the stored workflows, by workflow and name: those the\nfile of each workflow's newest stored version declares (SOURCE file) and those\ncreated at run time (SOURCE api).")
@@ -72,10 +70,10 @@ func (c SchedulesCommand) Run(ctx context.Context, args []string, stdout, stderr
 		fs := newFlagSet("schedules "+sub, "[flags] WORKFLOW NAME",
 			strings.ToUpper(sub[:1])+sub[1:]+" a schedule created at run time. Schedules of a workflow file change with\nthe file. Engines notice within their ScheduleRefresh (10s unless configured).")
 		addOpsFlags(fs, &o.OpsOptions)
-		positional, code := parseInterspersed(fs, args, stderr)
-		if code >= 0 {
+		if code := parseFlags(fs, args, stderr); code >= 0 {
 			return code
 		}
+		positional := fs.Args()
 		if len(positional) != 2 {
 			fmt.Fprintf(stderr, "trellis schedules %s: give a workflow and a schedule name: trellis schedules %s WORKFLOW NAME\n", sub, sub)
 			return ExitUsage
@@ -83,7 +81,7 @@ func (c SchedulesCommand) Run(ctx context.Context, args []string, stdout, stderr
 		o.Workflow, o.Name = positional[0], positional[1]
 		return ScheduleAct(ctx, sub, o, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "trellis schedules: unknown subcommand %q\n\n", sub)
+	unknownSubcommand(stderr, c.Name(), sub, names)
 	c.usage(stderr)
 	return ExitUsage
 }
