@@ -18,15 +18,21 @@ import (
 	"github.com/effectivelabs/trellis/internal/suggest"
 )
 
-// Exit codes shared by all commands.
+// Exit codes shared by all commands; docs/reference/cli/README.md lists
+// them for users.
 const (
 	// ExitOK means the command did what was asked and found nothing wrong.
 	ExitOK = 0
-	// ExitProblems means the command ran and found problems (or failed).
+	// ExitProblems means the command ran and found problems (lint), or
+	// could not do what was asked: a run not found, the database failed.
 	ExitProblems = 1
 	// ExitUsage means the command line was wrong: an unknown command or
 	// flag, a bad flag value, or a path that does not exist.
 	ExitUsage = 2
+	// ExitNotConfirmed means the command changed nothing because the
+	// change was not confirmed: it was answered no, or, without a
+	// terminal to ask on, -yes was not given.
+	ExitNotConfirmed = 3
 )
 
 // Command is one trellis subcommand.

@@ -63,9 +63,6 @@ func (o RunsPurgeOptions) Filter() (runtime.PurgeFilter, error) {
 		}
 		f.OlderThan = age
 	}
-	if !o.DryRun && !o.Yes && o.Confirm == nil {
-		errs = append(errs, errors.New("standard input is not a terminal, so there is no one to ask: pass -yes to delete, or -dry-run to count"))
-	}
 	return f, errors.Join(errs...)
 }
 
@@ -135,6 +132,11 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 			if counted.Runs == 0 {
 				return -1, writePurged(stdout, o.Format, counted)
 			}
+			if o.Confirm == nil {
+				fmt.Fprintf(stderr, "trellis runs purge: %s would be deleted; nothing deleted: standard input is not a terminal to confirm on, so run again with -yes to delete them (-dry-run counts them)\n",
+					plural(counted.Runs, "run"))
+				return ExitNotConfirmed, nil
+			}
 			if err := writePurge(stderr, counted); err != nil {
 				return 0, err
 			}
@@ -143,8 +145,8 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 				return 0, fmt.Errorf("asking for confirmation: %w", err)
 			}
 			if !yes {
-				fmt.Fprintln(stderr, "nothing deleted")
-				return -1, nil
+				fmt.Fprintln(stderr, "trellis runs purge: not confirmed; nothing deleted")
+				return ExitNotConfirmed, nil
 			}
 			// What was counted, not the runs that aged since.
 			filter.Now = counted.Now

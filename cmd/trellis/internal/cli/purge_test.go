@@ -63,13 +63,16 @@ func TestRunsPurge(t *testing.T) {
 	// Without a terminal to ask (no Confirm), deleting needs -yes.
 	var stdout, stderr bytes.Buffer
 	code = RunsPurge(t.Context(), RunsPurgeOptions{OpsOptions: OpsOptions{DatabaseURL: e.url, Format: "text", Clock: h.Clock}}, &stdout, &stderr)
-	if errOut = stderr.String(); code != ExitUsage || !strings.Contains(errOut, "standard input is not a terminal, so there is no one to ask: pass -yes to delete, or -dry-run to count") {
-		t.Errorf("purge without a terminal or -yes = %d %q, want a usage error", code, errOut)
+	if errOut = stderr.String(); code != ExitNotConfirmed || errOut != "trellis runs purge: 3 runs would be deleted; nothing deleted: standard input is not a terminal to confirm on, so run again with -yes to delete them (-dry-run counts them)\n" {
+		t.Errorf("purge without a terminal or -yes = %d %q, want it not confirmed", code, errOut)
+	}
+	if got := e.remaining(); !cmp.Equal(got, all) {
+		t.Fatalf("after a purge without -yes, runs %v remain; want all", got)
 	}
 
 	// On a terminal, it counts, asks, and deletes only when told yes.
 	code, out, errOut, asked := e.purge(false)
-	if code != ExitOK || out != "" || !strings.Contains(errOut, "nothing deleted") || !cmp.Equal(asked, []string{"delete 3 runs? [y/N] "}) {
+	if code != ExitNotConfirmed || out != "" || !strings.Contains(errOut, "not confirmed; nothing deleted") || !cmp.Equal(asked, []string{"delete 3 runs? [y/N] "}) {
 		t.Errorf("purge answered no = %d, stdout %q, stderr %q, asked %q", code, out, errOut, asked)
 	}
 	if got := e.remaining(); !cmp.Equal(got, all) {

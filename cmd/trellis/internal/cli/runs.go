@@ -574,7 +574,7 @@ func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout,
 	fs := c.flagSet(sub, &o.OpsOptions, "\n\nGive run ids, or filters: then every run they select is "+map[string]string{
 		"cancel": "cancelled (the running ones)", "retry": "retried (the failed and cancelled ones)",
 	}[sub]+",\nafter a count and a confirmation (-yes skips it; -dry-run only counts).\n"+
-		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 0 otherwise (a run left as it was counts as done).")
+		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 3 if nothing changed for want of a confirmation, 0 otherwise\n(a run left as it was counts as done).")
 	addFilterFlags(fs, &o.RunsFilterOptions)
 	addWhereBoundFlags(fs, &o.OpsOptions)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
@@ -649,7 +649,9 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 		}
 		if !o.Yes {
 			if o.Confirm == nil {
-				return 0, fmt.Errorf("%s selects %s: run again with -yes to %s them (-dry-run shows them)", filterText(o.RunsFilterOptions), runCount(len(ids)), action)
+				fmt.Fprintf(stderr, "trellis %s: %s selects %s; nothing changed: standard input is not a terminal to confirm on, so run again with -yes to %s them (-dry-run shows them)\n",
+					name, filterText(o.RunsFilterOptions), runCount(len(ids)), action)
+				return ExitNotConfirmed, nil
 			}
 			ok, err := o.Confirm(fmt.Sprintf("%s %s? [y/N] ", action, runCount(len(ids))))
 			if err != nil {
@@ -657,7 +659,7 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 			}
 			if !ok {
 				fmt.Fprintf(stderr, "trellis %s: not confirmed; nothing changed\n", name)
-				return ExitProblems, nil
+				return ExitNotConfirmed, nil
 			}
 		}
 		var results []ops.ActionResult

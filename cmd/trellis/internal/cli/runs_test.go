@@ -774,12 +774,12 @@ func TestRunsBulkCancelRetry(t *testing.T) {
 
 	// Without a terminal to confirm on, it takes -yes.
 	code, _, errOut := e.exec(append([]string{"runs", "retry"}, failing...)...)
-	if code != ExitProblems || !strings.Contains(errOut, "selects 1 run: run again with -yes to retry them") {
+	if code != ExitNotConfirmed || !strings.Contains(errOut, "selects 1 run; nothing changed: standard input is not a terminal to confirm on, so run again with -yes to retry them") {
 		t.Errorf("retry without -yes = %d %q", code, errOut)
 	}
 	// On a terminal, it asks; no changes nothing.
 	code, _, errOut = e.execRuns("n\n", append([]string{"retry"}, failing...)...)
-	if code != ExitProblems || !strings.Contains(errOut, "retry 1 run? [y/N]") || !strings.Contains(errOut, "not confirmed; nothing changed") {
+	if code != ExitNotConfirmed || !strings.Contains(errOut, "retry 1 run? [y/N]") || !strings.Contains(errOut, "not confirmed; nothing changed") {
 		t.Errorf("retry answered no = %d %q", code, errOut)
 	}
 	if st := status(runOpsFailed); st != runtime.RunFailed {

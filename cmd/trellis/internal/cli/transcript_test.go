@@ -18,19 +18,25 @@ import (
 // env sets environment variables for every command line.
 func transcript(t *testing.T, name, dir string, env map[string]string, lines ...[]string) {
 	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	transcriptOf(t, name, func(args ...string) (int, string, string) { return run(t, dir, args...) }, lines...)
+}
+
+// transcriptOf is transcript with the commands run by exec.
+func transcriptOf(t *testing.T, name string, exec func(args ...string) (int, string, string), lines ...[]string) {
+	t.Helper()
 	path, err := filepath.Abs(filepath.Join("testdata", "cli", name)) // run changes directory
 	if err != nil {
 		t.Fatal(err)
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
 	}
 	var b strings.Builder
 	for i, args := range lines {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		code, stdout, stderr := run(t, dir, args...)
+		code, stdout, stderr := exec(args...)
 		fmt.Fprintf(&b, "$ trellis %s\nexit %d\n", shellWords(args), code)
 		section(&b, "stdout", stdout)
 		section(&b, "stderr", stderr)
