@@ -88,15 +88,22 @@ func (g *Generator) check(r *resolver, path string, src []byte) *File {
 // checks across files of one package. It returns every problem, sorted by
 // file and position; the error is for files that cannot be read.
 func (g *Generator) Lint(paths []string) ([]Problem, error) {
+	_, problems, err := g.LintFiles(paths)
+	return problems, err
+}
+
+// LintFiles is Lint that also returns each file it checked, in the order
+// of paths, for a report of what was checked (each clean file's Spec).
+func (g *Generator) LintFiles(paths []string) ([]*File, []Problem, error) {
 	files, err := g.checkAll(paths)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var all []Problem
 	for _, f := range files {
 		all = append(all, f.Problems...)
 	}
-	return workflow.Sorted(all), nil
+	return files, workflow.Sorted(all), nil
 }
 
 func (g *Generator) checkAll(paths []string) ([]*File, error) {

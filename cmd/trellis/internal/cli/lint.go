@@ -16,6 +16,8 @@ type LintOptions struct {
 	// Paths are workflow files and directories to search; none means the
 	// current directory.
 	Paths []string
+	// Quiet prints nothing when there is no problem: no "ok" line.
+	Quiet bool
 }
 
 // Validate reports options lint cannot run with.
@@ -27,8 +29,8 @@ func (o LintOptions) Validate() error {
 }
 
 // LintCommand is trellis lint: it checks workflow files and prints every
-// problem it finds. It exits 0 when there are none, 1 when there are,
-// and 2 on a usage error.
+// problem it finds, or in text a line saying all is well. It exits 0
+// when there are none, 1 when there are, and 2 on a usage error.
 type LintCommand struct{}
 
 // Name implements Command.
@@ -39,10 +41,12 @@ func (LintCommand) Summary() string { return "check workflow files and report ev
 
 // Run implements Command.
 func (c LintCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(c.Name(), "[-format text|json|github] [files or directories]",
-		"Lint checks workflow files (and, in directories, recursively every *.yaml or\n*.yml file with a top-level steps key) and prints each problem as\nfile:line:col: message.")
+	fs := newFlagSet(c.Name(), "[-format text|json|github] [-q] [files or directories]",
+		"Lint checks workflow files (and, in directories, recursively every *.yaml or\n*.yml file with a top-level steps key) and prints each problem as\nfile:line:col: message; when there is none, it says how much it checked\n(ok: 3 workflows, 17 steps checked), unless -q.")
 	opts := LintOptions{}
 	fs.StringVar(&opts.Format, "format", "text", "output `format`: text (file:line:col: message), json, or github (GitHub Actions annotations)")
+	fs.BoolVar(&opts.Quiet, "q", false, "print nothing when there is no problem (problems are still printed)")
+	fs.BoolVar(&opts.Quiet, "quiet", false, "the same as -q")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -74,7 +78,7 @@ func Lint(ctx context.Context, opts LintOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "trellis lint: %v\n", err)
 		return ExitProblems
 	}
-	problems, err := g.Lint(paths)
+	files, problems, err := g.LintFiles(paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "trellis lint: %v\n", err)
 		return ExitProblems
@@ -86,6 +90,13 @@ func Lint(ctx context.Context, opts LintOptions, stdout, stderr io.Writer) int {
 	}
 	if len(problems) > 0 {
 		return ExitProblems
+	}
+	if opts.Format == "text" && !opts.Quiet {
+		steps := 0
+		for _, f := range files {
+			steps += len(f.Spec().Steps)
+		}
+		fmt.Fprintf(stdout, "ok: %s, %s checked\n", plural(len(files), "workflow"), plural(steps, "step"))
 	}
 	return ExitOK
 }
