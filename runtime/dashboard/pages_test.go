@@ -11,6 +11,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
@@ -362,5 +363,20 @@ func TestScheduleActions(t *testing.T) {
 	}
 	if code, _, _ := ro.post("/workflows/probe/schedules/nightly/pause", url.Values{"confirm": {"yes"}}, nil); code != http.StatusForbidden {
 		t.Errorf("a read-only dashboard answered a pause %d, want 403", code)
+	}
+}
+
+// TestOverviewWorkerStates checks that the overview calls a worker that
+// stopped heartbeating by the word trellis workers uses.
+func TestOverviewWorkerStates(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ctx, s, now := t.Context(), b.h.Store, b.h.Now()
+	if _, err := s.Heartbeat(ctx, "worker-quiet", now.Add(-10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	overview := b.page("/", http.StatusOK)
+	row := regexp.MustCompile(`(?s)worker-quiet</td>\s*<td><span class="badge s-failed"[^>]*>([a-z]+)</span>`).FindStringSubmatch(overview)
+	if len(row) < 2 || row[1] != string(store.WorkerSilent) {
+		t.Errorf("the overview does not show worker-quiet as %q:\n%s", store.WorkerSilent, overview)
 	}
 }

@@ -249,6 +249,29 @@ type Worker struct {
 	Leader bool `json:"leader"`
 }
 
+// WorkerState is what a worker's heartbeats say of it, in the one word
+// the trellis command and the dashboard show.
+type WorkerState string
+
+const (
+	// WorkerAlive is a worker that heartbeated within the engines'
+	// StaleAfter.
+	WorkerAlive WorkerState = "alive"
+	// WorkerSilent is a worker that has not heartbeated for StaleAfter:
+	// it stopped (cleanly, or killed), hangs or lost the database, which
+	// its heartbeats cannot tell apart. The leader recovers the tasks it
+	// holds, then forgets it.
+	WorkerSilent WorkerState = "silent"
+)
+
+// State says whether w is alive or silent.
+func (w Worker) State() WorkerState {
+	if w.Alive {
+		return WorkerAlive
+	}
+	return WorkerSilent
+}
+
 // QueueStat is the live work of one tenant's runs of one workflow, the
 // one queue type from the store to the user: ops.Admin.Queue returns it
 // (as ops.QueueGroup), and its JSON is what trellis queue -format json

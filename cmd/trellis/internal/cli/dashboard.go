@@ -70,7 +70,7 @@ type DashboardOptions struct {
 	// PollInterval is how often live pages are read again.
 	PollInterval time.Duration
 	// StaleAfter and StuckAfter are the engines' (a worker silent that
-	// long counts as dead; a run without progress that long is stuck).
+	// long counts as silent; a run without progress that long is stuck).
 	StaleAfter, StuckAfter time.Duration
 }
 
@@ -149,7 +149,7 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (cancel, retry, schedule pause/resume/delete), and refuse those actions (403), for every user")
 	fs.StringVar(&o.Prefix, "prefix", "", "serve under this `path` (/trellis), as behind a proxy that forwards it")
 	fs.DurationVar(&o.PollInterval, "poll", 2*time.Second, "how often open pages are read again for live updates (once for all browsers)")
-	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may be silent before it counts as dead (the engines' StaleAfter)")
+	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may go without heartbeating before it counts as silent (the engines' StaleAfter)")
 	fs.DurationVar(&o.StuckAfter, "stuck-after", 10*time.Minute, "how long a run may make no progress before it shows as stuck (the engines' StuckAfter)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code

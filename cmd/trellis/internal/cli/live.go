@@ -33,7 +33,7 @@ func (WorkersCommand) Summary() string {
 type WorkersOptions struct {
 	OpsOptions
 	// StaleAfter is how long a worker may go without heartbeating before
-	// it counts as dead: the engines' Config.StaleAfter.
+	// it counts as silent: the engines' Config.StaleAfter.
 	StaleAfter time.Duration
 }
 
@@ -49,9 +49,9 @@ func (o WorkersOptions) Validate() error {
 func (c WorkersCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := WorkersOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
 	fs := newFlagSet(c.Name(), "[flags]",
-		"Workers lists the workers the database knows, with when each last heartbeated,\nwhether it is alive (heartbeated within -stale-after), how many tasks it is\nrunning, and which one leads (fires timers and recovers dead workers' tasks).")
+		"Workers lists the workers the database knows, with when each last heartbeated,\nits state: alive (heartbeated within -stale-after) or silent (not since: it\nstopped, hangs or lost the database), how many tasks it is running, and which\none leads (fires timers and recovers silent workers' tasks).")
 	addOpsFlags(fs, &o.OpsOptions)
-	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may be silent before it counts as dead (the engines' StaleAfter)")
+	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may go without heartbeating before it counts as silent (the engines' StaleAfter)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -79,14 +79,11 @@ func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) in
 		now := o.now()
 		t := newTable(stdout, "WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER")
 		for _, w := range workers {
-			state, leader := "dead", ""
-			if w.Alive {
-				state = "alive"
-			}
+			leader := ""
 			if w.Leader {
 				leader = "leader"
 			}
-			t.row(truncate(w.ID, 48), state, ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
+			t.row(truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
 		}
 		return -1, t.flush()
 	})

@@ -72,8 +72,8 @@ func (o OpsOptions) now() time.Time {
 
 // open connects to the database and returns the operations API on an
 // engine that is never started, and a function that disconnects.
-// staleAfter, when positive, is how long a worker may be silent before it
-// counts as dead.
+// staleAfter, when positive, is how long a worker may go without
+// heartbeating before it counts as silent.
 func (o OpsOptions) open(ctx context.Context, staleAfter time.Duration) (*ops.Admin, func(), error) {
 	pool, err := pgstore.Connect(ctx, o.DatabaseURL)
 	if err != nil {

@@ -570,7 +570,7 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 	}
 	e.json(&workers, "workers", "-stale-after", "5m")
 	if !workers[1].Alive {
-		t.Errorf("worker-b silent for 2m is dead with -stale-after 5m")
+		t.Errorf("worker-b, quiet for 2m, is silent with -stale-after 5m")
 	}
 
 	var queue []ops.QueueGroup
