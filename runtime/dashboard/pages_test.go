@@ -140,7 +140,7 @@ func TestBadParameters(t *testing.T) {
 		{"/runs?after=nope", 400, []string{"<strong>after</strong>", "not a page cursor"}},
 		{"/runs?where=input.amount+%3E+1", 400, []string{"<strong>where</strong>", "choose a workflow"}},
 		{"/runs?workflow=nope&where=input.amount+%3E+1", 400, []string{"<strong>workflow</strong>", "no run of workflow"}},
-		{"/runs?workflow=probe&where=input.amont+%3E+1", 400, []string{"<strong>where</strong>", "does not type-check", "undefined field", "amont"}},
+		{"/runs?workflow=probe&where=input.amont+%3E+1", 400, []string{"<strong>where</strong>", "does not type-check", "undefined field", "amont", "did you mean &#34;amount&#34;?"}},
 		{"/runs?workflow=probe&where=input.amount+%3E", 400, []string{"<strong>where</strong>", "does not type-check"}},
 		{"/runs/not-a-run", 400, []string{"run id", "is not a run id"}},
 		{"/runs/01950000-0000-7000-8000-000000000000", 404, []string{"There is no run"}},

@@ -28,20 +28,28 @@ import (
 type FilterEnv struct {
 	cel   *cel.Env
 	input *shape
+	// vars are the names of the variables, for "did you mean".
+	vars []string
 }
 
 // NewFilterEnv builds the environment of filters over runs whose input the
 // JSON Schema inputSchema describes.
 func NewFilterEnv(inputSchema json.RawMessage) (*FilterEnv, error) {
-	env, in, err := inputCEL(inputSchema,
-		cel.Variable("status", types.StringType),
-		cel.Variable("tenant", types.StringType),
-		cel.Variable("created", types.TimestampType),
-	)
+	vars := []struct {
+		name string
+		typ  *types.Type
+	}{{"status", types.StringType}, {"tenant", types.StringType}, {"created", types.TimestampType}}
+	names := []string{"input"}
+	var opts []cel.EnvOption
+	for _, v := range vars {
+		names = append(names, v.name)
+		opts = append(opts, cel.Variable(v.name, v.typ))
+	}
+	env, in, err := inputCEL(inputSchema, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("building filter environment: %w", err)
 	}
-	return &FilterEnv{cel: env, input: in}, nil
+	return &FilterEnv{cel: env, input: in, vars: names}, nil
 }
 
 // Filter is a compiled, type-checked run filter.
@@ -60,7 +68,7 @@ func (f *Filter) Source() string { return f.source }
 func (e *FilterEnv) Compile(expr string) (*Filter, []Issue) {
 	checked, iss := e.cel.Compile(expr)
 	if iss.Err() != nil {
-		return nil, issues(iss)
+		return nil, hinted(e.cel, e.input, e.vars, expr, issues(iss))
 	}
 	if !checked.OutputType().IsExactType(types.BoolType) {
 		return nil, []Issue{{Line: 1, Column: 1, Message: fmt.Sprintf(

@@ -153,3 +153,28 @@ func TestFilterMatchCost(t *testing.T) {
 		t.Errorf("costs: %d for a comparison, %d for a nested comprehension; want both positive, the second far more", cheap, dear)
 	}
 }
+
+// TestFilterGuessesNames checks the "did you mean" of a misspelt field or
+// variable, among the fields of the object it is read from.
+func TestFilterGuessesNames(t *testing.T) {
+	env := filterEnv(t)
+	for expr, want := range map[string]string{
+		"input.amountCent > 100":                                          `1:6: undefined field 'amountCent'; did you mean "amountCents"?`,
+		"input.adress.country == 'NL'":                                    `1:6: undefined field 'adress'; did you mean "address"?`,
+		"input.address.countyr == 'NL'":                                   `1:14: undefined field 'countyr'; did you mean "country"?`,
+		"input.address.next.contry == 'NL'":                               `1:19: undefined field 'contry'; did you mean "country"?`,
+		"[input.address].exists(a, a.contry == 'NL')":                     `undefined field 'contry'; did you mean "country"?`,
+		`stauts == "FAILED"`:                                              `1:1: undeclared reference to 'stauts'; did you mean "status"?`,
+		"input.zzz > 1":                                                   `1:6: undefined field 'zzz'` + "\n",
+		"tenantt == 'acme' && creatd > timestamp('2030-01-01T00:00:00Z')": "1:1: undeclared reference to 'tenantt'; did you mean \"tenant\"?\n1:22: undeclared reference to 'creatd'; did you mean \"created\"?\n",
+	} {
+		_, iss := env.Compile(expr)
+		got := ""
+		for _, i := range iss {
+			got += i.String() + "\n"
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("Compile(%q) = %q, want %q", expr, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -31,4 +32,20 @@ func TestExitCodes(t *testing.T) {
 	if got := e.ok("runs", "list", "-status", "failed"); !strings.Contains(got, "no runs") {
 		t.Errorf("the failed run was not retried by the last command:\n%s", got)
 	}
+}
+
+// TestWhereDidYouMean shows the guesses for a misspelt field and variable
+// in a -where filter.
+func TestWhereDidYouMean(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate()
+	version := regexp.MustCompile(`chain@[0-9a-f]+`)
+	transcriptOf(t, "where-did-you-mean.txt", func(args ...string) (int, string, string) {
+		code, out, errOut := e.exec(args...)
+		return code, out, version.ReplaceAllString(errOut, "chain@<version>")
+	},
+		[]string{"runs", "list", "-workflow", "chain", "-where", "input.strat > 1"},
+		[]string{"runs", "list", "-workflow", "chain", "-where", `stauts == "FAILED"`},
+		[]string{"runs", "retry", "-workflow", "chain", "-where", "input.start > 1 && tenat == 'acme'"},
+	)
 }
