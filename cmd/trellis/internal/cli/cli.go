@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/effectivelabs/trellis/cmd/trellis/internal/termtext"
 	"github.com/effectivelabs/trellis/internal/suggest"
 )
 
@@ -70,11 +69,28 @@ func Commands() []Command {
 // the exit code. All it prints passes through package termtext: text from
 // users and steps (errors, tenants, keys, outputs, names) cannot move the
 // cursor, recolour the terminal, write its clipboard or reorder a line;
-// such characters are shown escaped.
+// such characters are shown escaped. On a terminal, statuses, problems
+// and headings are in colour, which the CLI adds around escaped text (see
+// writeStyled): -color, before the command or among its flags, says
+// auto (the default: on a terminal unless NO_COLOR is set or TERM=dumb),
+// always or never.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	out, errOut := termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	mode := colourAuto
+	out, errOut := newOutput(stdout, &mode), newOutput(stderr, &mode)
 	defer errOut.Flush()
 	defer out.Flush()
+	global := flag.NewFlagSet("trellis", flag.ContinueOnError)
+	global.Var(colourFlag{&mode}, "color", "")
+	for len(args) > 0 && (args[0] == "-color" || args[0] == "--color" || strings.HasPrefix(args[0], "-color=") || strings.HasPrefix(args[0], "--color=")) {
+		n := 1
+		if !strings.Contains(args[0], "=") {
+			n = 2
+		}
+		if code := parseFlags(global, args[:min(n, len(args))], errOut); code >= 0 {
+			return code
+		}
+		args = args[min(n, len(args)):]
+	}
 	return dispatch(ctx, args, out, errOut)
 }
 
@@ -110,7 +126,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func usage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString("trellis lints Trellis workflow files, generates their Go code, draws their\ngraphs, manages the Postgres schema, shows and steers runs, and benchmarks\nthe engine.\n\n")
-	b.WriteString("Usage:\n\n\ttrellis <command> [flags] [arguments]\n\nCommands:\n\n")
+	b.WriteString("Usage:\n\n\ttrellis [-color auto|always|never] <command> [flags] [arguments]\n\nCommands:\n\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\t%-10s %s\n", c.Name(), c.Summary())
 	}
@@ -154,6 +170,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
 	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		panic(err) // cannot happen: no flag is parsed
 	}
+	// -color, which every command takes, applies to both streams.
+	fs.Visit(func(f *flag.Flag) {
+		if o, ok := stderr.(*output); ok && f.Name == "color" {
+			*o.mode = f.Value.String()
+		}
+	})
 	return -1
 }
 
@@ -220,9 +242,12 @@ func unknownSubcommand(stderr io.Writer, cmd, sub string, names []string) {
 }
 
 // newFlagSet returns a flag set whose usage text shows the command's
-// synopsis and summary before its flags.
+// synopsis and summary before its flags, with the flag every command
+// takes: -color.
 func newFlagSet(name, synopsis, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet("trellis "+name, flag.ContinueOnError)
+	mode := colourAuto
+	fs.Var(colourFlag{&mode}, "color", "`when` to colour statuses, problems and headings: auto (on a terminal, unless\n$NO_COLOR is set or TERM=dumb), always or never")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: trellis %s %s\n\n%s\n\nFlags:\n", name, synopsis, summary)
 		fs.PrintDefaults()

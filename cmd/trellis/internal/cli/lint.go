@@ -96,7 +96,7 @@ func Lint(ctx context.Context, opts LintOptions, stdout, stderr io.Writer) int {
 		for _, f := range files {
 			steps += len(f.Spec().Steps)
 		}
-		fmt.Fprintf(stdout, "ok: %s, %s checked\n", plural(len(files), "workflow"), plural(steps, "step"))
+		_ = writeStyled(stdout, segment{"ok", good}, segment{fmt.Sprintf(": %s, %s checked\n", plural(len(files), "workflow"), plural(steps, "step")), plain})
 	}
 	return ExitOK
 }

@@ -84,6 +84,7 @@ func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) in
 				leader = "leader"
 			}
 			t.row(truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
+			t.paint(1, statusStyle(string(w.State())))
 		}
 		return -1, t.flush()
 	})

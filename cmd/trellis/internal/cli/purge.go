@@ -176,9 +176,10 @@ func writePurge(w io.Writer, r *runtime.PurgeResult) error {
 	for _, c := range r.Statuses {
 		if c.KeptForever {
 			t.row(string(c.Status), "kept forever", "-", "-")
-			continue
+		} else {
+			t.row(string(c.Status), shortDuration(r.Now.Sub(*c.FinishedBefore)), timestamp(c.FinishedBefore), strconv.Itoa(c.Runs))
 		}
-		t.row(string(c.Status), shortDuration(r.Now.Sub(*c.FinishedBefore)), timestamp(c.FinishedBefore), strconv.Itoa(c.Runs))
+		t.paint(0, statusStyle(string(c.Status)))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -23,15 +23,20 @@ func formatter(name string) (func(io.Writer, []gen.Problem) error, bool) {
 }
 
 // writeText prints one problem per line as file:line:col: message, the
-// form editors and compilers use.
+// form editors and compilers use; in colour, the position is bold and the
+// message red, as compilers show errors.
 func writeText(w io.Writer, problems []gen.Problem) error {
-	var b strings.Builder
+	var segs []segment
 	for _, p := range problems {
-		b.WriteString(p.String())
-		b.WriteByte('\n')
+		line := p.String()
+		pos := fmt.Sprintf("%s:%d:%d:", p.File, p.Line, p.Column)
+		if msg, ok := strings.CutPrefix(line, pos+" "); ok {
+			segs = append(segs, segment{pos, heading}, segment{" ", plain}, segment{msg, bad}, segment{"\n", plain})
+		} else {
+			segs = append(segs, segment{line + "\n", plain})
+		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeStyled(w, segs...)
 }
 
 // jsonProblem is the JSON form of a problem.

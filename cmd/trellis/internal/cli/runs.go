@@ -277,6 +277,7 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 				failure = truncate(r.Failure.Step+": "+r.Failure.Error, 40)
 			}
 			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), ago(now, r.CreatedAt), took, failure)
+			t.paint(3, statusStyle(string(r.Status)))
 		}
 		if err := t.flush(); err != nil {
 			return 0, err
@@ -422,6 +423,7 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	}
 	h.row("Priority:", priorityName(r.Priority))
 	h.row("Status:", string(r.Status))
+	h.paint(1, statusStyle(string(r.Status)))
 	h.row("Created:", timestamp(&r.CreatedAt))
 	if d, ok := r.Duration(); ok {
 		h.row("Finished:", timestamp(&r.FinishedAt)+" (after "+shortDuration(d)+")")
@@ -458,6 +460,7 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 			note = childrenNote(s.Children)
 		}
 		t.row(s.Name, s.Kind, string(s.Status), fmt.Sprint(s.Attempts), timestamp(s.StartedAt), took, note)
+		t.paint(2, statusStyle(string(s.Status)))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -465,11 +468,17 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	if slices.ContainsFunc(r.Steps, func(s ops.Step) bool { return len(s.Children) > 0 }) {
 		fmt.Fprintf(w, "\nChild runs: trellis runs list -parent %s\n", r.ID)
 	}
-	fmt.Fprintln(w, "\nInput:")
+	fmt.Fprintln(w)
+	if err := writeHeading(w, "Input:"); err != nil {
+		return err
+	}
 	indentJSON(w, "  ", r.Input)
 	for _, s := range r.Steps {
 		if len(s.Output) > 0 {
-			fmt.Fprintf(w, "\nOutput of %s:\n", oneLine(s.Name))
+			fmt.Fprintln(w)
+			if err := writeHeading(w, "Output of "+oneLine(s.Name)+":"); err != nil {
+				return err
+			}
 			indentJSON(w, "  ", s.Output)
 		}
 	}
@@ -734,6 +743,7 @@ func printSelected(ctx context.Context, a *ops.Admin, w io.Writer, format, actio
 			continue
 		}
 		t.row(id.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), timestamp(&r.CreatedAt))
+		t.paint(3, statusStyle(string(r.Status)))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -15,43 +14,67 @@ import (
 
 // table writes rows as aligned columns, two spaces apart, the way go and
 // kubectl print lists: cells are single lines, escaped (see oneLine), the
-// last column is not padded.
+// last column is not padded. The header, when there is one, is a heading,
+// and a cell may have a style (paint), shown when the output takes colour
+// (see writeStyled); widths count characters, never escapes.
 type table struct {
-	w   io.Writer
-	buf bytes.Buffer
-	tw  *tabwriter.Writer
+	w    io.Writer
+	rows [][]segment
 }
 
 func newTable(w io.Writer, header ...string) *table {
 	t := &table{w: w}
-	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
 	if len(header) > 0 {
 		t.row(header...)
+		for i := range t.rows[0] {
+			t.rows[0][i].st = heading
+		}
 	}
 	return t
 }
 
 func (t *table) row(cells ...string) {
+	r := make([]segment, len(cells))
 	for i, c := range cells {
-		cells[i] = oneLine(c)
+		r[i] = segment{text: oneLine(c)}
 	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	t.rows = append(t.rows, r)
+}
+
+// paint gives cell col of the last row st.
+func (t *table) paint(col int, st style) {
+	t.rows[len(t.rows)-1][col].st = st
 }
 
 // flush writes the table, without the padding that empty last cells
 // leave at the ends of lines.
 func (t *table) flush() error {
-	if err := t.tw.Flush(); err != nil {
-		return err
-	}
-	lines := strings.SplitAfter(t.buf.String(), "\n")
-	for i, l := range lines {
-		if trimmed := strings.TrimRight(l, " \n"); trimmed != strings.TrimSuffix(l, "\n") {
-			lines[i] = trimmed + "\n"
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r[:max(len(r)-1, 0)] {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
 		}
 	}
-	_, err := io.WriteString(t.w, strings.Join(lines, ""))
-	return err
+	var segs []segment
+	for _, r := range t.rows {
+		last := len(r) - 1
+		for last >= 0 && strings.TrimRight(r[last].text, " ") == "" {
+			last--
+		}
+		for i, c := range r[:last+1] {
+			if i == last {
+				c.text = strings.TrimRight(c.text, " ")
+				segs = append(segs, c)
+				break
+			}
+			segs = append(segs, c, segment{text: strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2)})
+		}
+		segs = append(segs, segment{text: "\n"})
+	}
+	return writeStyled(t.w, segs...)
 }
 
 // oneLine makes s fit a cell and safe to print: line breaks, tabs and

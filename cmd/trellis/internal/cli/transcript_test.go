@@ -65,6 +65,9 @@ func section(b *strings.Builder, name, text string) {
 	if text == "" {
 		return
 	}
+	// The escapes the CLI writes show as ␛: an escaped ESC from a user's
+	// text shows as \x1b.
+	text = strings.ReplaceAll(text, "\x1b", "␛")
 	fmt.Fprintf(b, "%s:\n", name)
 	for _, l := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
 		b.WriteString("  | " + l)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -90,7 +91,11 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 			full := append(append([]string{}, args...), "-format", format)
 			_, runOut, runErr := e.exec(full...)
 			_, mainOut, mainErr := e.main(append(full, "-database-url", e.url)...)
-			for what, out := range map[string]string{"Run's stdout": runOut, "Run's stderr": runErr, "Main's stdout": mainOut, "Main's stderr": mainErr} {
+			// In colour, the CLI's own escapes are the only ones.
+			_, colourOut, colourErr := e.main(append(full, "-database-url", e.url, "-color", "always")...)
+			colourOut, colourErr = ourEscapes.ReplaceAllString(colourOut, ""), ourEscapes.ReplaceAllString(colourErr, "")
+			for what, out := range map[string]string{"Run's stdout": runOut, "Run's stderr": runErr, "Main's stdout": mainOut, "Main's stderr": mainErr,
+				"Main's stdout in colour": colourOut, "Main's stderr in colour": colourErr} {
 				if bad := unescaped(out); bad != "" {
 					t.Errorf("trellis %q: %s holds %s:\n%q", full, what, bad, out)
 				}
@@ -125,6 +130,10 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	}
 }
 
+// ourEscapes are the escapes the CLI writes in colour: SGR with the
+// parameters of its styles.
+var ourEscapes = regexp.MustCompile("\x1b\\[(?:0|1|2|32|33|36|1;31)m")
+
 // unescaped names the first character of out a terminal would act on, or
 // says it is not UTF-8; "" when out is safe to print.
 func unescaped(out string) string {
@@ -147,8 +156,9 @@ func TestLintEscapesTheFile(t *testing.T) {
 	dir := workspace(t, map[string]string{"flows/evil\x1b[2J\u202e.yaml": "name: x\ninput: {type: object, properties: {a: {type: string}}}\nsteps:\n" +
 		"  - name: a\n    skipIf: [\"input.a == 1 \\e[31m\\u009b\"]\n"}) // YAML's escapes: the file holds no control character
 
-	for _, format := range []string{"text", "json", "github"} {
-		code, out, errOut := run(t, dir, "lint", "-format", format, "flows")
+	for _, format := range []string{"text", "json", "github", "text -color always"} {
+		code, out, errOut := run(t, dir, append([]string{"lint", "-format"}, append(strings.Fields(format), "flows")...)...)
+		out, errOut = ourEscapes.ReplaceAllString(out, ""), ourEscapes.ReplaceAllString(errOut, "")
 		if code != ExitProblems || !strings.Contains(out, "token recognition error") || !strings.Contains(out, `[2J\u202e.yaml`) {
 			t.Errorf("lint -format %s exited %d, stdout %q, stderr %q; want the problems, escaped", format, code, out, errOut)
 		}
