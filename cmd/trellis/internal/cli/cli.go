@@ -156,7 +156,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
 			return ExitUsage
 		}
 		rest := fs.Args()
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" && !takesValue(fs, args[:consumed-1]) {
 			positional = append(positional, rest...)
 			break
 		}
@@ -177,6 +177,21 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
 		}
 	})
 	return -1
+}
+
+// takesValue reports whether the last of args is a flag that takes the
+// argument after it as its value (-tenant, not -yes or -tenant=x).
+func takesValue(fs *flag.FlagSet, args []string) bool {
+	if len(args) == 0 || !strings.HasPrefix(args[len(args)-1], "-") {
+		return false
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(args[len(args)-1], "-"), "-")
+	f := fs.Lookup(name) // nil for -x=v
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 // flagError reports a flag the command line got wrong, with a guess at

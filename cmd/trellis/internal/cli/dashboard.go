@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/effectivelabs/trellis/internal/suggest"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
@@ -155,7 +156,11 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "trellis dashboard: unexpected argument %q\n", fs.Arg(0))
+		hint := ""
+		if suggest.Closest(fs.Arg(0), []string{"hash-password"}) != "" {
+			hint = `; did you mean "hash-password"?`
+		}
+		fmt.Fprintf(stderr, "trellis dashboard: unexpected argument %q%s\n", fs.Arg(0), hint)
 		return ExitUsage
 	}
 	for _, h := range strings.Split(hosts, ",") {

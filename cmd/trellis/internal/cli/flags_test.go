@@ -28,6 +28,8 @@ func TestFlagsAnywhere(t *testing.T) {
 		[]string{"runs", "-database-url", db, "list", "-since=yesterday"},
 		[]string{"runs", "show", id, "-format", "xml", "-database-url", db},
 		[]string{"runs", "show", "-database-url", db, "--", "-format"},
+		[]string{"runs", "list", "-tenant", "--", "-since", "yesterday", "-database-url", db}, // "--" as a value ends nothing
+		[]string{"runs", "show", id, "-json", "-graph", "dot", "-database-url", db},
 		[]string{"runs", "events", id, "-database-url", db, "-format", "xml"},
 		[]string{"runs", "cancel", "-dry-run", "not-an-id", "-database-url", db},
 		[]string{"runs", "retry", "-database-url", db, "-yes", id, "-where", "input.x > 1"},
@@ -40,6 +42,7 @@ func TestFlagsAnywhere(t *testing.T) {
 		[]string{"events", "send", "orders", "signed", "not-json", "-run", id, "-database-url", db},
 		[]string{"dashboard", "-database-url", db, "-addr", "0.0.0.0:8080"},
 		[]string{"dashboard", "hash-password", "ada", "-role", "admin"},
+		[]string{"dashboard", "hash-pasword", "ada"},
 		[]string{"bench", "-quick", "-scenarios", "nonesuch"},
 	)
 }

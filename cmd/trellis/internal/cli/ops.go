@@ -46,10 +46,11 @@ func (o OpsOptions) Validate() error {
 	return nil
 }
 
-// addOpsFlags registers -database-url and -format on fs.
+// addOpsFlags registers -database-url, -format and -json on fs.
 func addOpsFlags(fs *flag.FlagSet, o *OpsOptions) {
 	addDatabaseURLFlag(fs, &o.DatabaseURL, os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text (aligned tables) or json")
+	fs.BoolFunc("json", "short for -format json", func(string) error { o.Format = "json"; return nil })
 }
 
 // addWhereBoundFlags registers -where-budget and -where-timeout on fs:
