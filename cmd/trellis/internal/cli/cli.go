@@ -71,30 +71,19 @@ func Commands() []Command {
 // cursor, recolour the terminal, write its clipboard or reorder a line;
 // such characters are shown escaped. On a terminal, statuses, problems
 // and headings are in colour, which the CLI adds around escaped text (see
-// writeStyled): -color, before the command or among its flags, says
-// auto (the default: on a terminal unless NO_COLOR is set or TERM=dumb),
-// always or never.
+// writeStyled): -color, which every command takes, says auto (the
+// default: on a terminal unless NO_COLOR is set or TERM=dumb), always or
+// never.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mode := colourAuto
 	out, errOut := newOutput(stdout, &mode), newOutput(stderr, &mode)
 	defer errOut.Flush()
 	defer out.Flush()
-	global := flag.NewFlagSet("trellis", flag.ContinueOnError)
-	global.Var(colourFlag{&mode}, "color", "")
-	for len(args) > 0 && (args[0] == "-color" || args[0] == "--color" || strings.HasPrefix(args[0], "-color=") || strings.HasPrefix(args[0], "--color=")) {
-		n := 1
-		if !strings.Contains(args[0], "=") {
-			n = 2
-		}
-		if code := parseFlags(global, args[:min(n, len(args))], errOut); code >= 0 {
-			return code
-		}
-		args = args[min(n, len(args)):]
-	}
 	return dispatch(ctx, args, out, errOut)
 }
 
-// dispatch runs the command args name.
+// dispatch runs the command args name, which flags may precede (trellis
+// -color never runs list): they are the command's.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
@@ -105,20 +94,26 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		usage(stdout)
 		return ExitOK
 	}
-	for _, c := range Commands() {
-		if c.Name() == args[0] {
-			return c.Run(ctx, args[1:], stdout, stderr)
-		}
-	}
 	var names []string
 	for _, c := range Commands() {
 		names = append(names, c.Name())
 	}
+	name, rest := splitSubcommand(args, names)
+	for _, c := range Commands() {
+		if c.Name() == name {
+			return c.Run(ctx, rest, stdout, stderr)
+		}
+	}
+	if name == "" {
+		fmt.Fprint(stderr, "trellis: no command: give one of those below\n\n")
+		usage(stderr)
+		return ExitUsage
+	}
 	hint := ""
-	if guess := suggest.Closest(args[0], names); guess != "" {
+	if guess := suggest.Closest(name, names); guess != "" {
 		hint = fmt.Sprintf("; did you mean %q?", guess)
 	}
-	fmt.Fprintf(stderr, "trellis: unknown command %q%s\n\n", args[0], hint)
+	fmt.Fprintf(stderr, "trellis: unknown command %q%s\n\n", name, hint)
 	usage(stderr)
 	return ExitUsage
 }
@@ -126,11 +121,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func usage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString("trellis lints Trellis workflow files, generates their Go code, draws their\ngraphs, manages the Postgres schema, shows and steers runs, and benchmarks\nthe engine.\n\n")
-	b.WriteString("Usage:\n\n\ttrellis [-color auto|always|never] <command> [flags] [arguments]\n\nCommands:\n\n")
+	b.WriteString("Usage:\n\n\ttrellis <command> [flags] [arguments]\n\nCommands:\n\n")
 	for _, c := range Commands() {
 		fmt.Fprintf(&b, "\t%-10s %s\n", c.Name(), c.Summary())
 	}
-	b.WriteString("\nRun trellis <command> -h for the flags of a command.\n")
+	b.WriteString("\nRun trellis <command> -h for the flags of a command. Flags may come before or\nafter the command and its arguments; every command takes -color auto|always|never.\n")
 	fmt.Fprint(w, b.String())
 }
 

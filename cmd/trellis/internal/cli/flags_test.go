@@ -61,3 +61,13 @@ func TestDidYouMean(t *testing.T) {
 		[]string{"frobnicate"},
 	)
 }
+
+// TestFlagsBeforeTheCommand checks that flags may precede the command
+// and its subcommand, and that a command line with no command says so.
+func TestFlagsBeforeTheCommand(t *testing.T) {
+	transcript(t, "flags-before-the-command.txt", t.TempDir(), map[string]string{"TRELLIS_DATABASE_URL": ""},
+		[]string{"-database-url", "postgres://nobody@127.0.0.1:1/none", "-format", "xml", "runs", "list"},
+		[]string{"-color", "never", "-format=xml", "workers", "-database-url", "postgres://nobody@127.0.0.1:1/none"},
+		[]string{"-color", "never"},
+	)
+}
