@@ -97,8 +97,9 @@ func (c RunsCommand) purge(ctx context.Context, args []string, stdout, stderr io
 	fs := c.flagSet("purge", &o.OpsOptions, "\n"+
 		"Each run goes with its steps' outputs and its event log. Runs with live work (a\n"+
 		"failure handler still to run) are kept. Without -yes it counts the runs first and\n"+
-		"asks before deleting them, which needs a terminal. Engines delete runs past their\n"+
-		"retention on their own (runtime.Config.Retention); this is for a one-off.")
+		"asks before deleting them, which needs a terminal; not confirmed, it deletes\n"+
+		"nothing and exits 3. Engines delete runs past their retention on their own\n"+
+		"(runtime.Config.Retention); this is for a one-off.")
 	fs.StringVar(&o.Status, "status", "", "only runs in these `statuses` (comma-separated: COMPLETED, FAILED, CANCELLED; default all three)")
 	fs.StringVar(&o.OlderThan, "older-than", "", "only runs that finished longer ago than this `age` (720h, 30d; default the engines' default retention: 7d completed and cancelled, 30d failed)")
 	fs.StringVar(&o.Workflow, "workflow", "", "only runs of this workflow `name`")
