@@ -10,7 +10,9 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- The next lim runs of a listing, newest first, from after the cursor
 -- (after_created, after_id). Every filter is optional: an empty text or a
 -- null time matches every run; top_level keeps the runs no step started,
--- through the partial index of schema/0016. With finished_from and a status, the
+-- through the partial index of schema/0016. With by_id, the runs whose
+-- ids are from id_from to id_to (those that begin with a prefix a person
+-- typed) come from the primary key's range. With finished_from and a status, the
 -- index on (status, finished_at) of schema/0007 finds the runs, however
 -- many older ones the status has. Run it under OpsCustomPlans. One status at
 -- a time: an index is read in order for one status, not for several. Each
@@ -32,6 +34,7 @@ WITH scanned AS (
       AND (sqlc.narg(finished_from)::timestamptz IS NULL OR finished_at >= sqlc.narg(finished_from)::timestamptz)
       AND (@parent::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = @parent::uuid)
       AND (NOT @top_level::boolean OR parent_run_id IS NULL)
+      AND (NOT @by_id::boolean OR id BETWEEN @id_from::uuid AND @id_to::uuid)
       AND (sqlc.narg(after_created)::timestamptz IS NULL
            OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
     ORDER BY created_at DESC, id DESC

@@ -200,6 +200,10 @@ type RunQuery struct {
 	// TopLevel keeps only the runs no step started (those without a
 	// Parent): a listing that shows child runs beneath their parents.
 	TopLevel bool
+	// IDPrefix, when set, keeps the runs whose id begins with it: a
+	// person names a run by the start of its id. A store reads the runs
+	// in its range (RunIDPrefix.Range) through the index on run ids.
+	IDPrefix RunIDPrefix
 	// After continues a listing: only runs that come after the cursor in
 	// the listing's order are returned. The cursor of a page's last run
 	// gives the next page, whatever was created meanwhile.

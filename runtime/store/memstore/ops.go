@@ -89,6 +89,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		!q.FinishedFrom.IsZero() && (r.FinishedAt.IsZero() || r.FinishedAt.Before(q.FinishedFrom)),
 		q.Parent != uuid.Nil && (r.Parent == nil || r.Parent.ID != q.Parent),
 		q.TopLevel && r.Parent != nil,
+		!q.IDPrefix.IsZero() && !q.IDPrefix.Matches(r.ID),
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}

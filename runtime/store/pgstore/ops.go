@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -55,6 +57,12 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	if limit <= 0 {
 		limit = store.DefaultRunLimit
 	}
+	if !storableText(q.Workflow, q.Tenant, q.IdempotencyKey) {
+		// A name Postgres cannot hold as text (a NUL byte, invalid
+		// UTF-8), as a person may type into a search, is no run's: the
+		// listing is empty, as the memory store finds it, not an error.
+		return []store.Run{}, nil, nil
+	}
 	p := dbsqlc.OpsRunsScanParams{
 		Workflow: q.Workflow, Tenant: q.Tenant, IdempotencyKey: q.IdempotencyKey,
 		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), FinishedFrom: timeOrNull(q.FinishedFrom),
@@ -66,6 +74,10 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	}
 	p.Parent = q.Parent // the nil id for any
 	p.TopLevel = q.TopLevel
+	if !q.IDPrefix.IsZero() {
+		p.ByID = true
+		p.IDFrom, p.IDTo = q.IDPrefix.Range()
+	}
 	statuses := []string{""}
 	if !q.FinishedFrom.IsZero() && len(q.Statuses) == 0 {
 		// Only ended runs have a finish time; one status at a time lets
@@ -144,6 +156,17 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		})
 	}
 	return out, reached, nil
+}
+
+// storableText reports whether Postgres can hold each of ss as text:
+// valid UTF-8 without NUL bytes.
+func storableText(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // isNotJSONB reports an input that json accepts and jsonb refuses: the

@@ -85,6 +85,14 @@ var listCases = []listCase{
 		return store.RunQuery{Statuses: statuses(store.RunFailed, store.RunCancelled)}
 	}},
 	{"idempotency-key", func(time.Time) store.RunQuery { return store.RunQuery{IdempotencyKey: "key-5000"} }},
+	{"id-prefix", func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix("abcd")} }},
+	{"id-prefix-long", func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix("abcd0123-4567")} }},
+	{"id-prefix+tenant", func(time.Time) store.RunQuery {
+		return store.RunQuery{IDPrefix: idPrefix("abcd"), Tenant: "tenant-42"}
+	}},
+	{"idempotency-key+tenant", func(time.Time) store.RunQuery {
+		return store.RunQuery{IdempotencyKey: "key-5000", Tenant: "tenant-42"}
+	}},
 	{"since-24h", func(now time.Time) store.RunQuery {
 		return store.RunQuery{CreatedFrom: now.Add(-24 * time.Hour)}
 	}},
@@ -100,6 +108,15 @@ var listCases = []listCase{
 	{"page-15-days-deep", func(now time.Time) store.RunQuery {
 		return store.RunQuery{After: &store.RunCursor{CreatedAt: now.Add(-15 * 24 * time.Hour)}}
 	}},
+}
+
+// idPrefix parses a run id prefix of a listing case.
+func idPrefix(s string) store.RunIDPrefix {
+	p, err := store.ParseRunIDPrefix(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // listingQueries records the listing statements a pool runs, with their
@@ -235,15 +252,19 @@ func summary(plan string) (scans []string, seq bool, sorts bool, pages int) {
 func TestListRunsUsesIndexes(t *testing.T) {
 	f := newListingFixture(t, 50_000, false)
 	want := map[string]string{
-		"none":              "trellis_runs_created",
-		"workflow":          "trellis_runs_workflow_created",
-		"workflow-rare":     "trellis_runs_workflow_created",
-		"tenant":            "trellis_runs_tenant_created",
-		"status-failed":     "trellis_runs_status_created",
-		"status-running":    "trellis_runs_status_created",
-		"idempotency-key":   "trellis_runs_idempotency_key",
-		"since-24h":         "trellis_runs_created",
-		"page-15-days-deep": "trellis_runs_created",
+		"none":                   "trellis_runs_created",
+		"workflow":               "trellis_runs_workflow_created",
+		"workflow-rare":          "trellis_runs_workflow_created",
+		"tenant":                 "trellis_runs_tenant_created",
+		"status-failed":          "trellis_runs_status_created",
+		"status-running":         "trellis_runs_status_created",
+		"idempotency-key":        "trellis_runs_idempotency_key",
+		"id-prefix":              "trellis_runs_pkey",
+		"id-prefix-long":         "trellis_runs_pkey",
+		"id-prefix+tenant":       "trellis_runs_pkey",
+		"idempotency-key+tenant": "trellis_runs_idempotency_key",
+		"since-24h":              "trellis_runs_created",
+		"page-15-days-deep":      "trellis_runs_created",
 	}
 	for _, c := range listCases {
 		index, ok := want[c.name]

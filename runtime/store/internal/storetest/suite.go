@@ -81,6 +81,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListRunsPages", testListRunsPages},
 		{"ListRunsByInput", testListRunsByInput},
 		{"ListRunsByOddInput", testListRunsByOddInput},
+		{"ListRunsByIDPrefix", testListRunsByIDPrefix},
+		{"ListRunsByKey", testListRunsByKey},
 		{"ListWorkers", testListWorkers},
 		{"QueueStats", testQueueStats},
 		{"ListWorkflows", testListWorkflows},

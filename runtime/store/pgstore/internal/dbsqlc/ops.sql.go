@@ -395,12 +395,13 @@ WITH scanned AS (
       AND ($8::timestamptz IS NULL OR finished_at >= $8::timestamptz)
       AND ($9::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = $9::uuid)
       AND (NOT $10::boolean OR parent_run_id IS NULL)
-      AND ($11::timestamptz IS NULL
-           OR (created_at, id) < ($11::timestamptz, $12::uuid))
+      AND (NOT $11::boolean OR id BETWEEN $12::uuid AND $13::uuid)
+      AND ($14::timestamptz IS NULL
+           OR (created_at, id) < ($14::timestamptz, $15::uuid))
     ORDER BY created_at DESC, id DESC
-    LIMIT $13
+    LIMIT $16
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($14::jsonb[]) = 0 OR s.input::jsonb @> ANY ($14::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($17::jsonb[]) = 0 OR s.input::jsonb @> ANY ($17::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
@@ -421,6 +422,9 @@ type OpsRunsScanParams struct {
 	FinishedFrom   *time.Time
 	Parent         uuid.UUID
 	TopLevel       bool
+	ByID           bool
+	IDFrom         uuid.UUID
+	IDTo           uuid.UUID
 	AfterCreated   *time.Time
 	AfterID        uuid.UUID
 	Lim            int32
@@ -449,7 +453,9 @@ type OpsRunsScanRow struct {
 // The next lim runs of a listing, newest first, from after the cursor
 // (after_created, after_id). Every filter is optional: an empty text or a
 // null time matches every run; top_level keeps the runs no step started,
-// through the partial index of schema/0016. With finished_from and a status, the
+// through the partial index of schema/0016. With by_id, the runs whose
+// ids are from id_from to id_to (those that begin with a prefix a person
+// typed) come from the primary key's range. With finished_from and a status, the
 // index on (status, finished_at) of schema/0007 finds the runs, however
 // many older ones the status has. Run it under OpsCustomPlans. One status at
 // a time: an index is read in order for one status, not for several. Each
@@ -470,6 +476,9 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 		arg.FinishedFrom,
 		arg.Parent,
 		arg.TopLevel,
+		arg.ByID,
+		arg.IDFrom,
+		arg.IDTo,
 		arg.AfterCreated,
 		arg.AfterID,
 		arg.Lim,
