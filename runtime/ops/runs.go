@@ -55,6 +55,10 @@ type RunFilter struct {
 	// child workflow runs: a listing that shows those beneath their
 	// parents (ChildRuns) instead.
 	TopLevel bool
+	// IDPrefix keeps the runs whose ids begin with it: the start of a run
+	// id, at least MinRunIDPrefix hex digits, with or without dashes, in
+	// any case (see CheckRunRef); a whole id selects its run.
+	IDPrefix string
 	// Where is a CEL expression over the run's input, status, tenant and
 	// created (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
@@ -89,6 +93,11 @@ func (f RunFilter) Validate() error {
 	}
 	if _, err := ParseCursor(f.After); err != nil {
 		errs = append(errs, err)
+	}
+	if f.IDPrefix != "" {
+		if _, err := idPrefix(f.IDPrefix); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -138,6 +147,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 		return nil, err
 	}
 	after, _ := ParseCursor(f.After)
+	prefix, _ := idPrefix(f.IDPrefix)
 	limit := f.Limit
 	if limit == 0 {
 		limit = DefaultLimit
@@ -145,7 +155,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
 		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom, Parent: f.Parent,
-		TopLevel: f.TopLevel, After: after, Limit: limit + 1, // one more: is there a next page?
+		TopLevel: f.TopLevel, IDPrefix: prefix, After: after, Limit: limit + 1, // one more: is there a next page?
 	}
 	var (
 		runs    []store.Run
