@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/google/uuid"
-
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/ops"
@@ -33,8 +31,8 @@ func (EventsCommand) Summary() string {
 type EventsSendOptions struct {
 	OpsOptions
 	Workflow, Event string
-	// Run is the id of the run to send the event to; Key the key to send
-	// it with (one of them).
+	// Run is the id of the run to send the event to, or a unique start of
+	// it; Key the key to send it with (one of them).
 	Run, Key string
 	// Tenant is the tenant of the runs a keyed event reaches.
 	Tenant string
@@ -51,8 +49,8 @@ func (o EventsSendOptions) Validate() error {
 	case o.Run != "" && o.Key != "":
 		errs = append(errs, errors.New("give -run or -key, not both"))
 	case o.Run != "":
-		if _, err := uuid.Parse(o.Run); err != nil {
-			errs = append(errs, fmt.Errorf("-run %q is not a run id", o.Run))
+		if err := ops.CheckRunRef(o.Run); err != nil {
+			errs = append(errs, fmt.Errorf("-run %w", err))
 		}
 	}
 	if o.Tenant != "" && o.Run != "" {
@@ -84,7 +82,7 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 				"for it with that key in runs of the tenant (-tenant). A step that begins to\n"+
 				"wait later receives it then. It prints how many waiting steps it woke.")
 		addOpsFlags(fs, &o.OpsOptions)
-		fs.StringVar(&o.Run, "run", "", "send the event to this `run`")
+		fs.StringVar(&o.Run, "run", "", "send the event to this `run` (its id, or a unique start of it)")
 		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
 		fs.StringVar(&o.Tenant, "tenant", "", "with -key: the `tenant` of the runs it reaches (default: the default tenant)")
 		if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -119,7 +117,11 @@ func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writ
 	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
 		e := runtime.EventByName{Workflow: o.Workflow, Event: o.Event, Key: o.Key, Tenant: o.Tenant, Payload: json.RawMessage(o.Payload)}
 		if o.Run != "" {
-			e.Run = uuid.MustParse(o.Run)
+			id, code, err := findRun(ctx, a, "events send", stderr, o.Run)
+			if code >= 0 || err != nil {
+				return code, err
+			}
+			e.Run = id
 		}
 		sent, err := a.Engine().SendEvent(ctx, e)
 		if err != nil {
@@ -128,7 +130,7 @@ func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writ
 		if o.Format == "json" {
 			return -1, printJSON(stdout, sent)
 		}
-		to := "run " + o.Run
+		to := "run " + e.Run.String()
 		if o.Run == "" {
 			to = "key " + o.Key
 		}

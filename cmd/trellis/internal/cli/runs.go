@@ -97,7 +97,8 @@ func (RunsCommand) usage(w io.Writer) {
 	for _, s := range runsSubcommands() {
 		fmt.Fprintf(&b, "\t%-7s %s\n", s.name, s.summary)
 	}
-	b.WriteString("\nEach takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.\nRun trellis runs <subcommand> -h for its flags.\n")
+	b.WriteString("\nRUN is a run's id, or a start of it that begins no other run's id (at least 4 hex digits).\n")
+	b.WriteString("Each takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.\nRun trellis runs <subcommand> -h for its flags.\n")
 	fmt.Fprint(w, b.String())
 }
 
@@ -149,6 +150,17 @@ func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
 		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
 }
 
+// findParent sets f.Parent to the run -parent names when it gave the
+// start of an id, or returns the exit code to stop with (see findRuns).
+func (o RunsFilterOptions) findParent(ctx context.Context, a *ops.Admin, name string, f *ops.RunFilter, stderr io.Writer) (int, error) {
+	if o.Parent == "" || f.Parent != uuid.Nil {
+		return -1, nil
+	}
+	id, code, err := findRun(ctx, a, name, stderr, o.Parent)
+	f.Parent = id
+	return code, err
+}
+
 // given reports whether any filter is set.
 func (o RunsFilterOptions) given() bool { return o != RunsFilterOptions{} }
 
@@ -173,9 +185,11 @@ func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
 		errs = append(errs, err)
 	}
 	if o.Parent != "" {
-		if f.Parent, err = uuid.Parse(o.Parent); err != nil {
-			errs = append(errs, fmt.Errorf("-parent %q is not a run id", o.Parent))
-		}
+		if err := ops.CheckRunRef(o.Parent); err != nil {
+			errs = append(errs, fmt.Errorf("-parent %w", err))
+		} else if id, err := uuid.Parse(o.Parent); err == nil {
+			f.Parent = id
+		} // else a prefix: findParent reads the run it names
 	}
 	if o.Where != "" && o.Workflow == "" {
 		errs = append(errs, errors.New("-where needs -workflow: the expression is type-checked against that workflow's input schema"))
@@ -247,6 +261,9 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 	now := o.now()
 	filter, ferr := o.Filter(now)
 	return opsRun(ctx, "runs list", o.OpsOptions, ferr, 0, stderr, func(a *ops.Admin) (int, error) {
+		if code, err := o.findParent(ctx, a, "runs list", &filter, stderr); code >= 0 || err != nil {
+			return code, err
+		}
 		page, err := a.ListRuns(ctx, filter)
 		var where *ops.WhereError
 		if errors.As(err, &where) {
@@ -292,7 +309,8 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 // RunsShowOptions are the options of trellis runs show and events.
 type RunsShowOptions struct {
 	OpsOptions
-	// Run is the run's id.
+	// Run is the run's id, or a unique start of it (at least
+	// ops.MinRunIDPrefix hex digits).
 	Run string
 	// Graph, when set (mermaid or dot), makes show draw the run's DAG,
 	// each step coloured by its status, instead of its table.
@@ -301,7 +319,7 @@ type RunsShowOptions struct {
 
 // Validate reports options show cannot run with.
 func (o RunsShowOptions) Validate() error {
-	_, err := parseRunIDs([]string{o.Run})
+	err := checkRunRefs(o.Run)
 	if o.Graph != "" {
 		_, gerr := graph.ParseFormat(o.Graph)
 		if gerr == nil && o.Format == "json" {
@@ -310,21 +328,6 @@ func (o RunsShowOptions) Validate() error {
 		err = errors.Join(err, gerr)
 	}
 	return err
-}
-
-// parseRunIDs reads run ids, reporting every one that is not a uuid.
-func parseRunIDs(args []string) ([]uuid.UUID, error) {
-	var ids []uuid.UUID
-	var errs []error
-	for _, a := range args {
-		id, err := uuid.Parse(a)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%q is not a run id (a UUID such as 0190a0b4-7c2e-7d1a-9f3b-4c5d6e7f8a9b)", a))
-			continue
-		}
-		ids = append(ids, id)
-	}
-	return ids, errors.Join(errs...)
 }
 
 // oneRun parses the flags and the single run id of show and events.
@@ -339,7 +342,7 @@ func (c RunsCommand) oneRun(sub string, args []string, stderr io.Writer) (RunsSh
 	}
 	pos := fs.Args()
 	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "trellis runs %s: give one run id\n", sub)
+		fmt.Fprintf(stderr, "trellis runs %s: give one run id (or a unique start of it)\n", sub)
 		fs.Usage()
 		return o, ExitUsage
 	}
@@ -358,16 +361,20 @@ func (c RunsCommand) show(ctx context.Context, args []string, stdout, stderr io.
 // RunsShow runs trellis runs show with opts and returns its exit code.
 func RunsShow(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "runs show", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		id, code, err := findRun(ctx, a, "runs show", stderr, o.Run)
+		if code >= 0 || err != nil {
+			return code, err
+		}
 		if o.Graph != "" {
 			format, _ := graph.ParseFormat(o.Graph)
-			drawing, err := a.RunGraph(ctx, uuid.MustParse(o.Run), format)
+			drawing, err := a.RunGraph(ctx, id, format)
 			if err != nil {
 				return 0, err
 			}
 			_, err = stdout.Write(drawing)
 			return -1, err
 		}
-		r, err := a.GetRun(ctx, uuid.MustParse(o.Run))
+		r, err := a.GetRun(ctx, id)
 		if err != nil {
 			return 0, err
 		}
@@ -496,7 +503,11 @@ func (c RunsCommand) events(ctx context.Context, args []string, stdout, stderr i
 // RunsEvents runs trellis runs events with opts and returns its exit code.
 func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "runs events", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
-		events, err := a.Engine().Events(ctx, uuid.MustParse(o.Run))
+		id, code, err := findRun(ctx, a, "runs events", stderr, o.Run)
+		if code >= 0 || err != nil {
+			return code, err
+		}
+		events, err := a.Engine().Events(ctx, id)
 		if err != nil {
 			return 0, err
 		}
@@ -516,7 +527,8 @@ func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer
 type RunsActOptions struct {
 	OpsOptions
 	RunsFilterOptions
-	// Runs are the runs' ids.
+	// Runs are the runs' ids, or unique starts of them (at least
+	// ops.MinRunIDPrefix hex digits).
 	Runs []string
 	// DryRun counts and shows the runs the filters select, changing
 	// nothing.
@@ -545,8 +557,7 @@ func (o RunsActOptions) Validate() error {
 	if len(o.Runs) > 0 && (o.DryRun || o.Yes) {
 		return errors.New("-dry-run and -yes go with filters: runs given by id are acted on as given")
 	}
-	_, err := parseRunIDs(o.Runs)
-	return err
+	return checkRunRefs(o.Runs...)
 }
 
 // bulkFilter is the filter of a bulk action: the options' filters, with
@@ -637,8 +648,15 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 	}
 	return opsRun(ctx, name, o.OpsOptions, verr, 0, stderr, func(a *ops.Admin) (int, error) {
 		if len(o.Runs) > 0 {
-			ids, _ := parseRunIDs(o.Runs)
+			// Every prefix names one run before any is acted on.
+			ids, code, err := findRuns(ctx, a, name, stderr, o.Runs...)
+			if code >= 0 || err != nil {
+				return code, err
+			}
 			return printActed(stdout, o.Format, act(a, ctx, ids...))
+		}
+		if code, err := o.findParent(ctx, a, name, &filter, stderr); code >= 0 || err != nil {
+			return code, err
 		}
 		sel, err := a.Select(ctx, filter)
 		var where *ops.WhereError
