@@ -179,6 +179,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /workflows/{name}/schedules/{schedule}/{action}", d.actSchedule)
 	mux.HandleFunc("GET /workflows/{name}/schedules/{schedule}/{action}", d.confirmSchedule)
 	mux.HandleFunc("GET /runs", d.runs)
+	mux.HandleFunc("GET /search", d.search)
 	mux.HandleFunc("GET /runs/{id}", d.run)
 	mux.HandleFunc("GET /runs/{id}/input.json", d.runJSON)
 	mux.HandleFunc("GET /runs/{id}/steps/{step}/output.json", d.runJSON)
