@@ -343,3 +343,83 @@ func TestBrowserReadOnlyUserSeesNoActions(t *testing.T) {
 		}
 	}
 }
+
+// A user types a run's idempotency key, or the start of its id, into the
+// header's search box and lands on the run; a key several runs share
+// lists them; one nobody used says so. A user who sees one tenant finds
+// only that tenant's run of a shared key.
+func TestBrowserSearch(t *testing.T) {
+	users := testUsers(t)
+	_, w, base, _ := liveEngine(t, func(o *dashboard.Options) { o.Authenticate = users.Authenticate })
+	trigger := func(tenant, key string) runtime.RunID {
+		ref, err := w.Trigger(t.Context(), []byte(`{"note":"search","amount":1}`), runtime.WithTenant(tenant), runtime.WithIdempotencyKey(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref.ID
+	}
+	keyed := trigger("acme", "order-1234")
+	acme := trigger("acme", "shared")
+	globex := trigger("globex", "shared")
+
+	// search types q into the header's box on the runs page and presses
+	// Enter, then waits for ready.
+	search := func(ctx context.Context, q, ready string) (string, error) {
+		var location string
+		err := chromedp.Run(ctx,
+			chromedp.Navigate(base+"/runs"),
+			chromedp.WaitVisible("#search-q"),
+			chromedp.SendKeys("#search-q", q+"\r"),
+			chromedp.WaitVisible(ready),
+			chromedp.Location(&location),
+		)
+		return location, err
+	}
+	ctx := browser(t, 1280, 900)
+	if err := chromedp.Run(ctx, network.Enable(), signIn("alice", "ecila")); err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.ToUpper(strings.ReplaceAll(keyed.String(), "-", "")[:16])
+	for _, q := range []string{"order-1234", prefix} {
+		location, err := search(ctx, q, "#run-status")
+		if err != nil {
+			t.Fatalf("searching for %s: %v", q, err)
+		}
+		if want := base + "/runs/" + keyed.String(); location != want {
+			t.Errorf("searching for %s landed on %s, want %s", q, location, want)
+		}
+	}
+	var listed int
+	var none string
+	_, err := search(ctx, "shared", "#search-by-key")
+	if err == nil {
+		err = chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll("#search-by-key table.runs tbody tr").length`, &listed))
+	}
+	if err == nil {
+		_, err = search(ctx, "nobody's key", "#search-none")
+	}
+	if err == nil {
+		err = chromedp.Run(ctx, chromedp.Text("#search-none", &none))
+	}
+	if err != nil {
+		t.Fatalf("searching: %v", err)
+	}
+	if listed != 2 {
+		t.Errorf("searching for a key two runs share lists %d runs, want 2", listed)
+	}
+	if !strings.Contains(none, "No run") || !strings.Contains(none, "nobody's key") {
+		t.Errorf("searching for an unused key says %q", none)
+	}
+
+	carol := browser(t, 1280, 900)
+	if err := chromedp.Run(carol, network.Enable(), signIn("carol", "lorac")); err != nil {
+		t.Fatal(err)
+	}
+	location, err := search(carol, "shared", "#run-status")
+	if err != nil {
+		t.Fatalf("carol searching: %v", err)
+	}
+	if want := base + "/runs/" + acme.String(); location != want {
+		t.Errorf("carol's search for a key acme and globex share landed on %s, want acme's run %s (not globex's %s)", location, want, globex)
+	}
+}

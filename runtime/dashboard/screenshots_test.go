@@ -211,6 +211,9 @@ func TestScreenshots(t *testing.T) {
 		{"run-completed", "/runs/" + completed.Runs[0].ID.String(), "svg.timeline", ""},
 		{"run-sleeping", "/runs/" + sleeping.Runs[0].ID.String(), "svg.timeline", ""},
 		{"where", "/runs?workflow=order-processing&where=input.amountCent+%3E+100000", "#problem", ""},
+		// The runs whose ids begin as the failed run's does (ids begin
+		// with the time they were made).
+		{"search", "/search?q=" + failed.Runs[0].ID.String()[:8], "#search-by-id", ""},
 	}
 	for _, s := range shots {
 		var png []byte
