@@ -24,8 +24,10 @@
 // tenant, stuck runs, workers and the leader), Workflows (each workflow's
 // versions and DAG, its recent runs and failure rate), Runs (a filtered
 // listing, a page at a time, with the CLI's filters including its CEL
-// where), and Run (the DAG coloured by step status, a timeline of
-// attempts, input, outputs, errors, the event log, cancel and retry).
+// where), Run (the DAG coloured by step status, a timeline of
+// attempts, input, outputs, errors, the event log, cancel and retry), and
+// the search every page's header offers (a run by its id, the start of
+// one, or its idempotency key, within the tenants its user sees).
 //
 // # Why server-rendered
 //
