@@ -62,10 +62,10 @@ func TestSearch(t *testing.T) {
 	}
 
 	// Several are listed.
-	code, _, body := b.search("abcd")
+	code, _, body := b.search("abcd0000")
 	if code != http.StatusOK || !strings.Contains(body, `id="search-by-id"`) || !strings.Contains(body, first.String()) || !strings.Contains(body, second.String()) ||
 		!strings.Contains(body, "2 runs have ids that begin with") {
-		t.Errorf("search abcd = %d; want both abcd runs listed:\n%s", code, body)
+		t.Errorf("search abcd0000 = %d; want both abcd runs listed:\n%s", code, body)
 	}
 	code, _, body = b.search("shared-key")
 	if code != http.StatusOK || !strings.Contains(body, `id="search-by-key"`) || !strings.Contains(body, acme.String()) || !strings.Contains(body, globex.String()) ||
@@ -75,7 +75,7 @@ func TestSearch(t *testing.T) {
 
 	// None says so; what no run id begins with is looked up as a key only.
 	for q, want := range map[string]string{
-		"abcf":        "No run has an id that begins with",
+		"abcf0000":    "No run has an id that begins with",
 		"order-9":     "was triggered with the idempotency key",
 		"%":           "was triggered with the idempotency key",
 		"_":           "was triggered with the idempotency key",
@@ -97,7 +97,7 @@ func TestSearch(t *testing.T) {
 		t.Errorf("the search page repeats a long query whole, or does not cut it")
 	}
 	// An empty search shows the form and what it takes.
-	if code, _, body := b.search(""); code != http.StatusOK || !strings.Contains(body, "at least its first 4 hex digits") {
+	if code, _, body := b.search(""); code != http.StatusOK || !strings.Contains(body, "at least its first 8 hex digits") {
 		t.Errorf("empty search = %d:\n%s", code, body)
 	}
 	// Every page's header has the search box.
@@ -129,8 +129,8 @@ func TestSearchTenantScoped(t *testing.T) {
 	if code, to, _ := carol.search("order-7"); code != http.StatusSeeOther || to != "/runs/"+acme.String() {
 		t.Errorf("carol's search order-7 = %d to %q, want acme's run %s (not initech's %s)", code, to, acme, initech)
 	}
-	if code, to, _ := carol.search("abcd"); code != http.StatusSeeOther || to != "/runs/abcd0000-0000-7000-8000-000000000001" {
-		t.Errorf("carol's search abcd = %d to %q, want acme's abcd run", code, to)
+	if code, to, _ := carol.search("abcd0000"); code != http.StatusSeeOther || to != "/runs/abcd0000-0000-7000-8000-000000000001" {
+		t.Errorf("carol's search abcd0000 = %d to %q, want acme's abcd run", code, to)
 	}
 	// Alice, who sees every tenant, finds both.
 	alice := b.as("alice", "ecila")

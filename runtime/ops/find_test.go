@@ -37,7 +37,7 @@ func TestFindRun(t *testing.T) {
 	other := storeRun(t, h, "abce0000-0000-7000-8000-000000000001", "acme")
 
 	for ref, want := range map[string]uuid.UUID{
-		"abce":                                 other,
+		"abce0000":                             other,
 		"ABCE0000-":                            other,
 		"abcd0000000070008000000000000001":     first,
 		"abcd0000-0000-7000-8000-000000000002": second,
@@ -49,18 +49,18 @@ func TestFindRun(t *testing.T) {
 		}
 	}
 
-	_, err := admin.FindRun(t.Context(), "abcd")
+	_, err := admin.FindRun(t.Context(), "abcd0000")
 	var amb *ops.AmbiguousRunError
 	if !errors.As(err, &amb) || len(amb.Runs) != 2 || amb.Runs[0].ID != second || amb.Runs[1].ID != first || amb.More {
-		t.Errorf("FindRun(abcd) = %v (%+v); want both abcd runs, newest first", err, amb)
-	} else if want := `2 runs have ids that begin with "abcd": give more of the id`; err.Error() != want {
-		t.Errorf("FindRun(abcd) = %q, want %q", err, want)
+		t.Errorf("FindRun(abcd0000) = %v (%+v); want both abcd runs, newest first", err, amb)
+	} else if want := `2 runs have ids that begin with "abcd0000": give more of the id`; err.Error() != want {
+		t.Errorf("FindRun(abcd0000) = %q, want %q", err, want)
 	}
 
-	if _, err := admin.FindRun(t.Context(), "abcf"); !errors.Is(err, runtime.ErrRunNotFound) {
-		t.Errorf("FindRun(abcf) = %v, want ErrRunNotFound", err)
+	if _, err := admin.FindRun(t.Context(), "abcf0000"); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Errorf("FindRun(abcf0000) = %v, want ErrRunNotFound", err)
 	}
-	for _, bad := range []string{"", "abc", "%", "_", "abcd%", "not-a-run", strings.Repeat("f", 10_000)} {
+	for _, bad := range []string{"", "abcd000", "%", "_", "abcd%", "not-a-run", strings.Repeat("f", 10_000)} {
 		_, err := admin.FindRun(t.Context(), bad)
 		if err == nil || errors.Is(err, runtime.ErrRunNotFound) || len(err.Error()) > 300 {
 			t.Errorf("FindRun(%.20q) = %v; want a short error saying what a run id is", bad, err)
@@ -71,9 +71,9 @@ func TestFindRun(t *testing.T) {
 	}
 
 	// Listings take a prefix too.
-	page, err := admin.ListRuns(t.Context(), ops.RunFilter{IDPrefix: "ABCD", Tenant: "acme"})
+	page, err := admin.ListRuns(t.Context(), ops.RunFilter{IDPrefix: "ABCD0000", Tenant: "acme"})
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != first {
-		t.Errorf("ListRuns(IDPrefix ABCD, tenant acme) = %+v, %v", page, err)
+		t.Errorf("ListRuns(IDPrefix ABCD0000, tenant acme) = %+v, %v", page, err)
 	}
 	if err := (ops.RunFilter{IDPrefix: "ab%"}).Validate(); err == nil {
 		t.Errorf("Validate took the prefix ab%%")

@@ -9,12 +9,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// MinRunIDPrefix is the fewest hex digits a RunIDPrefix has. A shorter
-// one would select too large a share of the runs to name one: four
-// digits already select one run in 65,536 (of random ids; run ids made by
-// the engine are UUIDv7, whose first twelve digits are the time they were
-// made, so a prefix names one run once it reaches past its millisecond).
-const MinRunIDPrefix = 4
+// MinRunIDPrefix is the fewest hex digits a RunIDPrefix has. Run ids
+// made by the engine are UUIDv7: their first 12 digits are the
+// millisecond they were made, so 8 digits already span 65 seconds of
+// runs, 6 digits four hours and 4 digits 49 days. A shorter prefix would
+// name no run in a store of any size, and would select so many that
+// Postgres would read them in creation order, as deep into the history
+// as the prefix goes, rather than through the index on run ids.
+const MinRunIDPrefix = 8
 
 // RunIDPrefix is the start of a run id, as a person types it to name a run
 // without copying all of it: what RunQuery.IDPrefix selects runs by. The

@@ -85,10 +85,10 @@ var listCases = []listCase{
 		return store.RunQuery{Statuses: statuses(store.RunFailed, store.RunCancelled)}
 	}},
 	{"idempotency-key", func(time.Time) store.RunQuery { return store.RunQuery{IdempotencyKey: "key-5000"} }},
-	{"id-prefix", func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix("abcd")} }},
+	{"id-prefix", func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix("abcd0123")} }},
 	{"id-prefix-long", func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix("abcd0123-4567")} }},
 	{"id-prefix+tenant", func(time.Time) store.RunQuery {
-		return store.RunQuery{IDPrefix: idPrefix("abcd"), Tenant: "tenant-42"}
+		return store.RunQuery{IDPrefix: idPrefix("abcd0123"), Tenant: "tenant-42"}
 	}},
 	{"idempotency-key+tenant", func(time.Time) store.RunQuery {
 		return store.RunQuery{IdempotencyKey: "key-5000", Tenant: "tenant-42"}
@@ -468,5 +468,53 @@ func BenchmarkListRunsWhere(b *testing.B) {
 			b.ReportMetric(float64(len(page.Runs)), "runs/op")
 			b.ReportMetric(more, "next")
 		})
+	}
+}
+
+// fillTimeOrderedRuns inserts $1 runs over the day up to $2 whose ids are
+// UUIDv7, as the engine makes them: the first 12 hex digits are the
+// millisecond of the run's creation, so ids and creation times rise
+// together.
+const fillTimeOrderedRuns = `
+INSERT INTO trellis_runs (id, workflow, version, tenant, status, input, unresolved_sinks, failed_step, created_at, finished_at)
+SELECT (lpad(to_hex((extract(epoch FROM c.at) * 1000)::bigint), 12, '0') || '7' || substr(md5(i::text), 1, 3)
+        || '8' || substr(md5(i::text), 4, 15))::uuid,
+       'workflow-' || (i % 20), 'v1', 'tenant-' || ((i * 7919) % 1000), 'COMPLETED', '{}', 0, -1, c.at, c.at
+FROM generate_series(1, $1::bigint) AS i
+CROSS JOIN LATERAL (SELECT $2::timestamptz - (($1::bigint - i) * (interval '1 day' / $1::int)) AS at) c`
+
+// TestIDPrefixReadsRunIDs checks that a listing by the start of a run id
+// reads the primary key's range, for the engine's time-ordered ids, also
+// for a prefix of a run created long before the newest: read in creation
+// order instead, the listing would go through every run created since.
+func TestIDPrefixReadsRunIDs(t *testing.T) {
+	ctx := context.Background()
+	traced := &listingQueries{}
+	pool := tracedPool(t, traced)
+	now := time.Now().UTC()
+	if _, err := pool.Exec(ctx, fillTimeOrderedRuns, 200_000, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) trellis_runs`); err != nil {
+		t.Fatal(err)
+	}
+	f := &listingFixture{store: pgstore.New(pool), pool: pool, traced: traced, now: now}
+	var old, recent string
+	if err := pool.QueryRow(ctx, `SELECT id::text FROM trellis_runs ORDER BY created_at LIMIT 1 OFFSET 10000`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT id::text FROM trellis_runs ORDER BY created_at DESC LIMIT 1 OFFSET 100`).Scan(&recent); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{old[:8], old[:13], recent[:8], "ffffffff"} {
+		c := listCase{"id-prefix " + prefix, func(time.Time) store.RunQuery { return store.RunQuery{IDPrefix: idPrefix(prefix)} }}
+		if runs := f.list(t, c); prefix != "ffffffff" && len(runs) == 0 {
+			t.Errorf("%s: no run listed", c.name)
+		}
+		for _, plan := range f.explain(t, c) {
+			if scans, seq, _, _ := summary(plan); len(scans) != 1 || scans[0] != "trellis_runs_pkey" || seq {
+				t.Errorf("%s: want one scan, of trellis_runs_pkey; the plan:\n%s", c.name, plan)
+			}
+		}
 	}
 }

@@ -73,45 +73,45 @@ func TestRunsByIDPrefix(t *testing.T) {
 	first := e.storeRun("abcd0000-0000-7000-8000-000000000001", "acme")
 	second := e.storeRun("abcd0000-0000-7000-8000-000000000002", "beta")
 	other := e.storeRun("abce0000-0000-7000-8000-000000000001", "acme")
-	code, out, stderr := e.exec("runs", "show", "abcd")
+	code, out, stderr := e.exec("runs", "show", "abcd0000")
 	if code != ExitUsage || out != "" {
-		t.Errorf("runs show abcd = %d, stdout %q; want %d and nothing", code, out, ExitUsage)
+		t.Errorf("runs show abcd0000 = %d, stdout %q; want %d and nothing", code, out, ExitUsage)
 	}
 	e.golden("runs-show-ambiguous.txt", stderr)
-	code, _, stderr = e.exec("runs", "show", "abcf")
-	if code != ExitProblems || stderr != "trellis runs show: no run id begins with abcf: run not found\n" {
-		t.Errorf("runs show abcf = %d, %q", code, stderr)
+	code, _, stderr = e.exec("runs", "show", "abcf0000")
+	if code != ExitProblems || stderr != "trellis runs show: no run id begins with abcf0000: run not found\n" {
+		t.Errorf("runs show abcf0000 = %d, %q", code, stderr)
 	}
 
 	// cancel and retry act on none of the runs when one of them is not
 	// named by its prefix.
-	code, out, stderr = e.exec("runs", "cancel", "abce", "abcd", "abcf")
-	if code != ExitUsage || out != "" || !strings.Contains(stderr, `2 runs have ids that begin with "abcd"`) || !strings.Contains(stderr, "no run id begins with abcf") {
-		t.Errorf("runs cancel abce abcd abcf = %d, stdout %q, stderr:\n%s", code, out, stderr)
+	code, out, stderr = e.exec("runs", "cancel", "abce0000", "abcd0000", "abcf0000")
+	if code != ExitUsage || out != "" || !strings.Contains(stderr, `2 runs have ids that begin with "abcd0000"`) || !strings.Contains(stderr, "no run id begins with abcf0000") {
+		t.Errorf("runs cancel abce0000 abcd0000 abcf0000 = %d, stdout %q, stderr:\n%s", code, out, stderr)
 	}
 	for _, id := range []uuid.UUID{first, second, other} {
 		if r, err := e.h.Store.GetRun(t.Context(), id); err != nil || r.Status != runtime.RunRunning {
 			t.Errorf("run %s is %s (%v) after a refused cancel, want RUNNING", id, r.Status, err)
 		}
 	}
-	if out := e.ok("runs", "cancel", "ABCE", "abcd0000-0000-7000-8000-000000000002"); out != other.String()+"  cancelled\n"+second.String()+"  cancelled\n" {
-		t.Errorf("runs cancel ABCE abcd...2:\n%s", out)
+	if out := e.ok("runs", "cancel", "ABCE0000", "abcd0000-0000-7000-8000-000000000002"); out != other.String()+"  cancelled\n"+second.String()+"  cancelled\n" {
+		t.Errorf("runs cancel ABCE0000 abcd...2:\n%s", out)
 	}
 
 	// -parent and events send -run take a prefix too.
-	if out := e.ok("runs", "list", "-parent", "abce"); out != "no runs\n" {
-		t.Errorf("runs list -parent abce:\n%s", out)
+	if out := e.ok("runs", "list", "-parent", "abce0000"); out != "no runs\n" {
+		t.Errorf("runs list -parent abce0000:\n%s", out)
 	}
-	if code, _, stderr := e.exec("runs", "list", "-parent", "abcd"); code != ExitUsage || !strings.Contains(stderr, "give more of the id") {
-		t.Errorf("runs list -parent abcd = %d, %s", code, stderr)
+	if code, _, stderr := e.exec("runs", "list", "-parent", "abcd0000"); code != ExitUsage || !strings.Contains(stderr, "give more of the id") {
+		t.Errorf("runs list -parent abcd0000 = %d, %s", code, stderr)
 	}
-	if code, _, stderr := e.exec("events", "send", "-run", "abcf", "chain", "nudge", "{}"); code != ExitProblems || !strings.Contains(stderr, "no run id begins with abcf") {
-		t.Errorf("events send -run abcf = %d, %s", code, stderr)
+	if code, _, stderr := e.exec("events", "send", "-run", "abcf0000", "chain", "nudge", "{}"); code != ExitProblems || !strings.Contains(stderr, "no run id begins with abcf0000") {
+		t.Errorf("events send -run abcf0000 = %d, %s", code, stderr)
 	}
 
 	// Text that is no run id's start is a usage error, read nowhere, and
 	// the message does not repeat a long argument.
-	for _, ref := range []string{"abc", "%", "_", "ab_d", "abcd%", "run-7", "0190-a0b4", strings.Repeat("a", 10_000), "abcd\x1b[31m"} {
+	for _, ref := range []string{"abcd000", "%", "_", "ab_d", "abcd%", "run-7", "0190-a0b4", strings.Repeat("a", 10_000), "abcd\x1b[31m"} {
 		code, out, stderr := e.exec("runs", "show", ref)
 		if code != ExitUsage || out != "" || !strings.Contains(stderr, "is not a run id or the start of one") || len(stderr) > 400 || strings.Contains(stderr, "\x1b") {
 			t.Errorf("runs show %.20q = %d, stdout %q, stderr %q", ref, code, out, stderr)

@@ -97,7 +97,7 @@ func (RunsCommand) usage(w io.Writer) {
 	for _, s := range runsSubcommands() {
 		fmt.Fprintf(&b, "\t%-7s %s\n", s.name, s.summary)
 	}
-	b.WriteString("\nRUN is a run's id, or a start of it that begins no other run's id (at least 4 hex digits).\n")
+	b.WriteString("\nRUN is a run's id, or a start of it that begins no other run's id (at least 8 hex digits).\n")
 	b.WriteString("Each takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.\nRun trellis runs <subcommand> -h for its flags.\n")
 	fmt.Fprint(w, b.String())
 }

@@ -44,20 +44,20 @@ func testListRunsByIDPrefix(t *testing.T, f *fixture) {
 		q      store.RunQuery
 		want   []uuid.UUID
 	}{
-		{"abcd", store.RunQuery{}, []uuid.UUID{second, first}},
-		{"ABCD", store.RunQuery{}, []uuid.UUID{second, first}},
+		{"abcd0000", store.RunQuery{}, []uuid.UUID{second, first}},
+		{"ABCD0000", store.RunQuery{}, []uuid.UUID{second, first}},
 		{"abcd0000-0000-7000-8000-00000000000", store.RunQuery{}, []uuid.UUID{second, first}},
 		{"abcd0000000070008000000000000001", store.RunQuery{}, []uuid.UUID{first}},
 		{"abcd0000-0000-7000-8000-000000000002", store.RunQuery{}, []uuid.UUID{second}},
-		{"abce", store.RunQuery{}, []uuid.UUID{near}},
-		{"abc", store.RunQuery{}, nil}, // too short: refused below
-		{"abcf", store.RunQuery{}, []uuid.UUID{}},
-		{"0000", store.RunQuery{}, []uuid.UUID{low}},
-		{"ffff", store.RunQuery{}, []uuid.UUID{high}},
+		{"abce0000", store.RunQuery{}, []uuid.UUID{near}},
+		{"abcd000", store.RunQuery{}, nil}, // too short: refused below
+		{"abcf0000", store.RunQuery{}, []uuid.UUID{}},
+		{"0000abcd", store.RunQuery{}, []uuid.UUID{low}},
+		{"ffffffff", store.RunQuery{}, []uuid.UUID{high}},
 		{"ffffffff-ffff-7fff-bfff-ffffffffffff", store.RunQuery{}, []uuid.UUID{high}},
-		{"abcd", store.RunQuery{Tenant: "acme"}, []uuid.UUID{first}},
-		{"abcd", store.RunQuery{Limit: 1}, []uuid.UUID{second}},
-		{"abcd", store.RunQuery{After: &store.RunCursor{CreatedAt: f.now.Add(-2 * time.Second), ID: second}}, []uuid.UUID{first}},
+		{"abcd0000", store.RunQuery{Tenant: "acme"}, []uuid.UUID{first}},
+		{"abcd0000", store.RunQuery{Limit: 1}, []uuid.UUID{second}},
+		{"abcd0000", store.RunQuery{After: &store.RunCursor{CreatedAt: f.now.Add(-2 * time.Second), ID: second}}, []uuid.UUID{first}},
 	}
 	for _, tt := range tests {
 		p, err := store.ParseRunIDPrefix(tt.prefix)
