@@ -49,8 +49,11 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 		status = d.find(r.Context(), u, data)
 	}
 	if status == http.StatusOK && data.Count() == 1 && !data.MoreByID && !data.MoreByKey {
-		run := append(data.ByID, data.ByKey...)[0]
-		http.Redirect(w, r, d.url("/runs/"+run.ID.String()), http.StatusSeeOther)
+		found := data.ByKey
+		if len(data.ByID) == 1 {
+			found = data.ByID
+		}
+		http.Redirect(w, r, d.url("/runs/"+found[0].ID.String()), http.StatusSeeOther)
 		return
 	}
 	d.render(w, r, status, "search", d.newPage(w, r, "", "Find a run", data))
