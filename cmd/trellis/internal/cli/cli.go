@@ -62,6 +62,7 @@ func Commands() []Command {
 		EventsCommand{},
 		DashboardCommand{},
 		BenchCommand{},
+		VersionCommand{},
 	}
 }
 
