@@ -62,14 +62,15 @@ const DefaultMaxConns = 16
 //
 // An empty connection string is refused rather than left to libpq's
 // defaults (the PG* environment variables, a local socket), which would
-// connect somewhere the caller did not name.
+// connect somewhere the caller did not name. Its errors never hold the
+// connection string's password (see RedactErr).
 func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	if strings.TrimSpace(connString) == "" {
 		return nil, errors.New("pgstore: no connection string: pass a postgres:// URL or key=value pairs (for example $TRELLIS_DATABASE_URL)")
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: parsing connection string: %w", err)
+		return nil, fmt.Errorf("pgstore: parsing connection string: %w", RedactErr(err, connString))
 	}
 	if !strings.Contains(connString, "pool_max_conns") && cfg.MaxConns < DefaultMaxConns {
 		cfg.MaxConns = DefaultMaxConns
@@ -77,11 +78,11 @@ func Connect(ctx context.Context, connString string) (*pgxpool.Pool, error) {
 	Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connecting: %w", err)
+		return nil, fmt.Errorf("pgstore: connecting: %w", RedactErr(err, connString))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("pgstore: connecting: %w", err)
+		return nil, fmt.Errorf("pgstore: connecting: %w", RedactErr(err, connString))
 	}
 	return pool, nil
 }

@@ -41,7 +41,7 @@ func openDatabase(ctx context.Context, url string) (*database, error) {
 	}
 	if err != nil {
 		_ = db.close(context.WithoutCancel(ctx), false)
-		return nil, fmt.Errorf("connecting to schema %s: %w", schema, err)
+		return nil, fmt.Errorf("connecting to schema %s: %w", schema, pgstore.RedactErr(err, url))
 	}
 	if _, err := pgstore.Migrate(ctx, db.pool); err != nil {
 		_ = db.close(context.WithoutCancel(ctx), false)
@@ -70,7 +70,7 @@ func (db *database) close(ctx context.Context, keep bool) error {
 func adminExec(ctx context.Context, url, sql string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return err
+		return pgstore.RedactErr(err, url)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	_, err = conn.Exec(ctx, sql)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 )
 
 // Results is everything a bench run measured.
@@ -164,7 +166,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 func serverVersion(ctx context.Context, url string) (string, error) {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return "", fmt.Errorf("connecting to Postgres: %w", err)
+		return "", fmt.Errorf("connecting to Postgres: %w", pgstore.RedactErr(err, url))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var v string

@@ -2,9 +2,8 @@ package cli
 
 import (
 	"flag"
-	"net/url"
-	"regexp"
-	"strings"
+
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 )
 
 // databaseURL is the -database-url flag: a Postgres connection string.
@@ -17,7 +16,7 @@ func (d databaseURL) String() string {
 	if d.p == nil {
 		return ""
 	}
-	return redactPassword(*d.p)
+	return pgstore.Redact(*d.p)
 }
 
 func (d databaseURL) Set(s string) error {
@@ -30,27 +29,4 @@ func (d databaseURL) Set(s string) error {
 func addDatabaseURLFlag(fs *flag.FlagSet, p *string, def, usage string) {
 	*p = def
 	fs.Var(databaseURL{p}, "database-url", usage)
-}
-
-var (
-	// keywordPassword is password=... in a key/value connection string:
-	// the value single-quoted (with backslash escapes) or up to a space.
-	keywordPassword = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-	// queryPassword is password=... among a URL's query parameters.
-	queryPassword = regexp.MustCompile(`(^|&)password=[^&]*`)
-)
-
-// redactPassword returns a connection string, URL (postgres://) or
-// key/value (host=... password=...), with its password replaced by
-// xxxxx, wherever it is given.
-func redactPassword(s string) string {
-	if !strings.Contains(s, "://") {
-		return keywordPassword.ReplaceAllString(s, "${1}xxxxx")
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(a connection string that does not parse)"
-	}
-	u.RawQuery = queryPassword.ReplaceAllString(u.RawQuery, "${1}password=xxxxx")
-	return u.Redacted()
 }

@@ -122,7 +122,7 @@ func newSchema(t testing.TB, url string) string {
 		defer cancel()
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
-			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+			t.Errorf("pgtest: dropping schema %s: %v", schema, pgstore.RedactErr(err, url))
 			return
 		}
 		defer conn.Close(ctx)
@@ -154,7 +154,7 @@ func Database(t testing.TB) string {
 		defer cancel()
 		conn, err := pgx.Connect(ctx, URL())
 		if err != nil {
-			t.Errorf("pgtest: dropping database %s: %v", name, err)
+			t.Errorf("pgtest: dropping database %s: %v", name, pgstore.RedactErr(err, URL()))
 			return
 		}
 		defer conn.Close(ctx)
@@ -194,10 +194,11 @@ func connectAdmin(ctx context.Context, t testing.TB, url string) *pgx.Conn {
 	t.Helper()
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
+		shown, err := pgstore.Redact(url), pgstore.RedactErr(err, url) // test logs are output too
 		if Required() {
-			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", url, err)
+			t.Fatalf("pgtest: Postgres is required (TRELLIS_REQUIRE_DB=1) but not reachable at %s: %v", shown, err)
 		}
-		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", url, err)
+		t.Skipf("pgtest: no Postgres at %s (%v); set TRELLIS_DATABASE_URL, or TRELLIS_REQUIRE_DB=1 to fail instead", shown, err)
 	}
 	return admin
 }
