@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -27,16 +26,17 @@ import (
 // output of the last command before each output block with that block.
 //
 // It does so on an empty module cache, as on a new machine: every module
-// comes through GOPROXY. To keep that fast, the proxy list starts with the
-// caller's own module cache (a file:// proxy that answers "not found" for
-// what it does not have, so the configured proxies come next), and the
+// comes through a module proxy (see startModuleProxy), which serves the
+// caller's own module cache first, to keep that fast, and the
 // directories live at a fixed place in the user's cache directory, emptied
 // before and after, so that their paths, which the build cache keys on,
 // do not change and compiled packages are reused. A lock keeps concurrent
 // runs (several clones, several test processes) apart.
 //
-// Then the same module takes a schema-rich workflow and checks that go
-// generate, go vet and go test pass on it.
+// Then it installs the command with go install and checks its version,
+// follows the quick start on Postgres (docs/how-to/postgres.md, see
+// testPostgresQuickStart) in the same module, and takes a schema-rich
+// workflow and checks that go generate, go vet and go test pass on it.
 func TestEndToEndInAUserModule(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -50,7 +50,7 @@ func TestEndToEndInAUserModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := quickStart(readme)
+	blocks, err := quickStart(readme, "## Quick start")
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}
@@ -58,31 +58,28 @@ func TestEndToEndInAUserModule(t *testing.T) {
 	ws := newUserWorkspace(t, goTool, repo)
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(goTool, args...)
-		cmd.Dir, cmd.Env = ws.module, ws.env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("go %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-		}
-		return stdout.String()
+		return ws.goCommand(t, ws.env, args...)
 	}
+	ws.follow(t, "README.md", blocks, ws.env)
 
-	var last string // stdout of the last command run
-	for _, b := range blocks {
-		switch b.kind {
-		case "file":
-			writeFile(t, filepath.Join(ws.module, filepath.FromSlash(b.arg)), b.text)
-		case "run":
-			for _, args := range b.commands {
-				last = run(args[1:]...)
-			}
-		case "output":
-			if got, want := strings.TrimSpace(last), strings.TrimSpace(b.text); got != want {
-				t.Fatalf("README.md:%d: the Quick start shows the output\n%s\nbut its program prints\n%s", b.line, want, got)
-			}
+	// Installed on the PATH: go install of the command as the module
+	// requires it (with the replace; @latest once Trellis is published).
+	t.Run("go install", func(t *testing.T) {
+		bin := t.TempDir()
+		ws.goCommand(t, append(ws.env[:len(ws.env):len(ws.env)], "GOBIN="+bin), "install", "github.com/effectivelabs/trellis/cmd/trellis")
+		out, err := exec.Command(filepath.Join(bin, "trellis"), "version").CombinedOutput()
+		if err != nil {
+			t.Fatalf("trellis version: %v\n%s", err, out)
 		}
-	}
+		if want := "trellis v0.0.0-00010101000000-000000000000 => ../trellis, go"; !strings.HasPrefix(string(out), want) {
+			t.Errorf("the installed trellis version printed %q, want it to start %q", out, want)
+		}
+	})
+
+	// The quick start on Postgres goes on in the same module.
+	t.Run("quick start on Postgres", func(t *testing.T) {
+		testPostgresQuickStart(t, ws, repo)
+	})
 
 	t.Run("schema-rich workflow", func(t *testing.T) {
 		workflow, err := os.ReadFile(filepath.Join(goldenRoot, "rich", "shipping.yaml"))
@@ -147,27 +144,37 @@ func (c *client) PauseSchedule(ctx context.Context, name string) (runtime.Schedu
 }
 `
 
-// A quickStartBlock is a marked code block of the README's Quick start.
+// A quickStartBlock is a marked code block of a quick start: README.md's,
+// or docs/how-to/postgres.md's.
 type quickStartBlock struct {
-	line     int        // of the marker, 1-based
-	start    int        // the line of the block's first line of content
-	kind     string     // run, file or output
-	arg      string     // the file's path, for a file
-	text     string     // the block's content
-	commands [][]string // for run: one go command a line, split into words
+	line       int        // of the marker, 1-based
+	start      int        // the line of the block's first line of content
+	kind       string     // run, file, output or database
+	background bool       // for run: the command keeps running (a worker, a server)
+	shape      bool       // for output: compare the shape (see sameShape), not the text
+	arg        string     // the file's path, for a file
+	text       string     // the block's content
+	commands   [][]string // for run: one go command a line, split into words
 }
 
 var (
-	quickStartMarker = regexp.MustCompile(`^<!-- quickstart: (run|output|file ([^ ]+)) -->$`)
+	// quickStartMarker is the marker before each code block of a quick
+	// start: run (go commands, one a line), run background (one command
+	// that keeps running until the test stops it with SIGTERM), output
+	// (what the last command printed), output shape (the same, with ids,
+	// ages and durations left free), file PATH (write the block there),
+	// database (the reader makes an empty database and exports
+	// TRELLIS_DATABASE_URL; the test makes one of its own).
+	quickStartMarker = regexp.MustCompile(`^<!-- quickstart: (run|run background|output|output shape|database|file ([^ ]+)) -->$`)
 	// shellSyntax is what the test, which runs commands without a shell,
 	// cannot run the way a shell would.
 	shellSyntax = "&|;<>()$`'\"\\*?~"
 )
 
-// quickStart returns the marked code blocks of README.md's Quick start
-// section, in order. Every code block of the section must be marked: a
-// reader copies them all.
-func quickStart(readme []byte) ([]quickStartBlock, error) {
+// quickStart returns the marked code blocks of the section of a Markdown
+// page under heading, in order. Every code block of the section must be
+// marked: a reader copies them all.
+func quickStart(page []byte, heading string) ([]quickStartBlock, error) {
 	var (
 		blocks    []quickStartBlock
 		inSection bool
@@ -176,7 +183,7 @@ func quickStart(readme []byte) ([]quickStartBlock, error) {
 		body      strings.Builder
 		kinds     = map[string]bool{}
 	)
-	sc := bufio.NewScanner(bytes.NewReader(readme))
+	sc := bufio.NewScanner(bytes.NewReader(page))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
@@ -195,14 +202,16 @@ func quickStart(readme []byte) ([]quickStartBlock, error) {
 				}
 				return checkQuickStart(blocks, kinds)
 			}
-			inSection = line == "## Quick start"
+			inSection = line == heading
 		case !inSection:
 		case quickStartMarker.MatchString(line):
 			if pending != nil {
 				return nil, fmt.Errorf("line %d: marker without a code block", pending.line)
 			}
 			m := quickStartMarker.FindStringSubmatch(line)
-			b := quickStartBlock{line: n, kind: strings.Fields(m[1])[0], arg: m[2]}
+			words := strings.Fields(m[1])
+			b := quickStartBlock{line: n, kind: words[0], arg: m[2],
+				background: m[1] == "run background", shape: m[1] == "output shape"}
 			if b.kind == "file" && (path.IsAbs(b.arg) || path.Clean(b.arg) != b.arg || strings.HasPrefix(b.arg, "../")) {
 				return nil, fmt.Errorf("line %d: file %q is not a clean relative path", n, b.arg)
 			}
@@ -210,7 +219,7 @@ func quickStart(readme []byte) ([]quickStartBlock, error) {
 			pending = &b
 		case strings.HasPrefix(line, "```"):
 			if pending == nil {
-				return nil, fmt.Errorf("line %d: code block of the Quick start without a <!-- quickstart: ... --> marker", n)
+				return nil, fmt.Errorf("line %d: code block of the quick start without a <!-- quickstart: ... --> marker", n)
 			}
 			current, pending = pending, nil
 			current.start = n + 1
@@ -220,10 +229,10 @@ func quickStart(readme []byte) ([]quickStartBlock, error) {
 		}
 	}
 	if !inSection {
-		return nil, errors.New(`no "## Quick start" section`)
+		return nil, fmt.Errorf("no %q section", heading)
 	}
 	if current != nil || pending != nil {
-		return nil, errors.New("the Quick start ends inside a marked code block")
+		return nil, errors.New("the quick start ends inside a marked code block")
 	}
 	return checkQuickStart(blocks, kinds)
 }
@@ -233,7 +242,7 @@ func quickStart(readme []byte) ([]quickStartBlock, error) {
 func checkQuickStart(blocks []quickStartBlock, kinds map[string]bool) ([]quickStartBlock, error) {
 	for _, kind := range []string{"run", "file", "output"} {
 		if !kinds[kind] {
-			return nil, fmt.Errorf("the Quick start has no %s block", kind)
+			return nil, fmt.Errorf("the quick start has no %s block", kind)
 		}
 	}
 	for i, b := range blocks {
@@ -255,14 +264,100 @@ func checkQuickStart(blocks []quickStartBlock, kinds map[string]bool) ([]quickSt
 			}
 			blocks[i].commands = append(blocks[i].commands, words)
 		}
+		if b.background && len(blocks[i].commands) != 1 {
+			return nil, fmt.Errorf("line %d: a run background block holds one command, not %d", b.line, len(blocks[i].commands))
+		}
 	}
 	return blocks, nil
+}
+
+// follow does what the blocks say, in the user's module, with env as the
+// go commands' environment: it runs every command and writes every file,
+// and compares the output of the last command before each output block
+// with that block. page names the blocks' page in failures. Background
+// commands are started and left running; the caller stops them (see
+// background.stop). It returns them in the order they started.
+func (ws userWorkspace) follow(t *testing.T, page string, blocks []quickStartBlock, env []string) []*background {
+	t.Helper()
+	var (
+		last    string // stdout of the last command run
+		started []*background
+	)
+	for _, b := range blocks {
+		switch b.kind {
+		case "file":
+			writeFile(t, filepath.Join(ws.module, filepath.FromSlash(b.arg)), b.text)
+		case "run":
+			if b.background {
+				started = append(started, ws.start(t, env, b.commands[0][1:]...))
+				continue
+			}
+			for _, args := range b.commands {
+				last = ws.goCommand(t, env, args[1:]...)
+			}
+		case "output":
+			got, want := strings.TrimSpace(last), strings.TrimSpace(b.text)
+			if b.shape && !sameShape(got, want) || !b.shape && got != want {
+				t.Fatalf("%s:%d: the quick start shows the output\n%s\nbut its program prints\n%s", page, b.line, want, got)
+			}
+		case "database":
+			t.Fatalf("%s:%d: a database block, which only the quick start on Postgres may hold", page, b.line)
+		}
+	}
+	return started
+}
+
+// goCommand runs go with args in the user's module and returns its
+// standard output, failing the test if it fails.
+func (ws userWorkspace) goCommand(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(ws.goTool, args...)
+	cmd.Dir, cmd.Env = ws.module, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+var (
+	shapeID       = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	shapeDuration = regexp.MustCompile(`^(\d+ms|\d+\.\ds|\d+s|\d+m\d\ds|\d+h\d\dm|\d+d\d\dh)$`)
+)
+
+// sameShape reports whether got has the shape of want: as many lines,
+// each with as many fields (split at spaces), each field the same but for
+// run ids (any UUID) and durations and ages (any of trellis's short
+// durations, 850ms, 4.2s, 5m12s).
+func sameShape(got, want string) bool {
+	gotLines, wantLines := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(gotLines) != len(wantLines) {
+		return false
+	}
+	for i := range wantLines {
+		g, w := strings.Fields(gotLines[i]), strings.Fields(wantLines[i])
+		if len(g) != len(w) {
+			return false
+		}
+		for j := range w {
+			switch {
+			case g[j] == w[j]:
+			case shapeID.MatchString(w[j]) && shapeID.MatchString(g[j]):
+			case shapeDuration.MatchString(w[j]) && shapeDuration.MatchString(g[j]):
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // A userWorkspace is where the test plays the user: module is the user's
 // new directory, next to a link named trellis to this repository, and env
 // the environment of the go commands.
 type userWorkspace struct {
+	goTool string
 	module string
 	env    []string
 }
@@ -278,11 +373,7 @@ func newUserWorkspace(t *testing.T, goTool, repo string) userWorkspace {
 	if len(outer) != 2 {
 		t.Fatalf("go env printed %q", out)
 	}
-	proxy := outer[1]
-	if outer[0] != "" {
-		downloads := url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(outer[0], "cache", "download"))}
-		proxy = downloads.String() + "," + proxy
-	}
+	proxy := startModuleProxy(t, outer[0], outer[1])
 
 	root := t.TempDir()
 	if cache, err := os.UserCacheDir(); err == nil {
@@ -301,6 +392,7 @@ func newUserWorkspace(t *testing.T, goTool, repo string) userWorkspace {
 	}
 	modCache, work := filepath.Join(root, "mod"), filepath.Join(root, "work")
 	ws := userWorkspace{
+		goTool: goTool,
 		module: filepath.Join(work, "hello"),
 		env:    append(os.Environ(), "GOMODCACHE="+modCache, "GOPROXY="+proxy, "GOWORK=off"),
 	}
@@ -463,3 +555,57 @@ func TestShipmentWaitsForPickup(t *testing.T) {
 	}
 }
 `
+
+func TestSameShape(t *testing.T) {
+	const want = "ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+		"019ac9f2-6c1e-7b5e-9a53-0d2b8f1c7e42  greet     COMPLETED  9s ago   3.0s"
+	for out, same := range map[string]bool{
+		want: true,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+			"00000000-0000-7000-8000-000000000001  greet     COMPLETED  1m02s ago   850ms": true,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+			"00000000-0000-7000-8000-000000000001  greet     FAILED     9s ago   3.0s": false,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+			"00000000-0000-7000-8000-000000000001  greeter   COMPLETED  9s ago   3.0s": false,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+			"00000000-0000-7000-8000-000000000001  greet     COMPLETED  9s ago   3.0s  boom": false,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION": false,
+		"ID                                    WORKFLOW  STATUS     CREATED  DURATION\n" +
+			"not-a-run-id                          greet     COMPLETED  9s ago   3.0s": false,
+	} {
+		if got := sameShape(out, want); got != same {
+			t.Errorf("sameShape(%q) = %v, want %v", out, got, same)
+		}
+	}
+}
+
+func TestQuickStartMarkers(t *testing.T) {
+	page := "# Page\n\n## Quick start on Postgres\n\n" +
+		"<!-- quickstart: database -->\n```sh\nexport TRELLIS_DATABASE_URL=x\n```\n\n" +
+		"<!-- quickstart: file main.go -->\n```go\npackage main\n```\n\n" +
+		"<!-- quickstart: run background -->\n```sh\ngo run .\n```\n\n" +
+		"<!-- quickstart: run -->\n```sh\ngo tool trellis runs list\n```\n\n" +
+		"<!-- quickstart: output shape -->\n```\nID\n```\n\n## Next\n\n```sh\nnot marked\n```\n"
+	blocks, err := quickStart([]byte(page), "## Quick start on Postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range blocks {
+		got = append(got, fmt.Sprintf("%s background=%v shape=%v %s", b.kind, b.background, b.shape, b.arg))
+	}
+	want := []string{
+		"database background=false shape=false ",
+		"file background=false shape=false main.go",
+		"run background=true shape=false ",
+		"run background=false shape=false ",
+		"output background=false shape=true ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("blocks:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	twoInBackground := strings.Replace(page, "go run .\n", "go run .\ngo run ./other\n", 1)
+	if _, err := quickStart([]byte(twoInBackground), "## Quick start on Postgres"); err == nil || !strings.Contains(err.Error(), "one command") {
+		t.Errorf("a run background block of two commands: err = %v, want it refused", err)
+	}
+}
