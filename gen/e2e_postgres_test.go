@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,10 @@ import (
 // it prints, checks the shape of trellis runs list, starts the dashboard
 // (on a free port: the page's 8080 may be taken) and fetches its runs page,
 // then stops the dashboard and the worker with SIGTERM, as a deployment
-// would, and checks that each exits cleanly (exit status 0).
+// would, and checks that each exits cleanly (exit status 0). The
+// database's connection string carries a password (which the test server,
+// trusting local connections, does not check) that no output of the
+// programs, nor the dashboard's page, may show.
 func testPostgresQuickStart(t *testing.T, ws userWorkspace, repo string) {
 	page, err := os.ReadFile(filepath.Join(repo, "docs", "how-to", "postgres.md"))
 	if err != nil {
@@ -45,9 +49,19 @@ func testPostgresQuickStart(t *testing.T, ws userWorkspace, repo string) {
 	if !strings.Contains(blocks[0].text, "export TRELLIS_DATABASE_URL=") {
 		t.Fatalf("%s:%d: the database block does not export TRELLIS_DATABASE_URL, which the commands after it read", name, blocks[0].line)
 	}
-	env := append(ws.env[:len(ws.env):len(ws.env)], "TRELLIS_DATABASE_URL="+pgtest.Database(t))
+	// A password no output may show: the test server trusts local
+	// connections, so one given where none is needed is not checked.
+	const password = "pw-marker-7Qz3"
+	db := pgtest.Database(t)
+	if u, err := url.Parse(db); err == nil && u.User != nil && strings.Contains(db, "://") {
+		if _, set := u.User.Password(); !set {
+			u.User = url.UserPassword(u.User.Username(), password)
+			db = u.String()
+		}
+	}
+	env := append(ws.env[:len(ws.env):len(ws.env)], "TRELLIS_DATABASE_URL="+db)
 
-	started := ws.follow(t, name, blocks[1:], env)
+	started, transcript := ws.follow(t, name, blocks[1:], env)
 	var dashboard, worker *background
 	for _, b := range started {
 		switch {
@@ -61,19 +75,25 @@ func testPostgresQuickStart(t *testing.T, ws userWorkspace, repo string) {
 		t.Fatalf("%s: the quick start starts no worker (go run in the background) or no dashboard (go tool trellis dashboard)", name)
 	}
 
-	url := dashboard.waitFor(t, regexp.MustCompile(`serving (http://\S+)`))
-	resp, err := http.Get(url + "runs")
+	served := dashboard.waitFor(t, regexp.MustCompile(`serving (http://\S+)`))
+	resp, err := http.Get(served + "runs")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("greet")) {
-		t.Errorf("GET %sruns: %d, %v; want 200 and the greet runs:\n%s", url, resp.StatusCode, err, body)
+		t.Errorf("GET %sruns: %d, %v; want 200 and the greet runs:\n%s", served, resp.StatusCode, err, body)
 	}
 
 	for i := len(started) - 1; i >= 0; i-- {
 		started[i].stop(t)
+	}
+	for _, b := range started {
+		transcript += b.out.String()
+	}
+	if strings.Contains(transcript+string(body), password) {
+		t.Errorf("the database's password shows in the output of the quick start's programs or the dashboard:\n%s", transcript)
 	}
 	if !strings.Contains(worker.out.String(), "worker stopped") {
 		t.Errorf("the worker exited without logging %q:\n%s", "worker stopped", worker.out.String())

@@ -276,12 +276,13 @@ func checkQuickStart(blocks []quickStartBlock, kinds map[string]bool) ([]quickSt
 // and compares the output of the last command before each output block
 // with that block. page names the blocks' page in failures. Background
 // commands are started and left running; the caller stops them (see
-// background.stop). It returns them in the order they started.
-func (ws userWorkspace) follow(t *testing.T, page string, blocks []quickStartBlock, env []string) []*background {
+// background.stop). It returns them in the order they started, and all
+// that the other commands printed, stdout and stderr.
+func (ws userWorkspace) follow(t *testing.T, page string, blocks []quickStartBlock, env []string) (started []*background, transcript string) {
 	t.Helper()
 	var (
-		last    string // stdout of the last command run
-		started []*background
+		last string // stdout of the last command run
+		all  strings.Builder
 	)
 	for _, b := range blocks {
 		switch b.kind {
@@ -293,7 +294,9 @@ func (ws userWorkspace) follow(t *testing.T, page string, blocks []quickStartBlo
 				continue
 			}
 			for _, args := range b.commands {
-				last = ws.goCommand(t, env, args[1:]...)
+				var stderr string
+				last, stderr = ws.goCommandOutput(t, env, args[1:]...)
+				all.WriteString(last + stderr)
 			}
 		case "output":
 			got, want := strings.TrimSpace(last), strings.TrimSpace(b.text)
@@ -304,12 +307,19 @@ func (ws userWorkspace) follow(t *testing.T, page string, blocks []quickStartBlo
 			t.Fatalf("%s:%d: a database block, which only the quick start on Postgres may hold", page, b.line)
 		}
 	}
-	return started
+	return started, all.String()
 }
 
 // goCommand runs go with args in the user's module and returns its
 // standard output, failing the test if it fails.
 func (ws userWorkspace) goCommand(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	stdout, _ := ws.goCommandOutput(t, env, args...)
+	return stdout
+}
+
+// goCommandOutput is goCommand, also returning standard error.
+func (ws userWorkspace) goCommandOutput(t *testing.T, env []string, args ...string) (string, string) {
 	t.Helper()
 	cmd := exec.Command(ws.goTool, args...)
 	cmd.Dir, cmd.Env = ws.module, env
@@ -318,7 +328,7 @@ func (ws userWorkspace) goCommand(t *testing.T, env []string, args ...string) st
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("go %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 var (
