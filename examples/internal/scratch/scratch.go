@@ -101,7 +101,7 @@ func Open(ctx context.Context, url, demo string) (s *Schema, err error) {
 		}
 	}()
 	if s.hold, err = pgx.Connect(ctx, url); err != nil {
-		return s, fmt.Errorf("connecting: %w", err)
+		return s, fmt.Errorf("connecting: %w", pgstore.RedactErr(err, url))
 	}
 	// Locked before it exists, so that no other demo takes it for
 	// abandoned.

@@ -113,13 +113,13 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	// tracer counts its statements.
 	cfg, err := pgxpool.ParseConfig(pgstore.WithSearchPath(db.url, db.schema))
 	if err != nil {
-		return res, err
+		return res, pgstore.RedactErr(err, db.url)
 	}
 	cfg.ConnConfig.Tracer = statementCounter{}
 	pgstore.Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return res, err
+		return res, pgstore.RedactErr(err, db.url)
 	}
 	defer pool.Close()
 	timer := &spawnTimer{Store: pgstore.New(pool)}
