@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,7 @@ func testPostgresQuickStart(t *testing.T, ws userWorkspace, repo string) {
 			db = u.String()
 		}
 	}
-	env := append(ws.env[:len(ws.env):len(ws.env)], "TRELLIS_DATABASE_URL="+db)
+	env := slices.Concat(ws.env, []string{"TRELLIS_DATABASE_URL=" + db})
 
 	started, transcript := ws.follow(t, name, blocks[1:], env)
 	var dashboard, worker *background
@@ -200,7 +201,7 @@ func children(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}

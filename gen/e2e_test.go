@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,7 +67,7 @@ func TestEndToEndInAUserModule(t *testing.T) {
 	// requires it (with the replace; @latest once Trellis is published).
 	t.Run("go install", func(t *testing.T) {
 		bin := t.TempDir()
-		ws.goCommand(t, append(ws.env[:len(ws.env):len(ws.env)], "GOBIN="+bin), "install", "github.com/effectivelabs/trellis/cmd/trellis")
+		ws.goCommand(t, slices.Concat(ws.env, []string{"GOBIN=" + bin}), "install", "github.com/effectivelabs/trellis/cmd/trellis")
 		out, err := exec.Command(filepath.Join(bin, "trellis"), "version").CombinedOutput()
 		if err != nil {
 			t.Fatalf("trellis version: %v\n%s", err, out)
