@@ -45,7 +45,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "fulfilment:", err)
 		os.Exit(1)
 	}
@@ -54,9 +54,15 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("fulfilment", flag.ContinueOnError)
 	usePG := fs.Bool("postgres", false, "use Postgres instead of the memory store")
-	dbURL := fs.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string")
+	// The default is resolved after parsing, so that -h never prints a
+	// password taken from $TRELLIS_DATABASE_URL.
+	dbURL := fs.String("database-url", "", "Postgres connection string (default $TRELLIS_DATABASE_URL, else "+localDatabase+")")
+	fs.SetOutput(out)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *dbURL == "" {
+		*dbURL = envOr("TRELLIS_DATABASE_URL", localDatabase)
 	}
 	if !*usePG {
 		return demo(ctx, memstore.New(), out)
@@ -168,6 +174,10 @@ func demo(ctx context.Context, st store.Store, out io.Writer) error {
 	}
 	return nil
 }
+
+// localDatabase is the database the demo uses when neither -database-url
+// nor $TRELLIS_DATABASE_URL names one.
+const localDatabase = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

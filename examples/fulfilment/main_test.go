@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"flag"
 	"io"
 	"strings"
 	"testing"
@@ -99,5 +101,21 @@ func TestNoConfirmation(t *testing.T) {
 	if err != nil || res.Status != runtime.RunCompleted || res.Steps.ConfirmDelivery != runtime.TaskSkipped ||
 		!strings.HasSuffix(res.Close.Summary, "support ticket opened") {
 		t.Fatalf("Result = %+v, %v", res, err)
+	}
+}
+
+// -h shows where the connection string comes from, never the password in
+// $TRELLIS_DATABASE_URL.
+func TestHelpHidesThePassword(t *testing.T) {
+	t.Setenv("TRELLIS_DATABASE_URL", "postgres://trellis:s3cret-marker@db.example:5432/shop")
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h returned %v, want flag.ErrHelp", err)
+	}
+	if strings.Contains(out.String(), "s3cret-marker") {
+		t.Errorf("-h shows the password:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "$TRELLIS_DATABASE_URL") {
+		t.Errorf("-h does not say where the connection string comes from:\n%s", out.String())
 	}
 }

@@ -56,7 +56,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "orders:", err)
 		os.Exit(1)
 	}
@@ -65,13 +65,19 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
 	usePG := fs.Bool("postgres", false, "use Postgres instead of the memory store")
-	dbURL := fs.String("database-url", envOr("TRELLIS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres connection string")
+	// The default is resolved after parsing, so that -h never prints a
+	// password taken from $TRELLIS_DATABASE_URL.
+	dbURL := fs.String("database-url", "", "Postgres connection string (default $TRELLIS_DATABASE_URL, else "+localDatabase+")")
 	worker := fs.Bool("worker", false, "run as a worker on real time until interrupted (needs -postgres)")
 	trigger := fs.Int("trigger", 0, "start this many runs and exit (needs -postgres)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`addr`/metrics (e.g. :9090)")
 	gatewayDown := fs.Bool("gateway-down", false, "with -worker: fail every charge, as if the payment gateway were down (to see failures in trellis dashboard, and retry them once a worker without it runs)")
+	fs.SetOutput(out)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *dbURL == "" {
+		*dbURL = envOr("TRELLIS_DATABASE_URL", localDatabase)
 	}
 	var metrics *metricsServer
 	if *metricsAddr != "" {
@@ -242,6 +248,10 @@ func triggerRuns(ctx context.Context, st store.Store, n int, out io.Writer) erro
 	}
 	return nil
 }
+
+// localDatabase is the database the demo uses when neither -database-url
+// nor $TRELLIS_DATABASE_URL names one.
+const localDatabase = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

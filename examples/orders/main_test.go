@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"slices"
@@ -218,5 +219,21 @@ func TestDemoOnPostgresInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(out.buf.String(), "dropped schema trellis_demo_orders_") {
 		t.Errorf("the demo did not say it dropped its schema:\n%s", out.buf.String())
+	}
+}
+
+// -h shows where the connection string comes from, never the password in
+// $TRELLIS_DATABASE_URL.
+func TestHelpHidesThePassword(t *testing.T) {
+	t.Setenv("TRELLIS_DATABASE_URL", "postgres://trellis:s3cret-marker@db.example:5432/shop")
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h returned %v, want flag.ErrHelp", err)
+	}
+	if strings.Contains(out.String(), "s3cret-marker") {
+		t.Errorf("-h shows the password:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "$TRELLIS_DATABASE_URL") {
+		t.Errorf("-h does not say where the connection string comes from:\n%s", out.String())
 	}
 }
