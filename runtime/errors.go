@@ -17,6 +17,10 @@ var (
 	// ErrInvalidEvent is matched by an *EventError: an event's payload
 	// does not satisfy the event's schema, and nothing was sent.
 	ErrInvalidEvent = errors.New("invalid event payload")
+	// ErrInvalidIdentifier is matched by the error for a tenant or an
+	// idempotency key that is not valid UTF-8 or holds a NUL byte (one
+	// over its size limit is a *LimitError).
+	ErrInvalidIdentifier = errors.New("invalid tenant or idempotency key")
 	// ErrRunFailed is matched by a *RunFailedError returned by Run and Wait
 	// when a step failed permanently.
 	ErrRunFailed = errors.New("run failed")

@@ -191,12 +191,21 @@ func checkIdentifier(s, field, limit string, max int) error {
 	case len(s) > max:
 		return &LimitError{Field: field, Limit: limit, Max: max, Size: len(s)}
 	case !utf8.ValidString(s):
-		return fmt.Errorf("%s is not valid UTF-8", field)
+		return identifierError(field + " is not valid UTF-8")
 	case strings.IndexByte(s, 0) >= 0:
-		return fmt.Errorf("%s contains a NUL byte", field)
+		return identifierError(field + " contains a NUL byte")
 	}
 	return nil
 }
+
+// identifierError says that a tenant or an idempotency key is not one;
+// it matches ErrInvalidIdentifier.
+type identifierError string
+
+func (e identifierError) Error() string { return string(e) }
+
+// Is makes errors.Is(err, ErrInvalidIdentifier) true.
+func (identifierError) Is(target error) bool { return target == ErrInvalidIdentifier }
 
 // nestedDeeper reports whether the JSON document data nests objects and
 // arrays more than max deep. It reads the document once, byte by byte,

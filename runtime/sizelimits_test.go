@@ -168,7 +168,7 @@ func testSizeLimits(t *testing.T, h *trellistest.Harness) {
 			{"key not UTF-8", "acme", "k\xff", "idempotency key is not valid UTF-8"},
 		} {
 			_, err := wf.Trigger(ctx, nil, runtime.WithTenant(bad.tenant), runtime.WithIdempotencyKey(bad.key))
-			if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "triggering bounded") {
+			if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "triggering bounded") || !errors.Is(err, runtime.ErrInvalidIdentifier) {
 				t.Errorf("%s: %v, want %q", bad.what, err, bad.want)
 			}
 		}
