@@ -15,7 +15,8 @@
 // action has one home, the engine (Admin.Engine): Engine.CancelRun and
 // RetryRun (which Cancel and Retry call a batch at a time), Events,
 // StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule
-// and DeleteSchedule. Records the store returns (workers, queue groups,
+// and DeleteSchedule; Trigger starts a run by workflow name through
+// Workflow.Trigger. Records the store returns (workers, queue groups,
 // activity) are the store's own types, under ops names.
 //
 // An Admin wraps an engine, which need not be started (an engine that is
