@@ -54,6 +54,8 @@ func notices() map[string]string {
 		string(ops.AlreadyEnded): "Nothing to cancel: the run had already ended.",
 		string(ops.Retried):      "Retried: the run is running again from the steps that did not complete.",
 		string(ops.NotRetryable): "Nothing to retry: only failed and cancelled runs can be retried.",
+		doneTriggered:            "Triggered: the run waits for a worker that registered its workflow.",
+		doneExisting:             "An earlier run holds this idempotency key: this is that run, and no other was triggered.",
 	}
 }
 

@@ -32,6 +32,9 @@ type overviewData struct {
 	Leader   string
 	Failed   []ops.Run
 	Errors   map[string]string
+	// Rows is how many workers and tenants are shown; their pages show
+	// every one.
+	Rows int
 }
 
 // tenantQueue is a tenant's live work, over its workflows.
@@ -61,7 +64,7 @@ func (d *Dashboard) liveOverview(w http.ResponseWriter, r *http.Request) {
 // tenants it shows their queue, stuck and failed runs, and not the
 // activity or the workers, which add up every tenant's.
 func (d *Dashboard) loadOverview(ctx context.Context, u User) *overviewData {
-	data := &overviewData{Errors: map[string]string{}}
+	data := &overviewData{Errors: map[string]string{}, Rows: overviewRows}
 	var err error
 	if u.Scoped() {
 		data.Errors["activity"] = scopedActivity
@@ -86,6 +89,7 @@ func (d *Dashboard) loadOverview(ctx context.Context, u User) *overviewData {
 	} else if data.Workers, err = d.admin.Workers(ctx); err != nil {
 		data.Errors["workers"] = d.problem("reading workers", err)
 	}
+	sortWorkers(data.Workers)
 	for _, w := range data.Workers {
 		if w.Leader {
 			data.Leader = w.ID

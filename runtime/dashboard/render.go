@@ -26,7 +26,7 @@ type pages struct {
 
 // pageNames are the pages, each templates/<name>.html.
 func pageNames() []string {
-	return []string{"overview", "workflows", "workflow", "runs", "run", "confirm", "error", "search"}
+	return []string{"overview", "workflows", "workflow", "runs", "run", "workers", "queue", "schedules", "confirm", "error", "search"}
 }
 
 func mustParsePages() *pages {

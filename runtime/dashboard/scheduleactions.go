@@ -125,5 +125,9 @@ func (d *Dashboard) actSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("dashboard: "+a.Name+" schedule", "workflow", workflow, "schedule", name, "user", userOf(r).Name)
+	if r.PostFormValue("from") == "schedules" { // the schedules page's buttons go back to it
+		http.Redirect(w, r, d.url("/schedules")+"?"+url.Values{"done": {a.Name}}.Encode(), http.StatusSeeOther)
+		return
+	}
 	http.Redirect(w, r, d.url("/workflows/"+url.PathEscape(workflow))+"?"+url.Values{"done": {a.Name}}.Encode(), http.StatusSeeOther)
 }

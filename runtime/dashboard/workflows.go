@@ -111,7 +111,12 @@ type workflowData struct {
 	// Schedules are the workflow's cron schedules: its newest version's
 	// file's and those created at run time.
 	Schedules []runtime.Schedule
-	Problem   string
+	// Trigger is the form that triggers a run of the newest version, nil
+	// for a read-only user or when that version cannot be read; Tenants
+	// are those the form offers, the first the default.
+	Trigger *inputForm
+	Tenants []string
+	Problem string
 }
 
 func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +163,18 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, u User, name, version stri
 		data.Problem = d.problem("reading workflow version "+data.Version.Version, err)
 	} else {
 		data.DAG = newDAG(spec, nil, nil)
+	}
+	if !u.ReadOnly {
+		if newest, err := d.admin.Spec(ctx, data.Versions[0].Version); err != nil {
+			data.Problem = d.problem("reading workflow version "+data.Versions[0].Version, err)
+		} else {
+			form := newInputForm(newest.InputSchema)
+			data.Trigger = &form
+		}
+		data.Tenants = u.Tenants
+		if !u.Scoped() {
+			data.Tenants = []string{runtime.DefaultTenant}
+		}
 	}
 	if data.Schedules, err = d.admin.Schedules(ctx, name); err != nil {
 		data.Problem = d.problem("listing the schedules of "+name, err)

@@ -1,0 +1,262 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/ops"
+)
+
+// overviewRows is how many workers and tenants the overview shows; their
+// pages show every one.
+const overviewRows = 10
+
+// workersData is what the workers page shows.
+type workersData struct {
+	Workers       []ops.Worker
+	Alive, Silent int
+	// AliveSample and SilentSample are workers in either state, whose
+	// badges say the states' words (ops.Worker.State).
+	AliveSample, SilentSample ops.Worker
+	Leader                    string
+	Pager                     pager
+	Problem                   string
+}
+
+func (d *Dashboard) workers(w http.ResponseWriter, r *http.Request) {
+	n, err := pageNumber(r.URL.Query())
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	p := d.newPage(w, r, "workers", "Workers", d.loadWorkers(r.Context(), userOf(r), n))
+	p.Live = queryLink(d.url("/live/workers"), r.URL.RawQuery)
+	d.render(w, r, http.StatusOK, "workers", p)
+}
+
+func (d *Dashboard) liveWorkers(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	n, err := pageNumber(r.URL.Query())
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	d.stream(w, r, "workers?"+r.URL.RawQuery, uuid.Nil, func(ctx context.Context) ([]byte, error) {
+		return d.fragment("workers", d.livePage(u, d.loadWorkers(ctx, u, n)))
+	})
+}
+
+// loadWorkers reads page n of the workers: every worker the store knows,
+// leader first, then the silent ones, then by id.
+func (d *Dashboard) loadWorkers(ctx context.Context, u User, n int) *workersData {
+	data := &workersData{AliveSample: ops.Worker{Alive: true}}
+	if u.Scoped() {
+		data.Problem = scopedWorkers
+		return data
+	}
+	all, err := d.admin.Workers(ctx)
+	if err != nil {
+		data.Problem = d.problem("reading workers", err)
+		return data
+	}
+	for _, w := range all {
+		if w.Leader {
+			data.Leader = w.ID
+		}
+		if w.Alive {
+			data.Alive++
+		} else {
+			data.Silent++
+		}
+	}
+	sortWorkers(all)
+	data.Workers, data.Pager = paginate(all, n, func(page int) string {
+		return pageLink(d.url("/workers"), nil, page)
+	})
+	return data
+}
+
+// sortWorkers puts the leader first, then the silent workers, then the
+// others, each by id.
+func sortWorkers(ws []ops.Worker) {
+	slices.SortStableFunc(ws, func(a, b ops.Worker) int {
+		switch {
+		case a.Leader != b.Leader:
+			return boolFirst(a.Leader)
+		case a.Alive != b.Alive:
+			return boolFirst(!a.Alive)
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// boolFirst orders the one for which b holds first.
+func boolFirst(b bool) int {
+	if b {
+		return -1
+	}
+	return 1
+}
+
+// queueData is what the queue page shows.
+type queueData struct {
+	Groups          []ops.QueueGroup
+	Queued, Running int
+	Pager           pager
+	Problem         string
+}
+
+func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
+	n, err := pageNumber(r.URL.Query())
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	p := d.newPage(w, r, "queue", "Queue", d.loadQueue(r.Context(), userOf(r), n))
+	p.Live = queryLink(d.url("/live/queue"), r.URL.RawQuery)
+	d.render(w, r, http.StatusOK, "queue", p)
+}
+
+func (d *Dashboard) liveQueue(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	n, err := pageNumber(r.URL.Query())
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	d.stream(w, r, "queue?"+r.URL.RawQuery, uuid.Nil, func(ctx context.Context) ([]byte, error) {
+		return d.fragment("queue", d.livePage(u, d.loadQueue(ctx, u, n)))
+	})
+}
+
+// loadQueue reads page n of the queue, per tenant and workflow, of the
+// tenants u sees: the longest wait first, then the deepest queue.
+func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
+	data := &queueData{}
+	groups, err := d.admin.Queue(ctx)
+	if err != nil {
+		data.Problem = d.problem("reading the queue", err)
+		return data
+	}
+	groups = slices.DeleteFunc(groups, func(g ops.QueueGroup) bool { return !u.Sees(g.Tenant) })
+	for _, g := range groups {
+		data.Queued += g.Queued
+		data.Running += g.Running
+	}
+	slices.SortStableFunc(groups, func(a, b ops.QueueGroup) int {
+		switch {
+		case a.OldestQueuedAt.IsZero() != b.OldestQueuedAt.IsZero():
+			return boolFirst(!a.OldestQueuedAt.IsZero())
+		case !a.OldestQueuedAt.Equal(b.OldestQueuedAt):
+			return a.OldestQueuedAt.Compare(b.OldestQueuedAt)
+		}
+		return cmp.Or(cmp.Compare(b.Queued, a.Queued), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workflow, b.Workflow))
+	})
+	data.Groups, data.Pager = paginate(groups, n, func(page int) string {
+		return pageLink(d.url("/queue"), nil, page)
+	})
+	return data
+}
+
+// scheduleRow is a schedule on the schedules page, with its ticks.
+type scheduleRow struct {
+	runtime.Schedule
+	// Next is its next tick (zero while paused), LastTick its latest,
+	// and LastRun the run that tick started, if one did.
+	Next, LastTick time.Time
+	LastRun        *ops.Run
+	Problem        string
+}
+
+// schedulesData is what the schedules page shows.
+type schedulesData struct {
+	Workflow  string
+	Schedules []scheduleRow
+	Paused    int
+	Pager     pager
+	Problem   string
+}
+
+func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n, err := pageNumber(q)
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	p := d.newPage(w, r, "schedules", "Schedules", d.loadSchedules(r.Context(), userOf(r), q.Get("workflow"), n))
+	p.Notice = scheduleNotice(q.Get("done"))
+	p.Live = queryLink(d.url("/live/schedules"), url.Values{"workflow": {q.Get("workflow")}, "page": {q.Get("page")}}.Encode())
+	d.render(w, r, http.StatusOK, "schedules", p)
+}
+
+func (d *Dashboard) liveSchedules(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	q := r.URL.Query()
+	n, err := pageNumber(q)
+	if err != nil {
+		d.badParam(w, r, "page", err)
+		return
+	}
+	workflow := q.Get("workflow")
+	d.stream(w, r, "schedules?"+url.Values{"workflow": {workflow}, "page": {q.Get("page")}}.Encode(), uuid.Nil, func(ctx context.Context) ([]byte, error) {
+		return d.fragment("schedules", d.livePage(u, d.loadSchedules(ctx, u, workflow, n)))
+	})
+}
+
+// loadSchedules reads page n of the schedules of every workflow (of
+// workflow, when not empty) of the tenants u sees, by workflow and name;
+// for the page's schedules only, their ticks and the run the latest
+// started.
+func (d *Dashboard) loadSchedules(ctx context.Context, u User, workflow string, n int) *schedulesData {
+	data := &schedulesData{Workflow: workflow}
+	all, err := d.admin.Schedules(ctx, workflow)
+	if err != nil {
+		data.Problem = d.problem("listing schedules", err)
+		return data
+	}
+	all = slices.DeleteFunc(all, func(s runtime.Schedule) bool { return !u.Sees(s.Tenant) })
+	for _, s := range all {
+		if s.Paused {
+			data.Paused++
+		}
+	}
+	shown, pg := paginate(all, n, func(page int) string {
+		q := url.Values{}
+		if workflow != "" {
+			q.Set("workflow", workflow)
+		}
+		return pageLink(d.url("/schedules"), q, page)
+	})
+	data.Pager = pg
+	now := d.clock.Now()
+	for _, s := range shown {
+		row := scheduleRow{Schedule: s}
+		last, next, err := runtime.ScheduleTicks(s, now)
+		if err != nil {
+			row.Problem = err.Error()
+		} else {
+			row.LastTick = last
+			if !s.Paused {
+				row.Next = next
+			}
+		}
+		if !last.IsZero() {
+			runs, err := d.admin.ListRuns(ctx, ops.RunFilter{Workflow: s.Workflow, Tenant: s.Tenant, IdempotencyKey: runtime.ScheduleRunKey(s.Name, last), Limit: 1})
+			if err != nil {
+				row.Problem = d.problem("finding the run of schedule "+s.Name, err)
+			} else if len(runs.Runs) > 0 {
+				row.LastRun = &runs.Runs[0]
+			}
+		}
+		data.Schedules = append(data.Schedules, row)
+	}
+	return data
+}
