@@ -168,8 +168,9 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 // scheduleRow is a schedule on the schedules page, with its ticks.
 type scheduleRow struct {
 	runtime.Schedule
-	// Next is its next tick (zero while paused), LastTick its latest,
-	// and LastRun the run that tick started, if one did.
+	// Next is its next tick (zero while paused), LastTick its latest
+	// (zero when it came before the schedule was created), and LastRun
+	// the run that tick started, if one did.
 	Next, LastTick time.Time
 	LastRun        *ops.Run
 	Problem        string
@@ -243,12 +244,14 @@ func (d *Dashboard) loadSchedules(ctx context.Context, u User, workflow string, 
 		if err != nil {
 			row.Problem = err.Error()
 		} else {
-			row.LastTick = last
+			if !last.Before(s.CreatedAt) {
+				row.LastTick = last
+			}
 			if !s.Paused {
 				row.Next = next
 			}
 		}
-		if !last.IsZero() {
+		if !last.IsZero() && !last.Before(s.CreatedAt) { // a tick before the schedule was created started nothing
 			runs, err := d.admin.ListRuns(ctx, ops.RunFilter{Workflow: s.Workflow, Tenant: s.Tenant, IdempotencyKey: runtime.ScheduleRunKey(s.Name, last), Limit: 1})
 			if err != nil {
 				row.Problem = d.problem("finding the run of schedule "+s.Name, err)

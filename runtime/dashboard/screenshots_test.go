@@ -104,7 +104,27 @@ func TestScreenshots(t *testing.T) {
 	}
 	hour()
 	h.Advance(23 * time.Hour)
+	// Schedules, which fire during the second hour: one each hour, one
+	// each quarter (paused after), and a nightly one per tenant. Their
+	// ticks after it, while the clock moves on with no engine firing
+	// them, start no run.
+	for i, tenant := range []string{"acme", "globex", "initech"} {
+		in := workflow.OrderProcessingInput{OrderID: fmt.Sprintf("nightly-%s", tenant), AmountCents: 1_000}
+		if _, err := client.CreateSchedule(t.Context(), "nightly-"+tenant, fmt.Sprintf("%d 2 * * *", 10*i), in,
+			runtime.WithScheduleTenant(tenant), runtime.WithTimezone("Europe/Paris")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.CreateSchedule(t.Context(), "hourly-restock", "0 * * * *", workflow.OrderProcessingInput{OrderID: "restock", AmountCents: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CreateSchedule(t.Context(), "sweep", "*/15 * * * *", workflow.OrderProcessingInput{OrderID: "sweep", AmountCents: 100}); err != nil {
+		t.Fatal(err)
+	}
 	hour()
+	if _, err := h.Engine.PauseSchedule(t.Context(), "order-processing", "sweep"); err != nil {
+		t.Fatal(err)
+	}
 
 	// Settlement batches, a map step over their orders: one item of the
 	// second is declined.
@@ -214,6 +234,9 @@ func TestScreenshots(t *testing.T) {
 		// The runs whose ids begin as the failed run's does (ids begin
 		// with the time they were made).
 		{"search", "/search?q=" + failed.Runs[0].ID.String()[:8], "#search-by-id", ""},
+		{"workers", "/workers", "table.workers", ""},
+		{"queue", "/queue", "table.queue", ""},
+		{"schedules", "/schedules", "table.schedules", ""},
 	}
 	for _, s := range shots {
 		var png []byte
@@ -228,5 +251,24 @@ func TestScreenshots(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, s.name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The trigger form, refused: an amount that is not a number.
+	var png []byte
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(srv.URL+"/workflows/order-processing"),
+		chromedp.WaitVisible("#trigger"),
+		chromedp.SendKeys(`input[name="input/orderId"]`, "ord-manual-1"),
+		chromedp.SendKeys(`input[name="input/amountCents"]`, "12.50"),
+		chromedp.SendKeys(`input[name="idempotency-key"]`, "manual-ord-1"),
+		chromedp.Click("#trigger-submit"),
+		chromedp.WaitVisible("#trigger-problem"),
+		chromedp.ScrollIntoView("#trigger"),
+		chromedp.Screenshot("#trigger", &png),
+	)
+	if err != nil {
+		t.Fatalf("trigger: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trigger.png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,8 +22,8 @@ import (
 const (
 	// RoleReadOnly sees and does not act: the default.
 	RoleReadOnly = "read-only"
-	// RoleOperator sees and acts: cancels and retries runs, pauses,
-	// resumes and deletes schedules.
+	// RoleOperator sees and acts: triggers, cancels and retries runs,
+	// pauses, resumes and deletes schedules.
 	RoleOperator = "operator"
 )
 

@@ -147,7 +147,7 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 	fs.StringVar(&hosts, "allowed-hosts", "", "comma-separated host `names` the dashboard answers to besides localhost and the loopback addresses\n(ops.example.com, ops.example.com:8443, *.example.com); other names get 421")
 	fs.StringVar(&o.Users, "users", "", "users `file` (lines name:bcrypt-hash[:read-only|operator[:tenant,...]]): everyone signs in with HTTP Basic;\nwithout it, everyone who reaches the dashboard may act")
 	fs.IntVar(&o.MaxStreams, "max-streams", dashboard.DefaultMaxStreams, "most live-update streams open at once (pages beyond it do not update live)")
-	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (cancel, retry, schedule pause/resume/delete), and refuse those actions (403), for every user")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (trigger, cancel, retry, schedule pause/resume/delete), and refuse those actions (403), for every user")
 	fs.StringVar(&o.Prefix, "prefix", "", "serve under this `path` (/trellis), as behind a proxy that forwards it")
 	fs.DurationVar(&o.PollInterval, "poll", 2*time.Second, "how often open pages are read again for live updates (once for all browsers)")
 	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may go without heartbeating before it counts as silent (the engines' StaleAfter)")
@@ -282,7 +282,7 @@ func (c DashboardCommand) hashPassword(args []string, stdout, stderr io.Writer) 
 	var role, tenants string
 	fs := newFlagSet(c.Name()+" hash-password", "[flags] NAME",
 		"Hash-password reads a password from standard input (asking twice, without echo,\non a terminal) and prints a line of a users file for trellis dashboard -users:\nNAME:bcrypt-hash:ROLE[:TENANTS]. Add it to the file; the password is not kept.")
-	fs.StringVar(&role, "role", dashboard.RoleReadOnly, "read-only (sees, does not act) or operator (cancels, retries, changes schedules)")
+	fs.StringVar(&role, "role", dashboard.RoleReadOnly, "read-only (sees, does not act) or operator (triggers, cancels, retries, changes schedules)")
 	fs.StringVar(&tenants, "tenants", "", "comma-separated `tenants` the user sees, alone; empty for every tenant")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
