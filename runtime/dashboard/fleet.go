@@ -107,8 +107,8 @@ func boolFirst(b bool) int {
 
 // queueData is what the queue page shows.
 type queueData struct {
-	Groups          []ops.QueueGroup
-	Queued, Running int
+	Groups                []ops.QueueGroup
+	Queued, Held, Running int
 	Pager           pager
 	Problem         string
 }
@@ -148,6 +148,7 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 	groups = slices.DeleteFunc(groups, func(g ops.QueueGroup) bool { return !u.Sees(g.Tenant) })
 	for _, g := range groups {
 		data.Queued += g.Queued
+		data.Held += g.Held
 		data.Running += g.Running
 	}
 	slices.SortStableFunc(groups, func(a, b ops.QueueGroup) int {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // The workers page lists every worker with its state, heartbeat,
@@ -77,7 +78,7 @@ func TestQueuePage(t *testing.T) {
 	}
 	alice := b.as("alice", "ecila")
 	page := alice.page("/queue", http.StatusOK)
-	for _, want := range []string{"3 tasks queued, 0 running.", ">initech</a>", ">acme</a>", "6m00s", "4m00s", `href="/workflows/probe"`} {
+	for _, want := range []string{"3 tasks queued (0 held by concurrency limits), 0 running.", ">initech</a>", ">acme</a>", "6m00s", "4m00s", `href="/workflows/probe"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the queue page lacks %s", want)
 		}
@@ -97,6 +98,22 @@ func TestQueuePage(t *testing.T) {
 	}
 	if !strings.Contains(alice.page("/", http.StatusOK), `href="/queue">the whole queue</a>`) {
 		t.Error("the overview does not link to the queue")
+	}
+
+	// Runs of one customer, one at a time: the others are held.
+	limited, err := b.h.Engine.Workflow(&runtime.WorkflowSpec{Name: "limited", InputSchema: `{"type":"object","properties":{"customer":{"type":"string"}}}`, Concurrency: &spec.Concurrency{Key: "input.customer", Max: 1},
+		Steps: []spec.Step{{Name: "work"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := limited.Trigger(t.Context(), []byte(`{"customer":"c1"}`), runtime.WithTenant("acme")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page = alice.page("/queue", http.StatusOK)
+	if row := rowOf(t, page, `href="/workflows/limited"`); !strings.Contains(row, `<td class="num">3</td><td class="num">2</td>`) || !strings.Contains(page, "(2 held by concurrency limits)") {
+		t.Errorf("the queue does not show 2 of limited's 3 queued tasks held: %s", row)
 	}
 }
 

@@ -287,6 +287,10 @@ type QueueStat struct {
 	// claimed and running.
 	Queued  int `json:"queued"`
 	Running int `json:"running"`
+	// Held is how many of the queued tasks wait for a slot of their
+	// concurrency limit (off the ready queue: no worker claims them
+	// until a task holding a slot of their key ends).
+	Held int `json:"held,omitempty"`
 	// OldestQueuedAt is when the task at the head of the group's queue
 	// (the next to be claimed) was queued; zero (and absent from the
 	// JSON) when none is queued. A tenant's tasks are claimed in the

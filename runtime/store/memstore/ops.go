@@ -142,6 +142,15 @@ func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
 			st.OldestQueuedAt = e.task.rec.UpdatedAt
 		}
 	}
+	for _, line := range s.limits { // waiting for a concurrency slot: queued, off the ready queue
+		for _, t := range line.waiting {
+			if t.waiting {
+				st, _ := stat(t.run)
+				st.Queued++
+				st.Held++
+			}
+		}
+	}
 	for _, t := range s.running {
 		st, _ := stat(t.run)
 		st.Running++

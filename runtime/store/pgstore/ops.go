@@ -209,7 +209,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStat, error) {
 	out := make([]store.QueueStat, len(rows))
 	for i, r := range rows {
 		out[i] = store.QueueStat{
-			Tenant: r.Tenant, Workflow: r.Workflow, Queued: int(r.Queued), Running: int(r.Running),
+			Tenant: r.Tenant, Workflow: r.Workflow, Queued: int(r.Queued), Running: int(r.Running), Held: int(r.Held),
 			OldestQueuedAt: deref(r.OldestQueuedAt),
 		}
 	}

@@ -258,6 +258,17 @@ func testQueueStats(t *testing.T, f *fixture) {
 	if diff := cmp.Diff(want, stats(), cmpTimes); diff != "" {
 		t.Errorf("QueueStats with beta's task claimed (-want +got):\n%s", diff)
 	}
+	// Tasks waiting for a slot of their concurrency limit are queued, and
+	// held.
+	one := store.Limit{Key: "customer=c1", Max: 1}
+	f.tick(time.Minute)
+	f.createDiamond(runOpts{tenant: "gamma", limit: one})
+	f.createDiamond(runOpts{tenant: "gamma", limit: one})
+	f.createDiamond(runOpts{tenant: "gamma", limit: one})
+	want = append(want, store.QueueStat{Tenant: "gamma", Workflow: "diamond", Queued: 3, Held: 2, OldestQueuedAt: t0.Add(3 * time.Minute)})
+	if diff := cmp.Diff(want, stats(), cmpTimes); diff != "" {
+		t.Errorf("QueueStats with runs waiting for a concurrency slot (-want +got):\n%s", diff)
+	}
 }
 
 func testListWorkflows(t *testing.T, f *fixture) {

@@ -301,15 +301,15 @@ const opsQueue = `-- name: OpsQueue :many
 WITH groups AS (
     -- Tasks waiting for a slot of their concurrency limit are queued too
     -- (with no queue id: the head is on the ready queue).
-    SELECT q.tenant, q.workflow, count(*) AS n, min(q.qid) AS head
+    SELECT q.tenant, q.workflow, count(*) AS n, count(*) FILTER (WHERE q.held) AS held, min(q.qid) AS head
     FROM (
-        SELECT tenant, workflow, qid FROM trellis_ready
+        SELECT tenant, workflow, qid, false AS held FROM trellis_ready
         UNION ALL
-        SELECT tenant, workflow, NULL FROM trellis_waiting
+        SELECT tenant, workflow, NULL, true FROM trellis_waiting
     ) q
     GROUP BY q.tenant, q.workflow
 ), queued AS (
-    SELECT g.tenant, g.workflow, g.n, (
+    SELECT g.tenant, g.workflow, g.n, g.held, (
         SELECT t.updated_at
         FROM trellis_ready h
         JOIN trellis_tasks t ON t.run_id = h.run_id AND t.step = h.step
@@ -324,7 +324,8 @@ WITH groups AS (
     GROUP BY l.tenant, r.workflow
 )
 SELECT coalesce(q.tenant, g.tenant)::text AS tenant, coalesce(q.workflow, g.workflow)::text AS workflow,
-       coalesce(q.n, 0)::int AS queued, coalesce(g.n, 0)::int AS running, q.head_queued_at AS oldest_queued_at
+       coalesce(q.n, 0)::int AS queued, coalesce(g.n, 0)::int AS running, coalesce(q.held, 0)::int AS held,
+       q.head_queued_at AS oldest_queued_at
 FROM queued q
 FULL JOIN running g ON g.tenant = q.tenant AND g.workflow = q.workflow
 ORDER BY coalesce(q.tenant, g.tenant) COLLATE "C", coalesce(q.workflow, g.workflow) COLLATE "C"
@@ -335,13 +336,16 @@ type OpsQueueRow struct {
 	Workflow       string
 	Queued         int32
 	Running        int32
+	Held           int32
 	OldestQueuedAt *time.Time
 }
 
-// Per tenant and workflow with tasks queued or running: how many of each,
-// and when the head of the group's queue (its smallest queue id, the next
-// to be claimed) was queued. Reads the ready queue and the leases, plus
-// one task and one run per group or lease. Sorted bytewise.
+// Per tenant and workflow with tasks queued or running: how many of each
+// (and of the queued, how many wait for a concurrency slot), and when the
+// head of the group's queue (its smallest queue id, the next to be
+// claimed) was queued. Reads the ready queue, the concurrency lines and
+// the leases, plus one task and one run per group or lease. Sorted
+// bytewise.
 func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 	rows, err := q.db.Query(ctx, opsQueue)
 	if err != nil {
@@ -356,6 +360,7 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 			&i.Workflow,
 			&i.Queued,
 			&i.Running,
+			&i.Held,
 			&i.OldestQueuedAt,
 		); err != nil {
 			return nil, err
