@@ -109,8 +109,8 @@ func boolFirst(b bool) int {
 type queueData struct {
 	Groups                []ops.QueueGroup
 	Queued, Held, Running int
-	Pager           pager
-	Problem         string
+	Pager                 pager
+	Problem               string
 }
 
 func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
