@@ -3,6 +3,12 @@
 INSERT INTO trellis_workers (worker, heartbeat_at) VALUES (@worker, @now)
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at);
 
+-- name: WorkerAnnounce :exec
+-- Records the workflow versions a worker registered, and that it is alive.
+INSERT INTO trellis_workers (worker, heartbeat_at, versions) VALUES (@worker, @now, @versions::text[])
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at),
+    versions = excluded.versions;
+
 -- name: LeasesOf :many
 -- The leases a worker holds.
 SELECT run_id, step, attempt, claimed_at FROM trellis_leases WHERE worker = @worker;

@@ -68,7 +68,8 @@ SELECT w.worker, w.heartbeat_at,
              AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
-       ) AS leader
+       ) AS leader,
+       w.versions
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C";
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -801,5 +802,30 @@ func testFailedRunResultIsFinal(t *testing.T, s store.Store) {
 	many, err := e.WaitMany(waitCtx(t), []runtime.RunID{res.ID, ref.ID})
 	if err != nil || len(many) != 2 || many[0].Steps["alert"] != runtime.TaskCompleted || many[1].Steps["alert"] != runtime.TaskCompleted {
 		t.Errorf("WaitMany = %+v, %v", many, err)
+	}
+}
+
+// A started engine announces the workflow versions it registered, which
+// operators read with the workers.
+func TestStartAnnouncesVersions(t *testing.T) {
+	s := memstore.New()
+	e := newEngine(t, s, "announcer")
+	var c counter
+	var versions []string
+	for _, name := range []string{"zeta", "alpha"} {
+		w, err := e.Register(fanSpec(name, 0), c.handlers(fanSpec(name, 0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, w.Definition().Version())
+	}
+	start(t, e)
+	workers, err := s.ListWorkers(t.Context())
+	if err != nil || len(workers) != 1 {
+		t.Fatalf("workers = %v, %v", workers, err)
+	}
+	slices.Sort(versions)
+	if !slices.Equal(workers[0].Versions, versions) {
+		t.Errorf("the started engine announced %v, want %v", workers[0].Versions, versions)
 	}
 }

@@ -51,6 +51,12 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		_, err := e.store.Heartbeat(ctx, e.cfg.WorkerID, e.clock.Now())
 		return err
 	})
+	if err == nil {
+		// Say what we run, for operators (trellis workers, the dashboard).
+		err = retryTransient(ctx, e.clock, func() error {
+			return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.versions(), e.clock.Now())
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering worker: %w", err)
 	}

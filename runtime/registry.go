@@ -149,6 +149,17 @@ func (r *registry) registrations() []*registration {
 	return out
 }
 
+// versions returns the versions of the registered workflows, by name.
+func (r *registry) versions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.names))
+	for i, n := range r.names {
+		out[i] = r.registered[n].def.Version()
+	}
+	return out
+}
+
 // workflowNames returns the names of the registered workflows, sorted.
 func (r *registry) workflowNames() []string {
 	r.mu.Lock()

@@ -251,6 +251,10 @@ type Worker struct {
 	// Leader is true for the worker holding leadership (see
 	// Coordination): the one that fires timers and recovers tasks.
 	Leader bool `json:"leader"`
+	// Versions are the workflow versions it registered, as it announced
+	// them when it started (AnnounceWorker), sorted; empty for a worker
+	// that registered none.
+	Versions []string `json:"versions,omitempty"`
 }
 
 // WorkerState is what a worker's heartbeats say of it, in the one word

@@ -264,6 +264,11 @@ type Tasks interface {
 	// It touches no task, so it never waits on task results being
 	// recorded.
 	Heartbeat(ctx context.Context, worker string, now time.Time) ([]Lease, error)
+	// AnnounceWorker records the workflow versions a worker registered
+	// (each a definition's version, name@hash), replacing what it
+	// announced before, and heartbeats for it at now. A worker announces
+	// itself when it starts; ListWorkers reports what it said.
+	AnnounceWorker(ctx context.Context, worker string, versions []string, now time.Time) error
 	// ReleaseTasks hands tasks the worker holds back, atomically for each:
 	// a task still RUNNING in the given attempt under that worker is queued
 	// again (a woken sleep task to be completed), with a QUEUED event whose

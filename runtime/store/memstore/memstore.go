@@ -24,16 +24,18 @@ type Store struct {
 	idem      map[idemKey]uuid.UUID
 	running   map[store.TaskKey]*task // RUNNING tasks, for recovery
 	workers   map[string]time.Time    // last heartbeat of each worker
-	queue     readyQueue
-	limits    map[string]*limitLine // by limit key (see limits.go)
-	rates     map[string]time.Time  // due time by rate key (see rates.go)
-	timers    timerQueue
-	eventSeq  int64
-	subs      map[int]chan store.Notification
-	subSeq    int
-	leader    string
-	schedules map[scheduleKey]store.Schedule
-	children  map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
+	// workerVersions are the workflow versions each worker announced.
+	workerVersions map[string][]string
+	queue          readyQueue
+	limits         map[string]*limitLine // by limit key (see limits.go)
+	rates          map[string]time.Time  // due time by rate key (see rates.go)
+	timers         timerQueue
+	eventSeq       int64
+	subs           map[int]chan store.Notification
+	subSeq         int
+	leader         string
+	schedules      map[scheduleKey]store.Schedule
+	children       map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
 	// Events (see events.go): those sent to runs and with keys, in the
 	// order they were sent, and the waits for them.
 	byRun    map[uuid.UUID][]*sent
@@ -79,21 +81,22 @@ type task struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		workflows: map[string]store.WorkflowVersion{},
-		limits:    map[string]*limitLine{},
-		rates:     map[string]time.Time{},
-		runs:      map[uuid.UUID]*run{},
-		idem:      map[idemKey]uuid.UUID{},
-		running:   map[store.TaskKey]*task{},
-		workers:   map[string]time.Time{},
-		queue:     newReadyQueue(),
-		subs:      map[int]chan store.Notification{},
-		schedules: map[scheduleKey]store.Schedule{},
-		children:  map[store.TaskKey][]*run{},
-		byRun:     map[uuid.UUID][]*sent{},
-		byKey:     map[keyAddr][]*sent{},
-		waits:     map[store.TaskKey]*awaiting{},
-		keyWaits:  map[keyAddr]map[store.TaskKey]*awaiting{},
+		workflows:      map[string]store.WorkflowVersion{},
+		limits:         map[string]*limitLine{},
+		rates:          map[string]time.Time{},
+		runs:           map[uuid.UUID]*run{},
+		idem:           map[idemKey]uuid.UUID{},
+		running:        map[store.TaskKey]*task{},
+		workers:        map[string]time.Time{},
+		workerVersions: map[string][]string{},
+		queue:          newReadyQueue(),
+		subs:           map[int]chan store.Notification{},
+		schedules:      map[scheduleKey]store.Schedule{},
+		children:       map[store.TaskKey][]*run{},
+		byRun:          map[uuid.UUID][]*sent{},
+		byKey:          map[keyAddr][]*sent{},
+		waits:          map[store.TaskKey]*awaiting{},
+		keyWaits:       map[keyAddr]map[store.TaskKey]*awaiting{},
 	}
 }
 

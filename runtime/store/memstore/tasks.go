@@ -247,6 +247,17 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 	return res, nil
 }
 
+// AnnounceWorker implements store.Tasks.
+func (s *Store) AnnounceWorker(_ context.Context, worker string, versions []string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.After(s.workers[worker]) {
+		s.workers[worker] = now
+	}
+	s.workerVersions[worker] = slices.Sorted(slices.Values(versions))
+	return nil
+}
+
 // Heartbeat implements store.Tasks.
 func (s *Store) Heartbeat(_ context.Context, worker string, now time.Time) ([]store.Lease, error) {
 	s.mu.Lock()

@@ -196,6 +196,9 @@ func (s *Store) ListWorkers(ctx context.Context) ([]store.Worker, error) {
 	out := make([]store.Worker, len(rows))
 	for i, r := range rows {
 		out[i] = store.Worker{ID: r.Worker, HeartbeatAt: r.HeartbeatAt, Leases: int(r.Leases), Leader: r.Leader}
+		if len(r.Versions) > 0 {
+			out[i].Versions = r.Versions
+		}
 	}
 	return out, nil
 }

@@ -486,6 +486,19 @@ func cancelUnfinished(ctx context.Context, q *dbsqlc.Queries, runs []uuid.UUID, 
 	return err
 }
 
+// AnnounceWorker implements store.Tasks: the worker's row, with the
+// versions it registered.
+func (s *Store) AnnounceWorker(ctx context.Context, worker string, versions []string, now time.Time) error {
+	versions = slices.Sorted(slices.Values(versions))
+	if versions == nil {
+		versions = []string{}
+	}
+	if err := s.q.WorkerAnnounce(ctx, dbsqlc.WorkerAnnounceParams{Worker: worker, Now: now, Versions: versions}); err != nil {
+		return wrap(err, "announcing worker "+worker)
+	}
+	return nil
+}
+
 // Heartbeat implements store.Tasks: one row per worker, and a read of the
 // leases it holds.
 func (s *Store) Heartbeat(ctx context.Context, worker string, now time.Time) ([]store.Lease, error) {

@@ -326,6 +326,24 @@ func (q *Queries) LeasesStaleRuns(ctx context.Context, arg LeasesStaleRunsParams
 	return items, nil
 }
 
+const workerAnnounce = `-- name: WorkerAnnounce :exec
+INSERT INTO trellis_workers (worker, heartbeat_at, versions) VALUES ($1, $2, $3::text[])
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at),
+    versions = excluded.versions
+`
+
+type WorkerAnnounceParams struct {
+	Worker   string
+	Now      time.Time
+	Versions []string
+}
+
+// Records the workflow versions a worker registered, and that it is alive.
+func (q *Queries) WorkerAnnounce(ctx context.Context, arg WorkerAnnounceParams) error {
+	_, err := q.db.Exec(ctx, workerAnnounce, arg.Worker, arg.Now, arg.Versions)
+	return err
+}
+
 const workerHeartbeat = `-- name: WorkerHeartbeat :exec
 INSERT INTO trellis_workers (worker, heartbeat_at) VALUES ($1, $2)
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at)

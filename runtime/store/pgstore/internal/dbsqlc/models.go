@@ -176,6 +176,7 @@ type TrellisWaiting struct {
 type TrellisWorker struct {
 	Worker      string
 	HeartbeatAt time.Time
+	Versions    []string
 }
 
 type TrellisWorkflow struct {

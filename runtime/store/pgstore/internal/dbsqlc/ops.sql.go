@@ -537,7 +537,8 @@ SELECT w.worker, w.heartbeat_at,
              AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
-       ) AS leader
+       ) AS leader,
+       w.versions
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C"
 `
@@ -547,6 +548,7 @@ type OpsWorkersRow struct {
 	HeartbeatAt time.Time
 	Leases      int32
 	Leader      bool
+	Versions    []string
 }
 
 // The workers, with the leases each holds and whether it leads. The
@@ -569,6 +571,7 @@ func (q *Queries) OpsWorkers(ctx context.Context, leaderLockPrefix string) ([]Op
 			&i.HeartbeatAt,
 			&i.Leases,
 			&i.Leader,
+			&i.Versions,
 		); err != nil {
 			return nil, err
 		}
