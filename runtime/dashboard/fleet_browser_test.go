@@ -20,13 +20,14 @@ func TestBrowserWorkersQueueSchedules(t *testing.T) {
 	if _, err := w.CreateSchedule(t.Context(), "hourly", "0 * * * *", []byte(`{"note":"h"}`)); err != nil {
 		t.Fatal(err)
 	}
-	var workers, queue, state string
+	var workers, versions, queue, state string
 	err := runStable(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(`nav a[href="/trellis/workers"]`),
 		chromedp.Click(`nav a[href="/trellis/workers"]`),
 		chromedp.WaitVisible(`tr[data-worker="`+engine.WorkerID()+`"]`),
 		chromedp.Text("#workers-summary", &workers),
+		chromedp.Text(`tr[data-worker="`+engine.WorkerID()+`"] .versions`, &versions),
 		chromedp.Click(`nav a[href="/trellis/queue"]`),
 		chromedp.WaitVisible("#queue-summary"),
 		chromedp.Text("#queue-summary", &queue),
@@ -38,6 +39,9 @@ func TestBrowserWorkersQueueSchedules(t *testing.T) {
 	}
 	if !strings.Contains(workers, "1 alive") || !strings.Contains(workers, "Leader: "+engine.WorkerID()) {
 		t.Errorf("the workers page says %q, want one worker alive, leading", workers)
+	}
+	if versions != w.Definition().Version() {
+		t.Errorf("the worker runs %q, says the workers page; want %s", versions, w.Definition().Version())
 	}
 	if !strings.Contains(queue, "queued") {
 		t.Errorf("the queue page says %q", queue)

@@ -29,6 +29,10 @@ func TestWorkersPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	version := b.workflow.Definition().Version()
+	if err := b.h.Store.AnnounceWorker(ctx, "worker-042", []string{version}, b.h.Now()); err != nil {
+		t.Fatal(err)
+	}
 	leader := b.h.Store.Leadership("worker-042")
 	if ok, err := leader.TryLead(ctx); err != nil || !ok {
 		t.Fatalf("TryLead = %v, %v", ok, err)
@@ -44,6 +48,12 @@ func TestWorkersPage(t *testing.T) {
 	}
 	if strings.Index(page, `data-worker="worker-042"`) > strings.Index(page, `data-worker="worker-000"`) {
 		t.Error("the leader is not listed first")
+	}
+	if row := rowOf(t, page, `data-worker="worker-042"`); !strings.Contains(row, `href="/workflows/probe?version=`+url.QueryEscape(version)+`">`+version+`</a>`) {
+		t.Errorf("the leader's row does not link the version it runs: %s", row)
+	}
+	if row := rowOf(t, page, `data-worker="worker-001"`); !strings.Contains(row, "none announced") {
+		t.Errorf("a worker that announced nothing: %s", row)
 	}
 	if n := strings.Count(page, "data-worker="); n != 100 {
 		t.Errorf("the first page lists %d workers, want 100", n)

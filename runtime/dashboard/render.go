@@ -151,6 +151,12 @@ func funcs() template.FuncMap {
 		"firstLine": firstLine,
 		"dagEdge":   edgePath,
 		"queryLink": queryLink,
+		"workflowOf": func(version string) string { // a version is name@hash
+			if i := strings.LastIndex(version, "@"); i > 0 {
+				return version[:i]
+			}
+			return version
+		},
 	}
 }
 
