@@ -112,6 +112,25 @@ FROM queued q
 FULL JOIN running g ON g.tenant = q.tenant AND g.workflow = q.workflow
 ORDER BY coalesce(q.tenant, g.tenant) COLLATE "C", coalesce(q.workflow, g.workflow) COLLATE "C";
 
+-- name: OpsQueueSteps :many
+-- One tenant's queued tasks of one workflow, per workflow version and
+-- step: how many, how many wait for a concurrency slot, and when the
+-- oldest was queued. Reads the tenant's ready queue (its index) and
+-- concurrency lines, and a run and a task per queued task. Sorted
+-- bytewise.
+WITH q AS (
+    SELECT rd.run_id, rd.step, false AS held FROM trellis_ready rd WHERE rd.tenant = @tenant::text AND rd.workflow = @workflow::text
+    UNION ALL
+    SELECT w.run_id, w.step, true FROM trellis_waiting w WHERE w.tenant = @tenant::text AND w.workflow = @workflow::text
+)
+SELECT r.version, q.step::int AS step, count(*)::int AS queued, count(*) FILTER (WHERE q.held)::int AS held,
+       min(t.updated_at)::timestamptz AS oldest_queued_at
+FROM q
+JOIN trellis_runs r ON r.id = q.run_id
+JOIN trellis_tasks t ON t.run_id = q.run_id AND t.step = q.step
+GROUP BY r.version, q.step
+ORDER BY r.version COLLATE "C", q.step;
+
 -- name: OpsWorkflows :many
 -- Every stored workflow version, by name (bytewise), then newest first.
 SELECT version, name, spec, created_at

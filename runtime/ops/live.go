@@ -48,6 +48,37 @@ func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 	return stats, nil
 }
 
+// QueueStep is the queued work of one step of a workflow version, of one
+// tenant's runs: the store's record (store.QueueStepStat) with the step's
+// name.
+type QueueStep struct {
+	store.QueueStepStat
+	// Name is the step's name in its version ("step 3" when the version
+	// cannot be read).
+	Name string `json:"name"`
+}
+
+// QueueSteps lists one tenant's queued tasks of one workflow per version
+// and step, with how many of them wait for a concurrency slot and since
+// when the oldest waits: where in a workflow a group of the Queue waits.
+// Its cost grows with the group's queued tasks.
+func (a *Admin) QueueSteps(ctx context.Context, tenant, workflow string) ([]QueueStep, error) {
+	stats, err := a.store.QueueSteps(ctx, tenant, workflow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueStep, len(stats))
+	names := map[string][]string{}
+	for i, s := range stats {
+		if _, ok := names[s.Version]; !ok {
+			names[s.Version] = a.stepNames(ctx, s.Version)
+		}
+		s.OldestQueuedAt = s.OldestQueuedAt.UTC()
+		out[i] = QueueStep{QueueStepStat: s, Name: stepName(names[s.Version], s.Step)}
+	}
+	return out, nil
+}
+
 // WorkflowSummary is a stored workflow version as ops lists it: a summary
 // read from its spec (description, step count, failure handler, cron
 // schedules), with the workflow's schedules created at run time. It is

@@ -36,6 +36,12 @@ type Ops interface {
 	// running, how many are queued and running and how long the queue's
 	// head has waited; by tenant, then workflow.
 	QueueStats(ctx context.Context) ([]QueueStat, error)
+	// QueueSteps returns the queued tasks of one tenant's runs of one
+	// workflow per workflow version and step: how many, how many of them
+	// wait for a concurrency slot, and since when the oldest waits; by
+	// version, then step. Its cost grows with the group's queued tasks
+	// (QueueStats says how many).
+	QueueSteps(ctx context.Context, tenant, workflow string) ([]QueueStepStat, error)
 	// ListWorkflows returns every stored workflow version (Spec
 	// included), by name, then newest first.
 	ListWorkflows(ctx context.Context) ([]WorkflowVersion, error)
@@ -278,6 +284,19 @@ func (w Worker) State() WorkerState {
 		return WorkerAlive
 	}
 	return WorkerSilent
+}
+
+// QueueStepStat is the queued work of one step of one workflow version,
+// of one tenant's runs (Ops.QueueSteps).
+type QueueStepStat struct {
+	Version string `json:"version"`
+	// Step is the step's index in the version's steps.
+	Step int `json:"step"`
+	// Queued and Held count as QueueStat's do.
+	Queued int `json:"queued"`
+	Held   int `json:"held,omitempty"`
+	// OldestQueuedAt is when the step's longest-waiting task was queued.
+	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
 }
 
 // QueueStat is the live work of one tenant's runs of one workflow, the

@@ -165,6 +165,55 @@ func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
 	return out, nil
 }
 
+// QueueSteps implements store.Ops.
+func (s *Store) QueueSteps(_ context.Context, tenant, workflow string) ([]store.QueueStepStat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type group struct {
+		version string
+		step    int
+	}
+	stats := map[group]*store.QueueStepStat{}
+	add := func(t *task, held bool) {
+		if t.run.rec.Tenant != tenant || t.run.rec.Workflow != workflow {
+			return
+		}
+		g := group{t.run.rec.Version, t.rec.Key.Step}
+		st, ok := stats[g]
+		if !ok {
+			st = &store.QueueStepStat{Version: g.version, Step: g.step, OldestQueuedAt: t.rec.UpdatedAt}
+			stats[g] = st
+		}
+		st.Queued++
+		if held {
+			st.Held++
+		}
+		if t.rec.UpdatedAt.Before(st.OldestQueuedAt) {
+			st.OldestQueuedAt = t.rec.UpdatedAt
+		}
+	}
+	for _, e := range s.queue.entries {
+		if e.valid() {
+			add(e.task, false)
+		}
+	}
+	for _, line := range s.limits {
+		for _, t := range line.waiting {
+			if t.waiting {
+				add(t, true)
+			}
+		}
+	}
+	out := make([]store.QueueStepStat, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b store.QueueStepStat) int {
+		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Step, b.Step))
+	})
+	return out, nil
+}
+
 // ListWorkflows implements store.Ops.
 func (s *Store) ListWorkflows(context.Context) ([]store.WorkflowVersion, error) {
 	s.mu.Lock()

@@ -219,6 +219,19 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStat, error) {
 	return out, nil
 }
 
+// QueueSteps implements store.Ops.
+func (s *Store) QueueSteps(ctx context.Context, tenant, workflow string) ([]store.QueueStepStat, error) {
+	rows, err := s.q.OpsQueueSteps(ctx, dbsqlc.OpsQueueStepsParams{Tenant: tenant, Workflow: workflow})
+	if err != nil {
+		return nil, wrap(err, "reading the queue of "+workflow)
+	}
+	out := make([]store.QueueStepStat, len(rows))
+	for i, r := range rows {
+		out[i] = store.QueueStepStat{Version: r.Version, Step: int(r.Step), Queued: int(r.Queued), Held: int(r.Held), OldestQueuedAt: r.OldestQueuedAt}
+	}
+	return out, nil
+}
+
 // ListWorkflows implements store.Ops.
 func (s *Store) ListWorkflows(ctx context.Context) ([]store.WorkflowVersion, error) {
 	rows, err := s.q.OpsWorkflows(ctx)

@@ -481,3 +481,42 @@ func testListRunsByOddInput(t *testing.T, f *fixture) {
 		t.Errorf("ScanRuns(gold, 3) = %q; want run 3 with its input (-want +got):\n%s", inputsOf(scanned), diff)
 	}
 }
+
+func testQueueSteps(t *testing.T, f *fixture) {
+	steps := func(tenant, workflow string) []store.QueueStepStat {
+		t.Helper()
+		got, err := f.s.QueueSteps(f.ctx, tenant, workflow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := steps("acme", "diamond"); len(got) != 0 {
+		t.Fatalf("QueueSteps on an empty store = %v", got)
+	}
+	t0 := f.now
+	first := f.createDiamond(runOpts{tenant: "acme"})
+	f.tick(time.Minute)
+	f.createDiamond(runOpts{tenant: "acme"})
+	f.createDiamond(runOpts{tenant: "beta"})                    // another tenant
+	f.createDiamond(runOpts{tenant: "acme", workflow: "other"}) // another workflow
+	// The first run's A completes: its B and C are queued.
+	f.complete(f.claimOne(first, stepA), `{}`)
+	f.tick(time.Minute)
+	// Runs of one key, one at a time: two of their As wait for a slot.
+	one := store.Limit{Key: "customer=c1", Max: 1}
+	for range 3 {
+		f.createDiamond(runOpts{tenant: "acme", limit: one})
+	}
+	want := []store.QueueStepStat{
+		{Version: "diamond@v1", Step: stepA, Queued: 4, Held: 2, OldestQueuedAt: t0.Add(time.Minute)},
+		{Version: "diamond@v1", Step: stepB, Queued: 1, OldestQueuedAt: t0.Add(time.Minute)},
+		{Version: "diamond@v1", Step: stepC, Queued: 1, OldestQueuedAt: t0.Add(time.Minute)},
+	}
+	if diff := cmp.Diff(want, steps("acme", "diamond"), cmpTimes); diff != "" {
+		t.Errorf("QueueSteps (-want +got):\n%s", diff)
+	}
+	if got := steps("acme", "nothing"); len(got) != 0 {
+		t.Errorf("QueueSteps of a workflow with nothing queued = %v", got)
+	}
+}

@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ListRunsByKey", testListRunsByKey},
 		{"ListWorkers", testListWorkers},
 		{"QueueStats", testQueueStats},
+		{"QueueSteps", testQueueSteps},
 		{"ListWorkflows", testListWorkflows},
 		{"RunActivity", testRunActivity},
 		{"EventCounts", testEventCounts},

@@ -373,6 +373,65 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 	return items, nil
 }
 
+const opsQueueSteps = `-- name: OpsQueueSteps :many
+WITH q AS (
+    SELECT rd.run_id, rd.step, false AS held FROM trellis_ready rd WHERE rd.tenant = $1::text AND rd.workflow = $2::text
+    UNION ALL
+    SELECT w.run_id, w.step, true FROM trellis_waiting w WHERE w.tenant = $1::text AND w.workflow = $2::text
+)
+SELECT r.version, q.step::int AS step, count(*)::int AS queued, count(*) FILTER (WHERE q.held)::int AS held,
+       min(t.updated_at)::timestamptz AS oldest_queued_at
+FROM q
+JOIN trellis_runs r ON r.id = q.run_id
+JOIN trellis_tasks t ON t.run_id = q.run_id AND t.step = q.step
+GROUP BY r.version, q.step
+ORDER BY r.version COLLATE "C", q.step
+`
+
+type OpsQueueStepsParams struct {
+	Tenant   string
+	Workflow string
+}
+
+type OpsQueueStepsRow struct {
+	Version        string
+	Step           int32
+	Queued         int32
+	Held           int32
+	OldestQueuedAt time.Time
+}
+
+// One tenant's queued tasks of one workflow, per workflow version and
+// step: how many, how many wait for a concurrency slot, and when the
+// oldest was queued. Reads the tenant's ready queue (its index) and
+// concurrency lines, and a run and a task per queued task. Sorted
+// bytewise.
+func (q *Queries) OpsQueueSteps(ctx context.Context, arg OpsQueueStepsParams) ([]OpsQueueStepsRow, error) {
+	rows, err := q.db.Query(ctx, opsQueueSteps, arg.Tenant, arg.Workflow)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsQueueStepsRow{}
+	for rows.Next() {
+		var i OpsQueueStepsRow
+		if err := rows.Scan(
+			&i.Version,
+			&i.Step,
+			&i.Queued,
+			&i.Held,
+			&i.OldestQueuedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsRunningRuns = `-- name: OpsRunningRuns :one
 SELECT count(*)::int AS runs FROM trellis_runs WHERE status = 'RUNNING'
 `
