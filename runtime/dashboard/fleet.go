@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,6 +108,10 @@ func boolFirst(b bool) int {
 
 // queueData is what the queue page shows.
 type queueData struct {
+	// Steps, when the page names a tenant and a workflow, are that
+	// group's queued tasks per version and step (read once, not live:
+	// their cost grows with the group's queue).
+	Steps                 *queueSteps
 	Groups                []ops.QueueGroup
 	Queued, Held, Running int
 	Pager                 pager
@@ -119,8 +124,13 @@ func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
 		d.badParam(w, r, "page", err)
 		return
 	}
-	p := d.newPage(w, r, "queue", "Queue", d.loadQueue(r.Context(), userOf(r), n))
-	p.Live = queryLink(d.url("/live/queue"), r.URL.RawQuery)
+	data := d.loadQueue(r.Context(), userOf(r), n)
+	q := r.URL.Query()
+	if tenant, workflow := q.Get("tenant"), q.Get("workflow"); tenant != "" || workflow != "" {
+		data.Steps = d.loadQueueSteps(r.Context(), userOf(r), tenant, workflow)
+	}
+	p := d.newPage(w, r, "queue", "Queue", data)
+	p.Live = queryLink(d.url("/live/queue"), url.Values{"page": {q.Get("page")}}.Encode())
 	d.render(w, r, http.StatusOK, "queue", p)
 }
 
@@ -164,6 +174,30 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 		return pageLink(d.url("/queue"), nil, page)
 	})
 	return data
+}
+
+// queueSteps is one group of the queue, per version and step.
+type queueSteps struct {
+	Tenant, Workflow string
+	Steps            []ops.QueueStep
+	Problem          string
+}
+
+// loadQueueSteps reads where one tenant's runs of one workflow wait.
+func (d *Dashboard) loadQueueSteps(ctx context.Context, u User, tenant, workflow string) *queueSteps {
+	s := &queueSteps{Tenant: tenant, Workflow: workflow}
+	switch {
+	case tenant == "" || workflow == "":
+		s.Problem = "Name a tenant and a workflow (the queue's rows link to them) to see where their tasks wait."
+	case !u.Sees(tenant):
+		s.Problem = "You see the queue of tenants " + strings.Join(u.Tenants, ", ") + " only."
+	default:
+		var err error
+		if s.Steps, err = d.admin.QueueSteps(ctx, tenant, workflow); err != nil {
+			s.Problem = d.problem("reading the queue of "+workflow, err)
+		}
+	}
+	return s
 }
 
 // scheduleRow is a schedule on the schedules page, with its ticks.

@@ -125,6 +125,24 @@ func TestQueuePage(t *testing.T) {
 	if row := rowOf(t, page, `href="/workflows/limited"`); !strings.Contains(row, `<td class="num">3</td><td class="num">2</td>`) || !strings.Contains(page, "(2 held by concurrency limits)") {
 		t.Errorf("the queue does not show 2 of limited's 3 queued tasks held: %s", row)
 	}
+
+	// Where a group waits, by step.
+	if !strings.Contains(page, `href="/queue?tenant=acme&amp;workflow=limited">by step</a>`) {
+		t.Error("the queue's rows do not link to their steps")
+	}
+	steps := alice.page("/queue?tenant=acme&workflow=limited", http.StatusOK)
+	if row := rowOf(t, steps, `<td class="step-name">work</td>`); !strings.Contains(row, `<td class="num">3</td><td class="num">2</td>`) ||
+		!strings.Contains(row, limited.Definition().Version()) {
+		t.Errorf("limited's steps: %s", row)
+	}
+	if row := rowOf(t, alice.page("/queue?tenant=acme&workflow=probe", http.StatusOK), `<td class="step-name">fetch</td>`); !strings.Contains(row, `<td class="num">2</td><td class="num">-</td>`) ||
+		!strings.Contains(row, "4m00s") {
+		t.Errorf("probe's steps for acme: %s", row)
+	}
+	if body := b.as("carol", "lorac").page("/queue?tenant=initech&workflow=probe", http.StatusOK); !strings.Contains(body, "You see the queue of tenants acme only") ||
+		strings.Contains(body, `<td class="step-name">fetch</td>`) {
+		t.Error("carol sees where initech's runs wait")
+	}
 }
 
 // The schedules page lists every workflow's schedules with their next

@@ -235,7 +235,7 @@ func TestScreenshots(t *testing.T) {
 		// with the time they were made).
 		{"search", "/search?q=" + failed.Runs[0].ID.String()[:8], "#search-by-id", ""},
 		{"workers", "/workers", "table.workers", ""},
-		{"queue", "/queue", "table.queue", ""},
+		{"queue", "/queue?tenant=globex&workflow=probe", "table.queue", ""},
 		{"schedules", "/schedules", "table.schedules", ""},
 	}
 	for _, s := range shots {
