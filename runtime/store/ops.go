@@ -292,9 +292,10 @@ type QueueStepStat struct {
 	Version string `json:"version"`
 	// Step is the step's index in the version's steps.
 	Step int `json:"step"`
-	// Queued and Held count as QueueStat's do.
+	// Queued, Held and Paced count as QueueStat's do.
 	Queued int `json:"queued"`
 	Held   int `json:"held,omitempty"`
+	Paced  int `json:"paced,omitempty"`
 	// OldestQueuedAt is when the step's longest-waiting task was queued.
 	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
 }
@@ -312,8 +313,11 @@ type QueueStat struct {
 	Running int `json:"running"`
 	// Held is how many of the queued tasks wait for a slot of their
 	// concurrency limit (off the ready queue: no worker claims them
-	// until a task holding a slot of their key ends).
-	Held int `json:"held,omitempty"`
+	// until a task holding a slot of their key ends), and Paced how many
+	// wait for their turn under a rate limit (off the ready queue: a
+	// timer queues each again at its turn).
+	Held  int `json:"held,omitempty"`
+	Paced int `json:"paced,omitempty"`
 	// OldestQueuedAt is when the task at the head of the group's queue
 	// (the next to be claimed) was queued; zero (and absent from the
 	// JSON) when none is queued. A tenant's tasks are claimed in the

@@ -151,6 +151,11 @@ func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
 			}
 		}
 	}
+	for _, t := range s.pacedTasks() { // waiting for their turn under a rate limit
+		st, _ := stat(t.run)
+		st.Queued++
+		st.Paced++
+	}
 	for _, t := range s.running {
 		st, _ := stat(t.run)
 		st.Running++
@@ -174,7 +179,7 @@ func (s *Store) QueueSteps(_ context.Context, tenant, workflow string) ([]store.
 		step    int
 	}
 	stats := map[group]*store.QueueStepStat{}
-	add := func(t *task, held bool) {
+	add := func(t *task, held, paced bool) {
 		if t.run.rec.Tenant != tenant || t.run.rec.Workflow != workflow {
 			return
 		}
@@ -188,21 +193,27 @@ func (s *Store) QueueSteps(_ context.Context, tenant, workflow string) ([]store.
 		if held {
 			st.Held++
 		}
+		if paced {
+			st.Paced++
+		}
 		if t.rec.UpdatedAt.Before(st.OldestQueuedAt) {
 			st.OldestQueuedAt = t.rec.UpdatedAt
 		}
 	}
 	for _, e := range s.queue.entries {
 		if e.valid() {
-			add(e.task, false)
+			add(e.task, false, false)
 		}
 	}
 	for _, line := range s.limits {
 		for _, t := range line.waiting {
 			if t.waiting {
-				add(t, true)
+				add(t, true, false)
 			}
 		}
+	}
+	for _, t := range s.pacedTasks() {
+		add(t, false, true)
 	}
 	out := make([]store.QueueStepStat, 0, len(stats))
 	for _, st := range stats {

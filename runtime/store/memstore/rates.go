@@ -42,6 +42,18 @@ func (s *Store) pace(t *task, now time.Time) bool {
 	return false
 }
 
+// pacedTasks are the tasks put off by their rate limit, QUEUED until
+// their timer (their turn) fires. Callers hold s.mu.
+func (s *Store) pacedTasks() []*task {
+	var out []*task
+	for _, tm := range s.timers.timers {
+		if t := tm.task; tm.gen == t.gen && t.paced && t.rec.Status == store.TaskQueued {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // forgetRates drops the paces of keys at rest (Maintain): a key due
 // before now behaves as a key without a pace. Callers hold s.mu.
 func (s *Store) forgetRates(now time.Time) {

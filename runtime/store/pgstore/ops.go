@@ -213,6 +213,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]store.QueueStat, error) {
 	for i, r := range rows {
 		out[i] = store.QueueStat{
 			Tenant: r.Tenant, Workflow: r.Workflow, Queued: int(r.Queued), Running: int(r.Running), Held: int(r.Held),
+			Paced:          int(r.Paced),
 			OldestQueuedAt: deref(r.OldestQueuedAt),
 		}
 	}
@@ -227,7 +228,8 @@ func (s *Store) QueueSteps(ctx context.Context, tenant, workflow string) ([]stor
 	}
 	out := make([]store.QueueStepStat, len(rows))
 	for i, r := range rows {
-		out[i] = store.QueueStepStat{Version: r.Version, Step: int(r.Step), Queued: int(r.Queued), Held: int(r.Held), OldestQueuedAt: r.OldestQueuedAt}
+		out[i] = store.QueueStepStat{Version: r.Version, Step: int(r.Step), Queued: int(r.Queued), Held: int(r.Held),
+			Paced: int(r.Paced), OldestQueuedAt: r.OldestQueuedAt}
 	}
 	return out, nil
 }

@@ -519,4 +519,26 @@ func testQueueSteps(t *testing.T, f *fixture) {
 	if got := steps("acme", "nothing"); len(got) != 0 {
 		t.Errorf("QueueSteps of a workflow with nothing queued = %v", got)
 	}
+
+	// Runs of a rate limit: one starts, the others are put off until
+	// their turn, queued and paced.
+	perMinute := store.Rate{Key: "gateway", Interval: time.Minute, Burst: 1}
+	for range 3 {
+		f.createDiamond(runOpts{tenant: "delta", workflow: "paced", rate: perMinute})
+	}
+	if got := f.claim(3, func(c *store.Claim) { c.Workflows = []string{"paced"} }); len(got) != 1 {
+		t.Fatalf("claimed %d tasks of the rate-limited runs, want 1", len(got))
+	}
+	wantPaced := []store.QueueStepStat{{Version: "paced@v1", Step: stepA, Queued: 2, Paced: 2, OldestQueuedAt: f.now}}
+	if diff := cmp.Diff(wantPaced, steps("delta", "paced"), cmpTimes); diff != "" {
+		t.Errorf("QueueSteps of runs put off by a rate limit (-want +got):\n%s", diff)
+	}
+	stats, err := f.s.QueueStats(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(stats, func(s store.QueueStat) bool { return s.Tenant == "delta" })
+	if i < 0 || stats[i] != (store.QueueStat{Tenant: "delta", Workflow: "paced", Queued: 2, Running: 1, Paced: 2}) {
+		t.Errorf("QueueStats of runs put off by a rate limit: %+v", stats)
+	}
 }

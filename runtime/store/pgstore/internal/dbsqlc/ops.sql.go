@@ -299,17 +299,21 @@ func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsPa
 
 const opsQueue = `-- name: OpsQueue :many
 WITH groups AS (
-    -- Tasks waiting for a slot of their concurrency limit are queued too
-    -- (with no queue id: the head is on the ready queue).
-    SELECT q.tenant, q.workflow, count(*) AS n, count(*) FILTER (WHERE q.held) AS held, min(q.qid) AS head
+    -- Tasks waiting for a slot of their concurrency limit (kind 1) or
+    -- for their turn under a rate limit (kind 2) are queued too (with no
+    -- queue id: the head is on the ready queue).
+    SELECT q.tenant, q.workflow, count(*) AS n, count(*) FILTER (WHERE q.kind = 1) AS held,
+           count(*) FILTER (WHERE q.kind = 2) AS paced, min(q.qid) AS head
     FROM (
-        SELECT tenant, workflow, qid, false AS held FROM trellis_ready
+        SELECT tenant, workflow, qid, 0 AS kind FROM trellis_ready
         UNION ALL
-        SELECT tenant, workflow, NULL, true FROM trellis_waiting
+        SELECT tenant, workflow, NULL, 1 FROM trellis_waiting
+        UNION ALL
+        SELECT p.tenant, r.workflow, NULL, 2 FROM trellis_paced p JOIN trellis_runs r ON r.id = p.run_id
     ) q
     GROUP BY q.tenant, q.workflow
 ), queued AS (
-    SELECT g.tenant, g.workflow, g.n, g.held, (
+    SELECT g.tenant, g.workflow, g.n, g.held, g.paced, (
         SELECT t.updated_at
         FROM trellis_ready h
         JOIN trellis_tasks t ON t.run_id = h.run_id AND t.step = h.step
@@ -325,6 +329,7 @@ WITH groups AS (
 )
 SELECT coalesce(q.tenant, g.tenant)::text AS tenant, coalesce(q.workflow, g.workflow)::text AS workflow,
        coalesce(q.n, 0)::int AS queued, coalesce(g.n, 0)::int AS running, coalesce(q.held, 0)::int AS held,
+       coalesce(q.paced, 0)::int AS paced,
        q.head_queued_at AS oldest_queued_at
 FROM queued q
 FULL JOIN running g ON g.tenant = q.tenant AND g.workflow = q.workflow
@@ -337,15 +342,17 @@ type OpsQueueRow struct {
 	Queued         int32
 	Running        int32
 	Held           int32
+	Paced          int32
 	OldestQueuedAt *time.Time
 }
 
 // Per tenant and workflow with tasks queued or running: how many of each
-// (and of the queued, how many wait for a concurrency slot), and when the
-// head of the group's queue (its smallest queue id, the next to be
-// claimed) was queued. Reads the ready queue, the concurrency lines and
-// the leases, plus one task and one run per group or lease. Sorted
-// bytewise.
+// (and of the queued, how many wait for a concurrency slot, and how many
+// for their turn under a rate limit), and when the head of the group's
+// queue (its smallest queue id, the next to be claimed) was queued. Reads
+// the ready queue, the concurrency lines, the tasks put off and the
+// leases, plus one task and one run per group, lease or task put off.
+// Sorted bytewise.
 func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 	rows, err := q.db.Query(ctx, opsQueue)
 	if err != nil {
@@ -361,6 +368,7 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 			&i.Queued,
 			&i.Running,
 			&i.Held,
+			&i.Paced,
 			&i.OldestQueuedAt,
 		); err != nil {
 			return nil, err
@@ -375,22 +383,24 @@ func (q *Queries) OpsQueue(ctx context.Context) ([]OpsQueueRow, error) {
 
 const opsQueueSteps = `-- name: OpsQueueSteps :many
 WITH q AS (
-    SELECT rd.run_id, rd.step, false AS held FROM trellis_ready rd WHERE rd.tenant = $1::text AND rd.workflow = $2::text
+    SELECT rd.run_id, rd.step, 0 AS kind FROM trellis_ready rd WHERE rd.tenant = $2::text AND rd.workflow = $1::text
     UNION ALL
-    SELECT w.run_id, w.step, true FROM trellis_waiting w WHERE w.tenant = $1::text AND w.workflow = $2::text
+    SELECT w.run_id, w.step, 1 FROM trellis_waiting w WHERE w.tenant = $2::text AND w.workflow = $1::text
+    UNION ALL
+    SELECT p.run_id, p.step, 2 FROM trellis_paced p WHERE p.tenant = $2::text
 )
-SELECT r.version, q.step::int AS step, count(*)::int AS queued, count(*) FILTER (WHERE q.held)::int AS held,
-       min(t.updated_at)::timestamptz AS oldest_queued_at
+SELECT r.version, q.step::int AS step, count(*)::int AS queued, count(*) FILTER (WHERE q.kind = 1)::int AS held,
+       count(*) FILTER (WHERE q.kind = 2)::int AS paced, min(t.updated_at)::timestamptz AS oldest_queued_at
 FROM q
-JOIN trellis_runs r ON r.id = q.run_id
+JOIN trellis_runs r ON r.id = q.run_id AND r.workflow = $1::text
 JOIN trellis_tasks t ON t.run_id = q.run_id AND t.step = q.step
 GROUP BY r.version, q.step
 ORDER BY r.version COLLATE "C", q.step
 `
 
 type OpsQueueStepsParams struct {
-	Tenant   string
 	Workflow string
+	Tenant   string
 }
 
 type OpsQueueStepsRow struct {
@@ -398,16 +408,17 @@ type OpsQueueStepsRow struct {
 	Step           int32
 	Queued         int32
 	Held           int32
+	Paced          int32
 	OldestQueuedAt time.Time
 }
 
 // One tenant's queued tasks of one workflow, per workflow version and
-// step: how many, how many wait for a concurrency slot, and when the
-// oldest was queued. Reads the tenant's ready queue (its index) and
-// concurrency lines, and a run and a task per queued task. Sorted
-// bytewise.
+// step: how many, how many wait for a concurrency slot (kind 1) or their
+// turn under a rate limit (kind 2), and when the oldest was queued. Reads
+// the tenant's ready queue (its index), concurrency lines and tasks put
+// off, and a run and a task per queued task. Sorted bytewise.
 func (q *Queries) OpsQueueSteps(ctx context.Context, arg OpsQueueStepsParams) ([]OpsQueueStepsRow, error) {
-	rows, err := q.db.Query(ctx, opsQueueSteps, arg.Tenant, arg.Workflow)
+	rows, err := q.db.Query(ctx, opsQueueSteps, arg.Workflow, arg.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -420,6 +431,7 @@ func (q *Queries) OpsQueueSteps(ctx context.Context, arg OpsQueueStepsParams) ([
 			&i.Step,
 			&i.Queued,
 			&i.Held,
+			&i.Paced,
 			&i.OldestQueuedAt,
 		); err != nil {
 			return nil, err
