@@ -111,11 +111,11 @@ type queueData struct {
 	// Steps, when the page names a tenant and a workflow, are that
 	// group's queued tasks per version and step (read once, not live:
 	// their cost grows with the group's queue).
-	Steps                 *queueSteps
-	Groups                []ops.QueueGroup
-	Queued, Held, Running int
-	Pager                 pager
-	Problem               string
+	Steps                        *queueSteps
+	Groups                       []ops.QueueGroup
+	Queued, Held, Paced, Running int
+	Pager                        pager
+	Problem                      string
 }
 
 func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
@@ -159,6 +159,7 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 	for _, g := range groups {
 		data.Queued += g.Queued
 		data.Held += g.Held
+		data.Paced += g.Paced
 		data.Running += g.Running
 	}
 	slices.SortStableFunc(groups, func(a, b ops.QueueGroup) int {

@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -88,7 +90,7 @@ func TestQueuePage(t *testing.T) {
 	}
 	alice := b.as("alice", "ecila")
 	page := alice.page("/queue", http.StatusOK)
-	for _, want := range []string{"3 tasks queued (0 held by concurrency limits), 0 running.", ">initech</a>", ">acme</a>", "6m00s", "4m00s", `href="/workflows/probe"`} {
+	for _, want := range []string{"3 tasks queued (0 held by concurrency limits, 0 paced by rate limits), 0 running.", ">initech</a>", ">acme</a>", "6m00s", "4m00s", `href="/workflows/probe"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the queue page lacks %s", want)
 		}
@@ -122,7 +124,7 @@ func TestQueuePage(t *testing.T) {
 		}
 	}
 	page = alice.page("/queue", http.StatusOK)
-	if row := rowOf(t, page, `href="/workflows/limited"`); !strings.Contains(row, `<td class="num">3</td><td class="num">2</td>`) || !strings.Contains(page, "(2 held by concurrency limits)") {
+	if row := rowOf(t, page, `href="/workflows/limited"`); !strings.Contains(row, `<td class="num">3</td><td class="num">2</td>`) || !strings.Contains(page, "(2 held by concurrency limits,") {
 		t.Errorf("the queue does not show 2 of limited's 3 queued tasks held: %s", row)
 	}
 
@@ -142,6 +144,26 @@ func TestQueuePage(t *testing.T) {
 	if body := b.as("carol", "lorac").page("/queue?tenant=initech&workflow=probe", http.StatusOK); !strings.Contains(body, "You see the queue of tenants acme only") ||
 		strings.Contains(body, `<td class="step-name">fetch</td>`) {
 		t.Error("carol sees where initech's runs wait")
+	}
+
+	// Runs of one rate limit: one starts, the others wait for their turn.
+	paced, err := b.h.Engine.Register(&runtime.WorkflowSpec{Name: "paced", RateLimit: &spec.RateLimit{Limit: 1, Per: time.Hour},
+		Steps: []spec.Step{{Name: "call"}}}, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"call": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return nil, nil },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := paced.Trigger(t.Context(), []byte(`{}`), runtime.WithTenant("acme")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.h.RunUntilIdle()
+	page = alice.page("/queue", http.StatusOK)
+	if row := rowOf(t, page, `href="/workflows/paced"`); !strings.Contains(row, `<td class="num">2</td><td class="num">-</td><td class="num">2</td>`) ||
+		!strings.Contains(page, "2 paced by rate limits") {
+		t.Errorf("the queue does not show paced's 2 tasks waiting for their turn: %s", row)
 	}
 }
 
