@@ -178,8 +178,8 @@ func TestSchedulesPage(t *testing.T) {
 	if _, err := b.workflow.CreateSchedule(ctx, "hourly", "0 * * * *", []byte(`{"note":"h"}`), runtime.WithScheduleTenant("acme")); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 120 {
-		if _, err := b.workflow.CreateSchedule(ctx, fmt.Sprintf("s%03d", i), "0 3 * * *", []byte(`{}`), runtime.WithScheduleTenant("initech")); err != nil {
+	for i := range 4999 { // a fleet's worth: the page shows a hundred
+		if _, err := b.workflow.CreateSchedule(ctx, fmt.Sprintf("s%04d", i), "0 3 * * *", []byte(`{}`), runtime.WithScheduleTenant("initech")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,11 +192,12 @@ func TestSchedulesPage(t *testing.T) {
 			t.Errorf("the hourly schedule's row lacks %s: %s", want, row)
 		}
 	}
-	if !strings.Contains(page, "121 schedules, 0 paused.") || !strings.Contains(page, "Showing 1–100 of 121") || strings.Count(page, "data-schedule=") != 100 {
-		t.Error("the schedules page does not show the first 100 of 121")
+	if !strings.Contains(page, "5000 schedules, 0 paused.") || !strings.Contains(page, "Showing 1–100 of 5000") || strings.Count(page, "data-schedule=") != 100 {
+		t.Error("the schedules page does not show the first 100 of 5000")
 	}
-	if n := strings.Count(alice.page("/schedules?page=2", http.StatusOK), "data-schedule="); n != 21 {
-		t.Errorf("the second page shows %d schedules, want 21", n)
+	last := alice.page("/schedules?page=50", http.StatusOK)
+	if n := strings.Count(last, "data-schedule="); n != 100 || !strings.Contains(last, `data-schedule="probe/s4998"`) || strings.Contains(last, `rel="next"`) {
+		t.Errorf("the last page shows %d schedules, want the last 100", n)
 	}
 
 	token := alice.token("/schedules")
@@ -210,7 +211,7 @@ func TestSchedulesPage(t *testing.T) {
 	}
 
 	carol := b.as("carol", "lorac").page("/schedules", http.StatusOK)
-	if !strings.Contains(carol, `data-schedule="probe/hourly"`) || strings.Contains(carol, "s000") {
+	if !strings.Contains(carol, `data-schedule="probe/hourly"`) || strings.Contains(carol, "s0000") {
 		t.Error("carol's schedules page shows other tenants' schedules")
 	}
 	bob := b.as("bob", "bob").page("/schedules", http.StatusOK)
