@@ -2,7 +2,7 @@
 // the operations API (package runtime/ops) reads, for people who want to
 // look rather than query. It shows which runs fail and where in their DAG,
 // what each step returned, and how deep each tenant's queue is, and
-// it cancels and retries runs.
+// it triggers, cancels and retries runs.
 //
 // It is built on ops alone, so it shows exactly what the trellis CLI
 // does, on either store, and costs the database what the CLI's commands
@@ -22,12 +22,17 @@
 //
 // Overview (runs created and finished over the last hour, the queue by
 // tenant, stuck runs, workers and the leader), Workflows (each workflow's
-// versions and DAG, its recent runs and failure rate), Runs (a filtered
-// listing, a page at a time, with the CLI's filters including its CEL
-// where), Run (the DAG coloured by step status, a timeline of
-// attempts, input, outputs, errors, the event log, cancel and retry), and
-// the search every page's header offers (a run by its id, the start of
-// one, or its idempotency key, within the tenants its user sees).
+// versions and DAG, its recent runs and failure rate, and a form made
+// from its input schema that triggers a run through ops.Admin.Trigger),
+// Runs (a filtered listing, a page at a time, with the CLI's filters
+// including its CEL where), Run (the DAG coloured by step status, a
+// timeline of attempts, input, outputs, errors, the event log, cancel and
+// retry), Schedules (every schedule's next and latest tick and the run
+// that started, pause and resume), Queue (per tenant and workflow, and
+// per step of one), Workers (state, heartbeat, tasks, the versions each
+// runs), and the search every page's header offers (a run by its id, the
+// start of one, or its idempotency key, within the tenants its user
+// sees). Listings show a hundred rows a page.
 //
 // # Why server-rendered
 //
@@ -54,7 +59,8 @@
 // name to the dashboard's address gets nothing (421). Every request
 // passes through Options.Authenticate (Users.Authenticate is HTTP Basic
 // over a users file), whose User says whether its user may act and which
-// tenants' runs they see. Actions (cancel, retry) are POST only, and
+// tenants' runs they see. Actions (trigger, cancel, retry, schedule
+// pause, resume and delete) are POST only, and
 // need a token bound to a cookie (HMAC-signed, so that a cookie planted
 // by a sibling domain does not do) and, when the browser sends them, an
 // Origin of an allowed host and a Sec-Fetch-Site of same-origin. A
