@@ -210,6 +210,12 @@ func TestSchedulesPage(t *testing.T) {
 		t.Errorf("the paused schedule's row: %s", row)
 	}
 
+	if !strings.Contains(alice.page("/workflows/probe", http.StatusOK), `href="/schedules?workflow=probe"`) {
+		t.Error("the workflow page does not link to its schedules' page")
+	}
+	if only := alice.page("/schedules?workflow=nosuch", http.StatusOK); strings.Contains(only, "data-schedule=") || !strings.Contains(only, "No schedules of nosuch") {
+		t.Error("the schedules of a workflow without any")
+	}
 	carol := b.as("carol", "lorac").page("/schedules", http.StatusOK)
 	if !strings.Contains(carol, `data-schedule="probe/hourly"`) || strings.Contains(carol, "s0000") {
 		t.Error("carol's schedules page shows other tenants' schedules")
