@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (d *Dashboard) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := d.newPage(w, r, "workers", "Workers", d.loadWorkers(r.Context(), userOf(r), n))
-	p.Live = queryLink(d.url("/live/workers"), r.URL.RawQuery)
+	p.Live = d.url("/live/workers?page=" + strconv.Itoa(n))
 	d.render(w, r, http.StatusOK, "workers", p)
 }
 
@@ -49,7 +50,7 @@ func (d *Dashboard) liveWorkers(w http.ResponseWriter, r *http.Request) {
 		d.badParam(w, r, "page", err)
 		return
 	}
-	d.stream(w, r, "workers?"+r.URL.RawQuery, uuid.Nil, func(ctx context.Context) ([]byte, error) {
+	d.stream(w, r, "workers?page="+strconv.Itoa(n), uuid.Nil, func(ctx context.Context) ([]byte, error) {
 		return d.fragment("workers", d.livePage(u, d.loadWorkers(ctx, u, n)))
 	})
 }
@@ -130,7 +131,7 @@ func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
 		data.Steps = d.loadQueueSteps(r.Context(), userOf(r), tenant, workflow)
 	}
 	p := d.newPage(w, r, "queue", "Queue", data)
-	p.Live = queryLink(d.url("/live/queue"), url.Values{"page": {q.Get("page")}}.Encode())
+	p.Live = d.url("/live/queue?page=" + strconv.Itoa(n))
 	d.render(w, r, http.StatusOK, "queue", p)
 }
 
@@ -141,7 +142,7 @@ func (d *Dashboard) liveQueue(w http.ResponseWriter, r *http.Request) {
 		d.badParam(w, r, "page", err)
 		return
 	}
-	d.stream(w, r, "queue?"+r.URL.RawQuery, uuid.Nil, func(ctx context.Context) ([]byte, error) {
+	d.stream(w, r, "queue?page="+strconv.Itoa(n), uuid.Nil, func(ctx context.Context) ([]byte, error) {
 		return d.fragment("queue", d.livePage(u, d.loadQueue(ctx, u, n)))
 	})
 }
@@ -230,7 +231,7 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request) {
 	}
 	p := d.newPage(w, r, "schedules", "Schedules", d.loadSchedules(r.Context(), userOf(r), q.Get("workflow"), n))
 	p.Notice = scheduleNotice(q.Get("done"))
-	p.Live = queryLink(d.url("/live/schedules"), url.Values{"workflow": {q.Get("workflow")}, "page": {q.Get("page")}}.Encode())
+	p.Live = queryLink(d.url("/live/schedules"), url.Values{"workflow": {q.Get("workflow")}, "page": {strconv.Itoa(n)}}.Encode())
 	d.render(w, r, http.StatusOK, "schedules", p)
 }
 
@@ -243,7 +244,7 @@ func (d *Dashboard) liveSchedules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	workflow := q.Get("workflow")
-	d.stream(w, r, "schedules?"+url.Values{"workflow": {workflow}, "page": {q.Get("page")}}.Encode(), uuid.Nil, func(ctx context.Context) ([]byte, error) {
+	d.stream(w, r, "schedules?"+url.Values{"workflow": {workflow}, "page": {strconv.Itoa(n)}}.Encode(), uuid.Nil, func(ctx context.Context) ([]byte, error) {
 		return d.fragment("schedules", d.livePage(u, d.loadSchedules(ctx, u, workflow, n)))
 	})
 }
