@@ -23,8 +23,8 @@ import (
 )
 
 // maxReadmeLines bounds README.md: it is the front page (what Trellis
-// is, how to set up, the Quick start, links); the manual is docs/.
-const maxReadmeLines = 320
+// is, how to set up, the two quick starts, links); the manual is docs/.
+const maxReadmeLines = 500
 
 // TestLinks checks every relative link and image of README.md and
 // docs/**/*.md: the file must exist, and an anchor (#heading) must name a

@@ -22,8 +22,8 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 )
 
-// testPostgresQuickStart follows docs/how-to/postgres.md's quick start on
-// Postgres, from its marked blocks, in the module the README's Quick start
+// testPostgresQuickStart follows README.md's Quick start on Postgres, from
+// its marked blocks, in the module the README's Quick start
 // made: on a database of its own (the database block: created on
 // TRELLIS_DATABASE_URL's server and dropped at the end), it migrates, starts
 // the worker in the background, runs the trigger process and compares what
@@ -35,11 +35,11 @@ import (
 // trusting local connections, does not check) that no output of the
 // programs, nor the dashboard's page, may show.
 func testPostgresQuickStart(t *testing.T, ws userWorkspace, repo string) {
-	page, err := os.ReadFile(filepath.Join(repo, "docs", "how-to", "postgres.md"))
+	page, err := os.ReadFile(filepath.Join(repo, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "docs/how-to/postgres.md"
+	const name = "README.md"
 	blocks, err := quickStart(page, "## Quick start on Postgres")
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

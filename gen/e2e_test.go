@@ -35,7 +35,7 @@ import (
 // runs (several clones, several test processes) apart.
 //
 // Then it installs the command with go install and checks its version,
-// follows the quick start on Postgres (docs/how-to/postgres.md, see
+// follows the Quick start on Postgres (further down README.md, see
 // testPostgresQuickStart) in the same module, and takes a schema-rich
 // workflow and checks that go generate, go vet and go test pass on it.
 func TestEndToEndInAUserModule(t *testing.T) {
@@ -145,8 +145,8 @@ func (c *client) PauseSchedule(ctx context.Context, name string) (runtime.Schedu
 }
 `
 
-// A quickStartBlock is a marked code block of a quick start: README.md's,
-// or docs/how-to/postgres.md's.
+// A quickStartBlock is a marked code block of one of README.md's quick
+// starts.
 type quickStartBlock struct {
 	line       int        // of the marker, 1-based
 	start      int        // the line of the block's first line of content
