@@ -110,6 +110,20 @@ func TestBrowserTimelineCompressesLongSleep(t *testing.T) {
 		}
 	}
 	check("asleep", "sleeping")
+	// The run page and the runs list say what the running run does now,
+	// and when its sleep ends.
+	var doing, listed string
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(url), chromedp.Text("#doing", &doing),
+		chromedp.Navigate(b.base+"/runs"), chromedp.Text("ul.doing", &listed),
+	); err != nil {
+		t.Fatal(err)
+	}
+	for where, text := range map[string]string{"the run page": doing, "the runs list": listed} {
+		if want := "nap sleeping until 2030-01-02 00:00:06"; !strings.Contains(text, want) || !strings.Contains(text, "in 23h59m") {
+			t.Errorf("%s says %q, want %q and when (in 23h59m)", where, text, want)
+		}
+	}
 
 	b.h.Advance(24 * time.Hour)
 	if st := b.h.Result(ref.ID).Status; st != runtime.RunCompleted {
