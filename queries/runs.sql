@@ -46,7 +46,7 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE id = @id;
 
@@ -58,7 +58,7 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 -- The given runs that exist, ordered by id.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
@@ -85,16 +85,19 @@ FROM cancelled ORDER BY id;
 SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE id = @id);
 
 -- name: RunsReopen :many
--- Moves the failed and cancelled runs of ids back to RUNNING. Lock them
--- first (RunsLock). Returns the runs that were failed or cancelled.
+-- Moves the failed and cancelled runs of ids back to RUNNING, and the
+-- completed ones of rerun_ids (a rerun from a step). Lock them first
+-- (RunsLock). Returns the runs it moved.
 -- The runs are read by key and their status tested after (see RunsCancel).
 WITH target AS MATERIALIZED (
     SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[])
 ), reopened AS (
     UPDATE trellis_runs r
-    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
+    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL,
+        rerun_at = CASE WHEN t.id = ANY (@rerun_ids::uuid[]) THEN @now::timestamptz ELSE r.rerun_at END
     FROM target t
-    WHERE r.id = t.id AND t.status IN ('FAILED', 'CANCELLED')
+    WHERE r.id = t.id AND (t.status IN ('FAILED', 'CANCELLED')
+                           OR (t.status = 'COMPLETED' AND t.id = ANY (@rerun_ids::uuid[])))
     RETURNING r.id
 )
 SELECT id FROM reopened ORDER BY id;
@@ -141,7 +144,7 @@ SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notifi
 -- The runs started by a task, in index order and then by creation.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;

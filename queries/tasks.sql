@@ -369,11 +369,13 @@ WHERE m.run_id = k.run_id AND m.step = k.step;
 
 -- name: TasksReset :one
 -- Gives tasks of reopened runs another go, given as (run_ids[i],
--- steps[i], pendings[i]): each returns to PENDING waiting for its
--- unresolved parents, or is queued when it waits for none. Running tasks
--- are left alone. Returns how many were queued.
+-- steps[i], pendings[i], details[i]): each returns to PENDING waiting for
+-- its unresolved parents, or is queued when it waits for none, with a
+-- QUEUED event saying details[i]. Running tasks are left alone. Returns
+-- how many were queued.
 WITH input AS (
-    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending
+    SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@pendings::smallint[]) AS pending,
+           unnest(@details::text[]) AS detail
 ), reset AS (
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
@@ -381,10 +383,10 @@ WITH input AS (
         worker = NULL, wake_at = NULL, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = NULL
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status <> 'RUNNING'
-    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at, t.limit_key, t.limit_max
+    RETURNING t.run_id, t.step, t.attempt, t.status, t.updated_at AS at, t.limit_key, t.limit_max, i.detail
 ), events AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, 'QUEUED', attempt, at, 'run retried' FROM reset WHERE status = 'QUEUED'
+    SELECT run_id, step, 'QUEUED', attempt, at, detail FROM reset WHERE status = 'QUEUED'
 )
 SELECT trellis_admit(array_agg(s.run_id), array_agg(s.step), array_agg(r.tenant), array_agg(r.workflow), array_agg(trellis_lane(r.priority, true)),
                      array_agg(s.limit_key), array_agg(s.limit_max))::bigint

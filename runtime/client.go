@@ -130,6 +130,26 @@ func (c *Client[In, Result]) Result(ctx context.Context, id RunID) (Result, erro
 	return c.result(res, err)
 }
 
+// StepName names a step of a workflow. The step references generated
+// code declares (StepRef, as in OrderProcessingRefs.Charge()) are step
+// names, so a step is named without a string that could be misspelt.
+type StepName interface {
+	Workflow() string
+	Name() string
+}
+
+// Rerun runs step from of a finished run of the workflow again, and every
+// step below it, with the kept outputs of the steps above it; the run is
+// running again until they end, and Wait returns its new result. See
+// Engine.RerunRun for the rules and errors; a step of another workflow,
+// or a run of one, is refused.
+func (c *Client[In, Result]) Rerun(ctx context.Context, id RunID, from StepName) error {
+	if from.Workflow() != c.workflow.Name() {
+		return fmt.Errorf("step %s belongs to workflow %s, not %s: %w", from.Name(), from.Workflow(), c.workflow.Name(), ErrUnknownStep)
+	}
+	return c.workflow.Rerun(ctx, id, from.Name())
+}
+
 // CreateSchedule creates a cron schedule that starts a run with input at
 // each tick of cron (five fields, or a descriptor such as @hourly or
 // @every 15m), in UTC unless WithTimezone says otherwise, for the default

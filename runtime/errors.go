@@ -31,6 +31,12 @@ var (
 	// ErrNotRetryable is returned by RetryRun for a run that has not failed
 	// or been cancelled.
 	ErrNotRetryable = errors.New("run is not failed or cancelled")
+	// ErrNotRerunnable is returned by RerunRun for a run that is still
+	// running: only a finished run can be rerun from a step.
+	ErrNotRerunnable = errors.New("run is not finished")
+	// ErrUnknownStep is matched by an *UnknownStepError: a step name the
+	// run's workflow does not have.
+	ErrUnknownStep = errors.New("unknown step")
 	// ErrStillRunning is returned by Wait on an engine run by a Driver for
 	// a run that cannot go on until the clock moves.
 	ErrStillRunning = errors.New("run is still running")
@@ -144,3 +150,16 @@ func IsRetryable(err error) bool {
 	var nr *NonRetryableError
 	return !errors.As(err, &nr)
 }
+
+// UnknownStepError names a step a workflow does not have, with a guess at
+// the step meant when one is close.
+type UnknownStepError struct {
+	Workflow string
+	Step     string
+	msg      string
+}
+
+func (e *UnknownStepError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrUnknownStep) true.
+func (e *UnknownStepError) Is(target error) bool { return target == ErrUnknownStep }

@@ -91,11 +91,21 @@ func (p *planner) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defi
 	}
 	done := map[int]bool{}
 	if c.Attempt > 1 {
+		// A retried map step keeps the items its earlier attempts
+		// completed, but not those of executions before a rerun of its
+		// run: a rerun runs the step again, items and all.
+		run, err := p.store.GetRun(ctx, c.Key.Run)
+		if err != nil {
+			return sp, err
+		}
 		earlier, err := p.store.ChildRuns(ctx, c.Key)
 		if err != nil {
 			return sp, err
 		}
 		for _, r := range earlier {
+			if r.CreatedAt.Before(run.RerunAt) {
+				continue
+			}
 			done[r.Parent.Index] = r.Status == store.RunCompleted
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/effectivelabs/trellis/internal/suggest"
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -287,42 +288,132 @@ func (e *Engine) RetryRun(ctx context.Context, id RunID) error {
 // returns the runs it retried, in id order. Runs that are running or
 // completed and ids of no run are left out.
 func (e *Engine) RetryRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
+	return e.reopen(ctx, ids, "")
+}
+
+// RerunRun runs step from of a finished run (completed, failed or
+// cancelled) again, and every step below it: those steps run with the
+// kept outputs of the steps above them, as new attempts of the same run
+// (attempt numbers go on, each with a fresh retry budget), and the run is
+// running again until they end. In a failed or cancelled run, the steps
+// that did not complete run again too, as RetryRun runs them: a run only
+// completes when every step has. The event log keeps what came before;
+// each step queued again says "rerun from <from>". A waiter that already
+// had the run's result gets the new one from the next Wait.
+//
+// It returns an error matching ErrNotRerunnable for a running run,
+// ErrUnknownStep (with a guess at the step meant) for a step the run's
+// workflow version does not have, and ErrRunNotFound for an unknown id.
+func (e *Engine) RerunRun(ctx context.Context, id RunID, from string) error {
+	reran, err := e.RerunRuns(ctx, []RunID{id}, from)
+	if err != nil || len(reran) == 1 {
+		return err
+	}
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return storeErr(err, id)
+	}
+	if !run.Status.Terminal() {
+		return fmt.Errorf("run %s is %s: only a finished run can be rerun (wait for it to end, or cancel it): %w", id, run.Status, ErrNotRerunnable)
+	}
+	def, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	if _, err := def.rerunFrom(from); err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRerunnable) // it was being reopened meanwhile
+}
+
+// RerunRuns reruns each finished run of ids from step from as RerunRun
+// does, reading them in one query and reopening them in one transaction,
+// and returns the runs it reopened, in id order. Running runs, runs whose
+// workflow version has no step from, and ids of no run are left out.
+func (e *Engine) RerunRuns(ctx context.Context, ids []RunID, from string) ([]RunID, error) {
+	if from == "" {
+		return nil, fmt.Errorf("rerun: no step given: %w", ErrUnknownStep)
+	}
+	return e.reopen(ctx, ids, from)
+}
+
+// reopen is retry (from empty) and rerun from a step: it reads the runs
+// of ids, works out which of their tasks run again, and reopens them in
+// one transaction.
+func (e *Engine) reopen(ctx context.Context, ids []RunID, from string) ([]RunID, error) {
 	runs, err := e.store.GetRuns(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	p := store.RetryRuns{Now: e.clock.Now()}
 	for _, r := range runs {
-		if r.Status != store.RunFailed && r.Status != store.RunCancelled {
+		rr := store.RetryRun{Run: r.ID, From: from}
+		if !rr.Reopens(r.Status) {
 			continue
 		}
 		def, err := e.definition(ctx, r.Version)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
 		}
-		p.Runs = append(p.Runs, store.RetryRun{Run: r.ID, Reset: def.resets(r.Tasks)})
+		var again []bool
+		if from != "" {
+			if again, err = def.rerunFrom(from); err != nil {
+				continue // RerunRun says why
+			}
+		}
+		rr.Reset = def.resets(r.Tasks, again)
+		p.Runs = append(p.Runs, rr)
 	}
 	if len(p.Runs) == 0 {
 		return nil, nil
 	}
-	retried, err := e.store.RetryRuns(ctx, p)
+	reopened, err := e.store.RetryRuns(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if len(retried) > 0 {
+	if len(reopened) > 0 {
 		e.wake()
 	}
-	return retried, nil
+	return reopened, nil
+}
+
+// rerunFrom returns the steps a rerun from step from runs again, by
+// index: the step and its descendants. The failure handler is not a step
+// to rerun from: it runs when a rerun fails.
+func (d *Definition) rerunFrom(from string) ([]bool, error) {
+	s, ok := d.graph.Step(from)
+	if !ok || s.Kind == store.KindOnFailure {
+		names := make([]string, 0, len(d.graph.Steps))
+		for _, st := range d.graph.Steps {
+			if st.Kind != store.KindOnFailure {
+				names = append(names, st.Name)
+			}
+		}
+		msg := fmt.Sprintf("workflow %s has no step %q to rerun from", d.spec.Name, from)
+		if ok {
+			msg = fmt.Sprintf("%q is the failure handler of workflow %s: it runs again when a rerun fails, and cannot be rerun from", from, d.spec.Name)
+		} else if guess := suggest.Closest(from, names); guess != "" {
+			msg += fmt.Sprintf("; did you mean %q?", guess)
+		}
+		return nil, &UnknownStepError{Workflow: d.spec.Name, Step: from, msg: msg}
+	}
+	return d.graph.Below(s.Index), nil
 }
 
 // resets returns the tasks a retry of a run whose tasks are these gives
-// another go: every step that has not completed or been skipped, waiting
-// for its parents that have not, and the failure handler once it ended.
-func (d *Definition) resets(tasks []store.Task) []store.ResetTask {
+// another go: every step that has not completed or been skipped, and
+// every step again marks (a rerun's), each waiting for its parents that
+// will not be resolved, and the failure handler once it ended.
+func (d *Definition) resets(tasks []store.Task, again []bool) []store.ResetTask {
 	status := make([]store.TaskStatus, len(d.graph.Steps))
 	for _, t := range tasks {
 		if t.Key.Step < len(status) {
 			status[t.Key.Step] = t.Status
+		}
+	}
+	for i := range again {
+		if again[i] {
+			status[i] = store.TaskPending
 		}
 	}
 	var reset []store.ResetTask

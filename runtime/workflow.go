@@ -100,3 +100,17 @@ func (w *Workflow) Result(ctx context.Context, id RunID) (*RunResult, error) {
 	}
 	return res, nil
 }
+
+// Rerun reruns a finished run of this workflow from step from, as
+// Engine.RerunRun does. A run of another workflow is refused with
+// ErrRunNotFound.
+func (w *Workflow) Rerun(ctx context.Context, id RunID, from string) error {
+	run, err := w.engine.store.GetRun(ctx, id)
+	if err != nil {
+		return storeErr(err, id)
+	}
+	if run.Workflow != w.Name() {
+		return w.foreign(&RunResult{ID: id, Workflow: run.Workflow})
+	}
+	return w.engine.RerunRun(ctx, id, from)
+}

@@ -153,12 +153,14 @@ type Runs interface {
 	// which counts.
 	ChildRuns(ctx context.Context, parent TaskKey) ([]RunWithTasks, error)
 	// RetryRuns atomically moves each FAILED or CANCELLED run of p back to
-	// RUNNING: each task in its Reset returns to PENDING waiting for
-	// Pending parents, or is queued when Pending is 0 (with a QUEUED event);
-	// its retry budget restarts (attempt numbers keep growing). Completed
-	// and skipped tasks keep their outputs. It returns the runs it
-	// reopened, in id order; runs in any other status and unknown ids are
-	// left as they are and out of the result.
+	// RUNNING, and each COMPLETED one given with From (a rerun): each task
+	// in its Reset returns to PENDING waiting for Pending parents, or is
+	// queued when Pending is 0 (with a QUEUED event saying "run retried",
+	// or "rerun from <From>"); its output is dropped and its retry budget
+	// restarts (attempt numbers keep growing). Tasks outside Reset keep
+	// their status and output. It returns the runs it reopened, in id
+	// order; runs in any other status and unknown ids are left as they are
+	// and out of the result.
 	RetryRuns(ctx context.Context, p RetryRuns) ([]uuid.UUID, error)
 }
 
@@ -496,6 +498,10 @@ type Run struct {
 	// Parent is NewRun.Parent: the run whose step started this one, if
 	// any.
 	Parent *ParentRun `json:"parent,omitempty"`
+	// RerunAt is when the run was last rerun from a step (RetryRuns with
+	// From); zero for a run never rerun. Its result may differ from one
+	// read before then: the event log says which steps ran again.
+	RerunAt time.Time `json:"rerunAt,omitzero"`
 }
 
 // Duration is how long the run took, from creation to its end; false
@@ -815,6 +821,22 @@ type RetryRuns struct {
 type RetryRun struct {
 	Run   uuid.UUID
 	Reset []ResetTask
+	// From names the step a rerun starts from; empty for a retry. A rerun
+	// reopens a COMPLETED run too.
+	From string
+}
+
+// Detail is what the QUEUED event of a task RetryRuns queues says.
+func (r RetryRun) Detail() string {
+	if r.From != "" {
+		return "rerun from " + r.From
+	}
+	return "run retried"
+}
+
+// Reopens reports whether RetryRuns reopens a run of this status.
+func (r RetryRun) Reopens(s RunStatus) bool {
+	return s == RunFailed || s == RunCancelled || (s == RunCompleted && r.From != "")
 }
 
 // ResetTask is a task RetryRuns gives another chance.

@@ -179,3 +179,26 @@ func TestCancels(t *testing.T) {
 		}
 	}
 }
+
+func TestBelowIsTheStepAndItsDescendants(t *testing.T) {
+	g, err := Build(orderWorkflow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from, want := range map[string][]string{
+		"charge":   {"charge", "fraud-window", "prepare-shipment", "ship", "finalize"},
+		"reject":   {"reject", "finalize"},
+		"finalize": {"finalize"},
+	} {
+		s, _ := g.Step(from)
+		var got []string
+		for i, below := range g.Below(s.Index) {
+			if below {
+				got = append(got, g.Steps[i].Name)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Below(%s) (-want +got):\n%s", from, diff)
+		}
+	}
+}

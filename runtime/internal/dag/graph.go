@@ -115,3 +115,20 @@ func (g *Graph) OnFailure() (*Step, bool) {
 	}
 	return &g.Steps[g.onFailure], true
 }
+
+// Below returns step i and every step below it, its descendants, marked
+// by index: the steps a rerun from step i runs again.
+func (g *Graph) Below(i int) []bool {
+	below := make([]bool, len(g.Steps))
+	stack := []int{i}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if below[s] {
+			continue
+		}
+		below[s] = true
+		stack = append(stack, g.Steps[s].Children...)
+	}
+	return below
+}

@@ -228,10 +228,13 @@ func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, er
 	queued := false
 	for _, rr := range p.Runs {
 		r, ok := s.runs[rr.Run]
-		if !ok || (r.rec.Status != store.RunFailed && r.rec.Status != store.RunCancelled) {
+		if !ok || !rr.Reopens(r.rec.Status) {
 			continue
 		}
 		r.rec.Status, r.rec.Failure, r.rec.FinishedAt = store.RunRunning, nil, time.Time{}
+		if rr.From != "" {
+			r.rec.RerunAt = p.Now
+		}
 		reopened = append(reopened, rr.Run)
 		for _, reset := range rr.Reset {
 			t := r.tasks[reset.Step]
@@ -242,7 +245,7 @@ func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, er
 			t.rec.Error, t.rec.Output, t.rec.Worker, t.rec.WakeAt = "", nil, "", time.Time{}
 			r.pending[reset.Step] = reset.Pending
 			if reset.Pending == 0 && t.rec.Kind != store.KindOnFailure {
-				s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.admit(t, false, p.Now), "run retried")
+				s.event(r, reset.Step, store.EventQueued, t.rec.Attempt, s.admit(t, false, p.Now), rr.Detail())
 				queued = true
 				continue
 			}

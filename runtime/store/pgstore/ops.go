@@ -152,7 +152,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex),
+			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt),
 		})
 	}
 	return out, reached, nil
@@ -360,7 +360,7 @@ func (s *Store) ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex),
+			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt),
 		})
 	}
 	var out []store.ChildRunPreview

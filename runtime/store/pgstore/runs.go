@@ -278,6 +278,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
+		RerunAt: deref(row.RerunAt),
 	}
 }
 
@@ -476,8 +477,12 @@ func (s *Store) RetryRuns(ctx context.Context, p store.RetryRuns) ([]uuid.UUID, 
 		return nil, nil
 	}
 	ids := make([]uuid.UUID, len(p.Runs))
+	reruns := []uuid.UUID{}
 	for i, r := range p.Runs {
 		ids[i] = r.Run
+		if r.From != "" {
+			reruns = append(reruns, r.Run)
+		}
 	}
 	var reopened []uuid.UUID
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
@@ -485,7 +490,7 @@ func (s *Store) RetryRuns(ctx context.Context, p store.RetryRuns) ([]uuid.UUID, 
 			return err
 		}
 		var err error
-		if reopened, err = q.RunsReopen(ctx, ids); err != nil || len(reopened) == 0 {
+		if reopened, err = q.RunsReopen(ctx, dbsqlc.RunsReopenParams{Ids: ids, RerunIds: reruns, Now: p.Now}); err != nil || len(reopened) == 0 {
 			return err
 		}
 		open := make(map[uuid.UUID]bool, len(reopened))
@@ -502,6 +507,7 @@ func (s *Store) RetryRuns(ctx context.Context, p store.RetryRuns) ([]uuid.UUID, 
 				reset.RunIds = append(reset.RunIds, r.Run)
 				reset.Steps = append(reset.Steps, int16(t.Step))
 				reset.Pendings = append(reset.Pendings, int16(t.Pending))
+				reset.Details = append(reset.Details, r.Detail())
 			}
 		}
 		if err := q.TasksDequeue(ctx, dbsqlc.TasksDequeueParams{RunIds: reset.RunIds, Steps: reset.Steps}); err != nil {

@@ -224,11 +224,11 @@ WITH parents AS (
     SELECT DISTINCT unnest($2::uuid[]) AS id
 )
 SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
-       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at
 FROM parents p
 CROSS JOIN LATERAL (
     SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
-           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at
     FROM trellis_runs r
     WHERE r.parent_run_id = p.id
     ORDER BY r.parent_step, r.parent_index, r.created_at, r.id
@@ -257,6 +257,7 @@ type OpsFirstChildRunsRow struct {
 	ParentRunID    pgtype.UUID
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
+	RerunAt        *time.Time
 }
 
 // The first lim runs the steps of each run of parents started, by step,
@@ -286,6 +287,7 @@ func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsPa
 			&i.ParentRunID,
 			&i.ParentStep,
 			&i.ParentIndex,
+			&i.RerunAt,
 		); err != nil {
 			return nil, err
 		}
@@ -460,7 +462,7 @@ func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index
+           parent_run_id, parent_step, parent_index, rerun_at
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -477,12 +479,12 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT $16
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, (cardinality($17::jsonb[]) = 0 OR s.input::jsonb @> ANY ($17::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, (cardinality($17::jsonb[]) = 0 OR s.input::jsonb @> ANY ($17::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM checked
 ORDER BY created_at DESC, id DESC
 `
@@ -524,6 +526,7 @@ type OpsRunsScanRow struct {
 	ParentRunID    pgtype.UUID
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
+	RerunAt        *time.Time
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -584,6 +587,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.ParentRunID,
 			&i.ParentStep,
 			&i.ParentIndex,
+			&i.RerunAt,
 		); err != nil {
 			return nil, err
 		}

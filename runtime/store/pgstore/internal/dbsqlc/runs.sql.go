@@ -27,7 +27,7 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE id = $1
 `
@@ -49,6 +49,7 @@ type RunGetRow struct {
 	ParentRunID    pgtype.UUID
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
+	RerunAt        *time.Time
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -71,6 +72,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.ParentRunID,
 		&i.ParentStep,
 		&i.ParentIndex,
+		&i.RerunAt,
 	)
 	return i, err
 }
@@ -181,7 +183,7 @@ func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsC
 const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
@@ -209,6 +211,7 @@ type RunsChildrenRow struct {
 	ParentRunID    pgtype.UUID
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
+	RerunAt        *time.Time
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -238,6 +241,7 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.ParentRunID,
 			&i.ParentStep,
 			&i.ParentIndex,
+			&i.RerunAt,
 		); err != nil {
 			return nil, err
 		}
@@ -332,7 +336,7 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index
+       parent_run_id, parent_step, parent_index, rerun_at
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -355,6 +359,7 @@ type RunsGetRow struct {
 	ParentRunID    pgtype.UUID
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
+	RerunAt        *time.Time
 }
 
 // The given runs that exist, ordered by id.
@@ -384,6 +389,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.ParentRunID,
 			&i.ParentStep,
 			&i.ParentIndex,
+			&i.RerunAt,
 		); err != nil {
 			return nil, err
 		}
@@ -516,19 +522,28 @@ WITH target AS MATERIALIZED (
     SELECT id, status FROM trellis_runs WHERE id = ANY ($1::uuid[])
 ), reopened AS (
     UPDATE trellis_runs r
-    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL
+    SET status = 'RUNNING', failed_step = -1, error = NULL, finished_at = NULL,
+        rerun_at = CASE WHEN t.id = ANY ($2::uuid[]) THEN $3::timestamptz ELSE r.rerun_at END
     FROM target t
-    WHERE r.id = t.id AND t.status IN ('FAILED', 'CANCELLED')
+    WHERE r.id = t.id AND (t.status IN ('FAILED', 'CANCELLED')
+                           OR (t.status = 'COMPLETED' AND t.id = ANY ($2::uuid[])))
     RETURNING r.id
 )
 SELECT id FROM reopened ORDER BY id
 `
 
-// Moves the failed and cancelled runs of ids back to RUNNING. Lock them
-// first (RunsLock). Returns the runs that were failed or cancelled.
+type RunsReopenParams struct {
+	Ids      []uuid.UUID
+	RerunIds []uuid.UUID
+	Now      time.Time
+}
+
+// Moves the failed and cancelled runs of ids back to RUNNING, and the
+// completed ones of rerun_ids (a rerun from a step). Lock them first
+// (RunsLock). Returns the runs it moved.
 // The runs are read by key and their status tested after (see RunsCancel).
-func (q *Queries) RunsReopen(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, runsReopen, ids)
+func (q *Queries) RunsReopen(ctx context.Context, arg RunsReopenParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, runsReopen, arg.Ids, arg.RerunIds, arg.Now)
 	if err != nil {
 		return nil, err
 	}
