@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RecoverRequeuesOrFails", testRecover},
 		{"CancelRun", testCancel},
 		{"RetryRunKeepsCompletedOutputs", testRetryRun},
+		{"RerunReopensACompletedRun", testRerunCompleted},
 		{"CancelAndRetryManyRuns", testCancelRetryMany},
 		{"Leadership", testLeadership},
 		{"ListenDeliversWakeups", testListen},
@@ -889,6 +891,64 @@ func testRetryRun(t *testing.T, f *fixture) {
 	}
 	if a := f.task(id, stepA); string(a.Output) != `{"kept":true}` {
 		t.Errorf("a's output after retry = %s", a.Output)
+	}
+}
+
+// testRerunCompleted reruns a completed diamond from b: b and d run
+// again, a and c keep their outputs, and only a rerun (From set) reopens a
+// completed run.
+func testRerunCompleted(t *testing.T, f *fixture) {
+	id := f.createDiamond(runOpts{maxAttempts: 1})
+	f.complete(f.claimOne(id, stepA), `{"kept":true}`)
+	for _, c := range f.claim(10) {
+		f.complete(c, `{"first":true}`)
+	}
+	f.complete(f.claimOne(id, stepD), `{"first":true}`)
+	if r := f.run(id); r.Status != store.RunCompleted || !r.RerunAt.IsZero() {
+		t.Fatalf("run = %s (rerun at %v), want COMPLETED, never rerun", r.Status, r.RerunAt)
+	}
+	reset := []store.ResetTask{{Step: stepB, Pending: 0}, {Step: stepD, Pending: 1}}
+	if ok, _ := f.retryOne(id, f.now, reset...); ok {
+		t.Fatal("RetryRuns without From reopened a completed run")
+	}
+	at := f.tick(time.Minute)
+	got, err := f.s.RetryRuns(f.ctx, store.RetryRuns{Now: at, Runs: []store.RetryRun{{Run: id, Reset: reset, From: "b"}}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("RetryRuns from b = %v, %v; want the run reopened", got, err)
+	}
+	if r := f.run(id); r.Status != store.RunRunning || !r.RerunAt.Equal(at) || !r.FinishedAt.IsZero() {
+		t.Errorf("run after the rerun = %s, rerun at %v, finished %v; want RUNNING, rerun at %v", r.Status, r.RerunAt, r.FinishedAt, at)
+	}
+	b := f.claimOne(id, stepB)
+	if b.Attempt != 2 || b.Attempt-b.PriorAttempts != 1 {
+		t.Errorf("b's rerun attempt = %d (%d in this try), want 2 (1)", b.Attempt, b.Attempt-b.PriorAttempts)
+	}
+	if got := f.claim(10); len(got) != 0 {
+		t.Errorf("claimed %v beside b: d waits for it", keys(got))
+	}
+	f.complete(b, `{"second":true}`)
+	d := f.claimOne(id, stepD)
+	f.complete(d, `{"second":true}`)
+	if r := f.run(id); r.Status != store.RunCompleted {
+		t.Errorf("run = %s after the rerun's steps, want COMPLETED", r.Status)
+	}
+	for step, want := range map[int]string{stepA: `{"kept":true}`, stepC: `{"first":true}`, stepD: `{"second":true}`} {
+		if got := f.task(id, step); string(got.Output) != want {
+			t.Errorf("step %d output = %s, want %s", step, got.Output, want)
+		}
+	}
+	evs, err := f.s.ListEvents(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, ev := range evs {
+		if ev.Detail == "rerun from b" {
+			said = append(said, stepNames[ev.StepIndex]+":"+string(ev.Type)+":"+strconv.Itoa(ev.Attempt))
+		}
+	}
+	if diff := cmp.Diff([]string{"b:QUEUED:1"}, said); diff != "" {
+		t.Errorf("events saying the rerun (-want +got):\n%s", diff)
 	}
 }
 
