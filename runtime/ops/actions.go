@@ -2,16 +2,17 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
 	"github.com/effectivelabs/trellis/runtime"
 )
 
-// Outcome is what Cancel or Retry did to one run.
+// Outcome is what Cancel, Retry or Rerun did to one run.
 type Outcome string
 
-// Outcomes of Cancel and Retry.
+// Outcomes of Cancel, Retry and Rerun.
 const (
 	// Cancelled: the run was running and is now cancelled.
 	Cancelled Outcome = "cancelled"
@@ -22,6 +23,11 @@ const (
 	// NotRetryable: the run is running or completed; Retry left it as it
 	// was.
 	NotRetryable Outcome = "not retryable"
+	// Rerun: the finished run runs again from the step given.
+	Rerun Outcome = "rerun"
+	// NotRerunnable: the run is running, or its workflow version has no
+	// such step (Error says so); Rerun left it as it was.
+	NotRerunnable Outcome = "not rerunnable"
 	// NotFound: no run has the id.
 	NotFound Outcome = "not found"
 	// Failed: the store failed; Error says how. The run may or may not
@@ -29,14 +35,15 @@ const (
 	Failed Outcome = "error"
 )
 
-// ActionResult is what Cancel or Retry did to one run.
+// ActionResult is what Cancel, Retry or Rerun did to one run.
 type ActionResult struct {
 	Run     runtime.RunID `json:"run"`
 	Outcome Outcome       `json:"outcome"`
 	// Status is the run's status when nothing was done to it
-	// (AlreadyEnded, NotRetryable).
+	// (AlreadyEnded, NotRetryable, NotRerunnable).
 	Status runtime.RunStatus `json:"status,omitempty"`
-	// Error is the store's error (Failed).
+	// Error is the store's error (Failed), or why a finished run was not
+	// rerun (NotRerunnable: its workflow has no such step).
 	Error string `json:"error,omitempty"`
 }
 
@@ -136,4 +143,67 @@ func (a *Admin) Cancel(ctx context.Context, ids ...runtime.RunID) []ActionResult
 // transaction per actBatch runs.
 func (a *Admin) Retry(ctx context.Context, ids ...runtime.RunID) []ActionResult {
 	return a.act(ctx, ids, a.engine.RetryRuns, Retried, NotRetryable)
+}
+
+// Rerun runs each finished run (completed, failed or cancelled) again from
+// step from, with the steps below it (see runtime.Engine.RerunRun).
+// Running runs are left as they are; so are runs whose workflow version
+// has no step from, with the engine's error saying so (and guessing the
+// step meant). It returns one result per id, in order, and takes one read
+// and one transaction per actBatch runs, and one more read per workflow
+// version without the step.
+func (a *Admin) Rerun(ctx context.Context, from string, ids ...runtime.RunID) []ActionResult {
+	out := a.act(ctx, ids, func(ctx context.Context, batch []runtime.RunID) ([]runtime.RunID, error) {
+		return a.engine.RerunRuns(ctx, batch, from)
+	}, Rerun, NotRerunnable)
+	var left []runtime.RunID
+	for _, r := range out {
+		if r.Outcome == NotRerunnable && r.Status.Terminal() {
+			left = append(left, r.Run)
+		}
+	}
+	if len(left) == 0 {
+		return out
+	}
+	// A finished run left as it was has no such step: the engine says why,
+	// once per workflow version.
+	why := map[runtime.RunID]string{}
+	byVersion := map[string]string{}
+	for batch := range slices.Chunk(left, actBatch) {
+		runs, err := a.store.GetRuns(ctx, batch)
+		if err != nil {
+			continue // their outcome stands, unexplained
+		}
+		for _, r := range runs {
+			msg, ok := byVersion[r.Version]
+			if !ok {
+				// Asking the engine reruns the run if it can be rerun
+				// after all (it was reopened and ended meanwhile).
+				err := a.engine.RerunRun(ctx, r.ID, from)
+				var unknown *runtime.UnknownStepError
+				switch {
+				case err == nil:
+					why[r.ID] = string(Rerun)
+					continue
+				case errors.As(err, &unknown):
+					msg = unknown.Error()
+				default:
+					msg = err.Error()
+				}
+				byVersion[r.Version] = msg
+			}
+			why[r.ID] = msg
+		}
+	}
+	for i, r := range out {
+		switch msg := why[r.Run]; {
+		case r.Outcome != NotRerunnable || !r.Status.Terminal() || msg == "":
+		case msg == string(Rerun):
+			out[i] = ActionResult{Run: r.Run, Outcome: Rerun}
+			why[r.Run] = "" // given again: left as it is now
+		default:
+			out[i].Error = msg
+		}
+	}
+	return out
 }

@@ -10,10 +10,10 @@
 // names and sensitive values redacted), its graph, the workers, the
 // queue, activity, the stored workflow versions with their schedules of
 // every source, where running runs are (InProgress) and the runs a run's
-// steps started (ChildRuns), and the outcome per run of a bulk Cancel or
-// Retry. Every
-// action has one home, the engine (Admin.Engine): Engine.CancelRun and
-// RetryRun (which Cancel and Retry call a batch at a time), Events,
+// steps started (ChildRuns), and the outcome per run of a bulk Cancel,
+// Retry or Rerun. Every action has one home, the engine (Admin.Engine):
+// Engine.CancelRun, RetryRun and RerunRun (which Cancel, Retry and Rerun
+// call a batch at a time), Events,
 // StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule
 // and DeleteSchedule; Trigger starts a run by workflow name through
 // Workflow.Trigger. Records the store returns (workers, queue groups,
@@ -44,9 +44,9 @@ import (
 
 // Admin reads a store for operators: listings (with Where filters), a
 // run's detail, workers, the queue, activity, schedules of every source,
-// and the outcome per run of a bulk cancel or retry. Every action on a
-// run or a schedule is implemented once, by the engine (Admin.Engine):
-// Cancel and Retry call it, a batch at a time. It is safe for concurrent
+// and the outcome per run of a bulk cancel, retry or rerun. Every action
+// on a run or a schedule is implemented once, by the engine
+// (Admin.Engine): Cancel, Retry and Rerun call it, a batch at a time. It is safe for concurrent
 // use.
 type Admin struct {
 	engine *runtime.Engine
