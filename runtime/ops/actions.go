@@ -48,8 +48,9 @@ type ActionResult struct {
 }
 
 // OK reports whether the run ended up as asked or already was: false for a
-// run that does not exist or an error.
-func (r ActionResult) OK() bool { return r.Outcome != NotFound && r.Outcome != Failed }
+// run that does not exist, an error, or a rerun from a step its workflow
+// does not have.
+func (r ActionResult) OK() bool { return r.Outcome != NotFound && r.Outcome != Failed && r.Error == "" }
 
 // actBatch is how many runs Cancel and Retry hand the engine at once: one
 // read and one transaction per batch, however many runs. actParallel

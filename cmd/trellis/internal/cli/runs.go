@@ -22,13 +22,13 @@ import (
 )
 
 // RunsCommand is trellis runs: it lists runs, shows one with its steps or
-// its event log, cancels or retries runs, and purges finished ones.
+// its event log, cancels, retries or reruns runs, and purges finished ones.
 type RunsCommand struct {
 	// Clock is the time relative times are measured from; nil is the
 	// system clock.
 	Clock clock.Clock
-	// Confirm asks the user a yes-or-no question (bulk cancel and retry,
-	// and purge, ask before they act); nil asks on the terminal when
+	// Confirm asks the user a yes-or-no question (bulk cancel, retry and
+	// rerun, and purge, ask before they act); nil asks on the terminal when
 	// standard input is one.
 	Confirm func(question string) (bool, error)
 }
@@ -38,7 +38,7 @@ func (RunsCommand) Name() string { return "runs" }
 
 // Summary implements Command.
 func (RunsCommand) Summary() string {
-	return "list, show, cancel, retry and purge runs (list|show|events|cancel|retry|purge)"
+	return "list, show, cancel, retry, rerun and purge runs (list|show|events|cancel|retry|rerun|purge)"
 }
 
 // runsSubcommand is one of trellis runs' subcommands.
@@ -53,6 +53,7 @@ func runsSubcommands() []runsSubcommand {
 		{"events", "[flags] RUN", "print a run's event log"},
 		{"cancel", "[flags] RUN... | [flags] FILTERS", "cancel running runs, by id or by filter"},
 		{"retry", "[flags] RUN... | [flags] FILTERS", "retry failed or cancelled runs from the steps that did not complete, by id or by filter"},
+		{"rerun", "-from STEP [flags] RUN... | -from STEP [flags] FILTERS", "run finished runs again from a step, by id or by filter"},
 		{"purge", "[flags]", "delete finished runs older than their retention, or than -older-than"},
 	}
 }
@@ -81,7 +82,7 @@ func (c RunsCommand) Run(ctx context.Context, args []string, stdout, stderr io.W
 		return c.show(ctx, args, stdout, stderr)
 	case "events":
 		return c.events(ctx, args, stdout, stderr)
-	case "cancel", "retry":
+	case "cancel", "retry", "rerun":
 		return c.act(ctx, sub, args, stdout, stderr)
 	case "purge":
 		return c.purge(ctx, args, stdout, stderr)
@@ -114,7 +115,7 @@ func (c RunsCommand) flagSet(sub string, o *OpsOptions, detail string) *flag.Fla
 }
 
 // RunsFilterOptions select runs: the filters of trellis runs list, and of
-// cancel and retry when they act on every run a filter selects.
+// cancel, retry and rerun when they act on every run a filter selects.
 type RunsFilterOptions struct {
 	Workflow string
 	// Status is a comma-separated list of run statuses, in any case.
@@ -522,11 +523,13 @@ func RunsEvents(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer
 	})
 }
 
-// RunsActOptions are the options of trellis runs cancel and retry: the
-// runs' ids, or filters that select them (all of them, however many).
+// RunsActOptions are the options of trellis runs cancel, retry and rerun:
+// the runs' ids, or filters that select them (all of them, however many).
 type RunsActOptions struct {
 	OpsOptions
 	RunsFilterOptions
+	// From is the step rerun runs the runs again from (rerun only).
+	From string
 	// Runs are the runs' ids, or unique starts of them (at least
 	// ops.MinRunIDPrefix hex digits).
 	Runs []string
@@ -540,13 +543,15 @@ type RunsActOptions struct {
 	Confirm func(question string) (bool, error)
 }
 
-// bulkStatuses are the statuses a bulk cancel or retry can act on.
+// bulkStatuses are the statuses a bulk cancel, retry or rerun can act on.
 var bulkStatuses = map[string][]runtime.RunStatus{
 	"cancel": {runtime.RunRunning},
 	"retry":  {runtime.RunFailed, runtime.RunCancelled},
+	"rerun":  {runtime.RunCompleted, runtime.RunFailed, runtime.RunCancelled},
 }
 
-// Validate reports options cancel and retry cannot run with.
+// Validate reports options cancel, retry and rerun cannot run with (rerun
+// checks its -from with validateRerun).
 func (o RunsActOptions) Validate() error {
 	if len(o.Runs) > 0 && o.given() {
 		return errors.New("give the ids of the runs or filters that select them, not both")
@@ -591,10 +596,18 @@ func joinStatuses(sts []runtime.RunStatus) string {
 
 func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) int {
 	var o RunsActOptions
-	fs := c.flagSet(sub, &o.OpsOptions, "\n\nGive run ids, or filters: then every run they select is "+map[string]string{
+	fs := c.flagSet(sub, &o.OpsOptions, map[string]string{
+		"rerun": "\n\nThe step and every step below it run again, as new attempts of the same run,\n" +
+			"with the kept outputs of the steps above it; in a failed or cancelled run, the\n" +
+			"steps that did not complete run again too. A running run is left as it is.",
+	}[sub]+"\n\nGive run ids, or filters: then every run they select is "+map[string]string{
 		"cancel": "cancelled (the running ones)", "retry": "retried (the failed and cancelled ones)",
+		"rerun": "rerun (the finished ones)",
 	}[sub]+",\nafter a count and a confirmation (-yes skips it; -dry-run only counts).\n"+
 		"The outcome is printed; the exit status is 1 if a run was not found or the\ndatabase failed, 3 if nothing changed for want of a confirmation, 0 otherwise\n(a run left as it was counts as done).")
+	if sub == "rerun" {
+		fs.StringVar(&o.From, "from", "", "the `step` to run again, with every step below it (required)")
+	}
 	addFilterFlags(fs, &o.RunsFilterOptions)
 	addWhereBoundFlags(fs, &o.OpsOptions)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "count and show the runs the filters select; change nothing")
@@ -605,8 +618,11 @@ func (c RunsCommand) act(ctx context.Context, sub string, args []string, stdout,
 	pos := fs.Args()
 	o.Runs = pos
 	o.Confirm = c.confirm(stderr)
-	if sub == "cancel" {
+	switch sub {
+	case "cancel":
 		return RunsCancel(ctx, o, stdout, stderr)
+	case "rerun":
+		return RunsRerun(ctx, o, stdout, stderr)
 	}
 	return RunsRetry(ctx, o, stdout, stderr)
 }
@@ -633,6 +649,13 @@ func RunsRetry(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) 
 	return runsAct(ctx, "retry", o, stdout, stderr, (*ops.Admin).Retry)
 }
 
+// RunsRerun runs trellis runs rerun with opts and returns its exit code.
+func RunsRerun(ctx context.Context, o RunsActOptions, stdout, stderr io.Writer) int {
+	return runsAct(ctx, "rerun", o, stdout, stderr, func(a *ops.Admin, ctx context.Context, ids ...uuid.UUID) []ops.ActionResult {
+		return a.Rerun(ctx, o.From, ids...)
+	})
+}
+
 // bulkChunk is how many runs a bulk action hands the Admin at once:
 // between chunks, an interrupt stops it.
 const bulkChunk = 2000
@@ -642,6 +665,9 @@ func runsAct(ctx context.Context, action string, o RunsActOptions, stdout, stder
 ) int {
 	name := "runs " + action
 	verr := o.Validate()
+	if verr == nil && action == "rerun" && o.From == "" {
+		verr = errors.New("give the step to run again from: -from STEP")
+	}
 	var filter ops.RunFilter
 	if verr == nil && len(o.Runs) == 0 {
 		filter, verr = o.bulkFilter(action, o.now())
@@ -719,10 +745,10 @@ func printActed(w io.Writer, format string, results []ops.ActionResult) (int, er
 
 func outcomeText(r ops.ActionResult) string {
 	what := string(r.Outcome)
-	switch {
-	case r.Status != "":
+	if r.Status != "" {
 		what += " (" + string(r.Status) + ")"
-	case r.Error != "":
+	}
+	if r.Error != "" {
 		what += ": " + r.Error
 	}
 	return what
@@ -802,7 +828,7 @@ func printBulk(w io.Writer, format, action string, results []ops.ActionResult, u
 		}{action, len(results), counts, problems, unevaluated})
 	}
 	t := newTable(w, "OUTCOME", "RUNS")
-	for _, o := range []ops.Outcome{ops.Cancelled, ops.Retried, ops.AlreadyEnded, ops.NotRetryable, ops.NotFound, ops.Failed} {
+	for _, o := range []ops.Outcome{ops.Cancelled, ops.Retried, ops.Rerun, ops.AlreadyEnded, ops.NotRetryable, ops.NotRerunnable, ops.NotFound, ops.Failed} {
 		if counts[o] > 0 {
 			t.row(string(o), fmt.Sprint(counts[o]))
 		}
