@@ -301,8 +301,8 @@ func TestReadOnlyUser(t *testing.T) {
 	}
 	// A token from an operator's page does not help either.
 	token := alice.token("/runs/" + failed.String())
-	for _, path := range []string{"/runs/" + failed.String() + "/retry", "/runs/" + running.String() + "/cancel", "/workflows/probe/schedules/nightly/pause"} {
-		code, _, body := bob.post(path, url.Values{"csrf": {token}, "confirm": {"yes"}}, nil)
+	for _, path := range []string{"/runs/" + failed.String() + "/retry", "/runs/" + running.String() + "/cancel", "/runs/" + failed.String() + "/rerun", "/workflows/probe/schedules/nightly/pause"} {
+		code, _, body := bob.post(path, url.Values{"csrf": {token}, "confirm": {"yes"}, "step": {"charge"}}, nil)
 		if code != http.StatusForbidden || !strings.Contains(body, "read-only") {
 			t.Errorf("a read-only user's POST %s = %d, want 403", path, code)
 		}

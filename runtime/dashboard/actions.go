@@ -11,7 +11,7 @@ import (
 
 // An action is what a run's page can do to it.
 type action struct {
-	Name string // the path's last element: cancel or retry
+	Name string // the path's last element: cancel, retry or rerun
 	// Verb and Question are what the confirmation says.
 	Verb, Question string
 	do             func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult
@@ -27,6 +27,14 @@ func actionNamed(name string) (action, bool) {
 	case "retry":
 		return action{Name: name, Verb: "Retry run", Question: "Retry this run? It runs again from the steps that did not complete; completed steps keep their outputs.",
 			do: func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult { return a.Retry(r.Context(), id)[0] }}, true
+	case "rerun":
+		// The step comes with the form (or, on the confirmation a link
+		// comes to, in the query).
+		return action{Name: name, Verb: "Rerun from a step",
+			Question: "Rerun this run from the step below? It and every step below it run again, as new attempts of this run, with the kept outputs of the steps above it.",
+			do: func(a *ops.Admin, r *http.Request, id uuid.UUID) ops.ActionResult {
+				return a.Rerun(r.Context(), r.FormValue("step"), id)[0]
+			}}, true
 	}
 	return action{}, false
 }
@@ -38,24 +46,33 @@ type confirmData struct {
 	Verb, Question string
 	Kind, Label    string
 	Back, Post     string
+	// Step is the step a rerun starts from, posted with the form.
+	Step string
 }
 
-// runConfirm is the confirmation of an action on a run.
-func runConfirm(a action, id uuid.UUID) confirmData {
-	return confirmData{Verb: a.Verb, Question: a.Question, Kind: "Run", Label: id.String(),
+// runConfirm is the confirmation of an action on a run; r holds the step
+// of a rerun.
+func runConfirm(a action, id uuid.UUID, r *http.Request) confirmData {
+	c := confirmData{Verb: a.Verb, Question: a.Question, Kind: "Run", Label: id.String(),
 		Back: "/runs/" + id.String(), Post: "/runs/" + id.String() + "/" + a.Name}
+	if a.Name == "rerun" {
+		c.Step = r.FormValue("step")
+	}
+	return c
 }
 
 // notices are what a run's page says after an action, by the outcome the
 // redirect names (nothing else is shown).
 func notices() map[string]string {
 	return map[string]string{
-		string(ops.Cancelled):    "Cancelled: the run's unfinished steps are cancelled.",
-		string(ops.AlreadyEnded): "Nothing to cancel: the run had already ended.",
-		string(ops.Retried):      "Retried: the run is running again from the steps that did not complete.",
-		string(ops.NotRetryable): "Nothing to retry: only failed and cancelled runs can be retried.",
-		doneTriggered:            "Triggered: the run waits for a worker that registered its workflow.",
-		doneExisting:             "An earlier run holds this idempotency key: this is that run, and no other was triggered.",
+		string(ops.Cancelled):     "Cancelled: the run's unfinished steps are cancelled.",
+		string(ops.AlreadyEnded):  "Nothing to cancel: the run had already ended.",
+		string(ops.Retried):       "Retried: the run is running again from the steps that did not complete.",
+		string(ops.NotRetryable):  "Nothing to retry: only failed and cancelled runs can be retried.",
+		string(ops.Rerun):         "Rerun: the step you chose and every step below it run again.",
+		string(ops.NotRerunnable): "Nothing to rerun: only a finished run can be rerun.",
+		doneTriggered:             "Triggered: the run waits for a worker that registered its workflow.",
+		doneExisting:              "An earlier run holds this idempotency key: this is that run, and no other was triggered.",
 	}
 }
 
@@ -63,7 +80,7 @@ func notices() map[string]string {
 // (there is no such what at the path) or, on a read-only dashboard, 403.
 func (d *Dashboard) allowed(w http.ResponseWriter, r *http.Request, what string) (action, bool) {
 	a, ok := actionNamed(r.PathValue("action"))
-	return a, d.mayAct(w, r, ok, what, "it does not cancel or retry runs")
+	return a, d.mayAct(w, r, ok, what, "it does not cancel, retry or rerun runs")
 }
 
 // mayAct answers 404 when the path names no action (there is no such
@@ -118,10 +135,10 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 		d.runProblem(w, r, id, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id)))
+	d.render(w, r, http.StatusOK, "confirm", d.newPage(w, r, "runs", a.Verb, runConfirm(a, id, r)))
 }
 
-// act cancels or retries a run, once the request proves it comes from a
+// act cancels, retries or reruns a run, once the request proves it comes from a
 // page of this dashboard and was confirmed, then shows the run.
 func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 	a, ok := d.allowed(w, r, "action")
@@ -136,7 +153,7 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.runProblem(w, r, id, err)
 		return
 	}
-	if !d.confirmed(w, r, a.Name, "runs", runConfirm(a, id)) {
+	if !d.confirmed(w, r, a.Name, "runs", runConfirm(a, id, r)) {
 		return
 	}
 	res := a.do(d.admin, r, id)
@@ -148,6 +165,11 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.log.Error("dashboard: "+a.Name+" failed", "run", id, "err", res.Error)
 		d.errorPage(w, r, http.StatusInternalServerError, a.Verb+" failed: "+res.Error)
 		return
+	case ops.NotRerunnable:
+		if res.Error != "" { // a step the run's workflow does not have
+			d.errorPage(w, r, http.StatusBadRequest, "Not rerun: "+res.Error+".")
+			return
+		}
 	}
 	d.log.Info("dashboard: "+a.Name, "run", id, "outcome", res.Outcome, "user", userOf(r).Name)
 	http.Redirect(w, r, d.url("/runs/"+id.String())+"?"+url.Values{"done": {string(res.Outcome)}}.Encode(), http.StatusSeeOther)

@@ -23,8 +23,10 @@ type runData struct {
 	Steps    []stepView
 	// Doing are the steps under way of a running run.
 	Doing []ops.Step
-	// CanCancel and CanRetry say which actions the run's status allows.
-	CanCancel, CanRetry bool
+	// CanCancel, CanRetry and CanRerun say which actions the run's status
+	// allows (a rerun from any step of a finished run but its failure
+	// handler).
+	CanCancel, CanRetry, CanRerun bool
 	// Gone is true when the run no longer exists (it was purged while
 	// the page was open).
 	Gone bool
@@ -123,6 +125,7 @@ func (d *Dashboard) loadRun(ctx context.Context, u User, id uuid.UUID) *runData 
 	data.Input = newJSONView(run.Input)
 	data.CanCancel = run.Status == runtime.RunRunning
 	data.CanRetry = run.Status == runtime.RunFailed || run.Status == runtime.RunCancelled
+	data.CanRerun = run.Status.Terminal()
 	status := map[string]string{}
 	links := map[string]string{}
 	for _, s := range run.Steps {

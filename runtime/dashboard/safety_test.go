@@ -214,8 +214,8 @@ func TestReadOnly(t *testing.T) {
 			t.Error("read-only: the page does not say so")
 		}
 	}
-	for _, path := range []string{"/runs/" + failed.String() + "/retry", "/runs/" + running.String() + "/cancel"} {
-		code, _, body := b.post(path, url.Values{"confirm": {"yes"}}, nil)
+	for _, path := range []string{"/runs/" + failed.String() + "/retry", "/runs/" + running.String() + "/cancel", "/runs/" + failed.String() + "/rerun"} {
+		code, _, body := b.post(path, url.Values{"confirm": {"yes"}, "step": {"charge"}}, nil)
 		if code != http.StatusForbidden || !strings.Contains(body, "read-only") {
 			t.Errorf("read-only: POST %s = %d, want 403", path, code)
 		}
