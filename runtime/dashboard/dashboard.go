@@ -26,8 +26,8 @@ type Options struct {
 	// (mount it with mux.Handle(prefix+"/", dash)) and writes every link
 	// with it.
 	Prefix string
-	// ReadOnly hides the forms and buttons that act (trigger, cancel and
-	// retry a run; pause, resume and delete a schedule) and refuses their requests with 403:
+	// ReadOnly hides the forms and buttons that act (trigger, cancel, retry
+	// and rerun a run; pause, resume and delete a schedule) and refuses their requests with 403:
 	// for people who should look, not act.
 	ReadOnly bool
 	// PollInterval is how often the live poller reads what open pages

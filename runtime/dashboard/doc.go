@@ -26,13 +26,13 @@
 // from its input schema that triggers a run through ops.Admin.Trigger),
 // Runs (a filtered listing, a page at a time, with the CLI's filters
 // including its CEL where), Run (the DAG coloured by step status, a
-// timeline of attempts, input, outputs, errors, the event log, cancel and
-// retry), Schedules (every schedule's next and latest tick and the run
-// that started, pause and resume), Queue (per tenant and workflow, and
-// per step of one), Workers (state, heartbeat, tasks, the versions each
-// runs), and the search every page's header offers (a run by its id, the
-// start of one, or its idempotency key, within the tenants its user
-// sees). Listings show a hundred rows a page.
+// timeline of attempts, input, outputs, errors, the event log, cancel,
+// retry and a rerun from a step), Schedules (every schedule's next and
+// latest tick and the run that started, pause and resume), Queue (per
+// tenant and workflow, and per step of one), Workers (state, heartbeat,
+// tasks, the versions each runs), and the search every page's header
+// offers (a run by its id, the start of one, or its idempotency key,
+// within the tenants its user sees). Listings show a hundred rows a page.
 //
 // # Why server-rendered
 //

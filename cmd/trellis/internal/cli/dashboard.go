@@ -140,14 +140,14 @@ func (c DashboardCommand) Run(ctx context.Context, args []string, stdout, stderr
 	var o DashboardOptions
 	var hosts string
 	fs := newFlagSet(c.Name(), "[flags]",
-		"Dashboard serves the web UI over a Trellis database: an overview of the last hour,\nthe queue and the workers; each workflow's DAG and failure rate; the runs, filtered\nas trellis runs list filters them; and each run's DAG coloured by step status, its\ntimeline, input, outputs, errors and events, with cancel and retry. Pages update\nlive. It listens on 127.0.0.1 unless -allow-remote is given, answers only to the\nloopback names and -allowed-hosts, and with -users asks everyone to sign in.\n\ntrellis dashboard hash-password NAME makes a line of a users file.")
+		"Dashboard serves the web UI over a Trellis database: an overview of the last hour,\nthe queue and the workers; each workflow's DAG and failure rate; the runs, filtered\nas trellis runs list filters them; and each run's DAG coloured by step status, its\ntimeline, input, outputs, errors and events, with cancel, retry and rerun. Pages\nupdate live. It listens on 127.0.0.1 unless -allow-remote is given, answers only to the\nloopback names and -allowed-hosts, and with -users asks everyone to sign in.\n\ntrellis dashboard hash-password NAME makes a line of a users file.")
 	addDatabaseURLFlag(fs, &o.DatabaseURL, os.Getenv("TRELLIS_DATABASE_URL"), "Postgres connection `string` (default $TRELLIS_DATABASE_URL)")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "`host:port` to listen on")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow an -addr other machines can reach (needs -users and -allowed-hosts)")
 	fs.StringVar(&hosts, "allowed-hosts", "", "comma-separated host `names` the dashboard answers to besides localhost and the loopback addresses\n(ops.example.com, ops.example.com:8443, *.example.com); other names get 421")
 	fs.StringVar(&o.Users, "users", "", "users `file` (lines name:bcrypt-hash[:read-only|operator[:tenant,...]]): everyone signs in with HTTP Basic;\nwithout it, everyone who reaches the dashboard may act")
 	fs.IntVar(&o.MaxStreams, "max-streams", dashboard.DefaultMaxStreams, "most live-update streams open at once (pages beyond it do not update live)")
-	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (trigger, cancel, retry, schedule pause/resume/delete), and refuse those actions (403), for every user")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no buttons that act (trigger, cancel, retry, rerun, schedule pause/resume/delete), and refuse those actions (403), for every user")
 	fs.StringVar(&o.Prefix, "prefix", "", "serve under this `path` (/trellis), as behind a proxy that forwards it")
 	fs.DurationVar(&o.PollInterval, "poll", 2*time.Second, "how often open pages are read again for live updates (once for all browsers)")
 	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may go without heartbeating before it counts as silent (the engines' StaleAfter)")
@@ -282,7 +282,7 @@ func (c DashboardCommand) hashPassword(args []string, stdout, stderr io.Writer) 
 	var role, tenants string
 	fs := newFlagSet(c.Name()+" hash-password", "[flags] NAME",
 		"Hash-password reads a password from standard input (asking twice, without echo,\non a terminal) and prints a line of a users file for trellis dashboard -users:\nNAME:bcrypt-hash:ROLE[:TENANTS]. Add it to the file; the password is not kept.")
-	fs.StringVar(&role, "role", dashboard.RoleReadOnly, "read-only (sees, does not act) or operator (triggers, cancels, retries, changes schedules)")
+	fs.StringVar(&role, "role", dashboard.RoleReadOnly, "read-only (sees, does not act) or operator (triggers, cancels, retries, reruns, changes schedules)")
 	fs.StringVar(&tenants, "tenants", "", "comma-separated `tenants` the user sees, alone; empty for every tenant")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code

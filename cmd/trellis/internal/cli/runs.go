@@ -433,6 +433,9 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	h.row("Status:", string(r.Status))
 	h.paint(1, statusStyle(string(r.Status)))
 	h.row("Created:", timestamp(&r.CreatedAt))
+	if !r.RerunAt.IsZero() {
+		h.row("Rerun:", timestamp(&r.RerunAt)+" (from a step: runs events shows which steps ran again)")
+	}
 	if d, ok := r.Duration(); ok {
 		h.row("Finished:", timestamp(&r.FinishedAt)+" (after "+shortDuration(d)+")")
 	}

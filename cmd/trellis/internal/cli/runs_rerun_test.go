@@ -43,6 +43,7 @@ func TestRunsRerun(t *testing.T) {
 		t.Errorf("the rerun run is %s once settled, want COMPLETED", status(runChainDone))
 	}
 	e.golden("runs-rerun-events.txt", e.ok("runs", "events", done))
+	e.golden("runs-rerun-show.txt", e.ok("runs", "show", done))
 
 	// In bulk: the finished runs of ops the filter selects, after a count
 	// and a confirmation.
