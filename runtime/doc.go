@@ -19,7 +19,8 @@
 //     batch from TriggerMany, say), at the cost of a few reads per
 //     wake-up rather than a poll per run.
 //   - Actions on runs are the engine's, whoever calls them (a program, the
-//     trellis command, the dashboard): CancelRuns, RetryRuns, PurgeRuns,
+//     trellis command, the dashboard): CancelRuns, RetryRuns, RerunRuns
+//     (from a step), PurgeRuns,
 //     Events, StuckRuns, SendEvent, and the schedules' Pause, Resume and
 //     Delete by workflow name. Package ops reads and presents runs for
 //     operators (listings, filters, run detail).

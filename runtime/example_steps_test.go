@@ -126,6 +126,46 @@ func ExampleEngine_RetryRun() {
 	// COMPLETED <nil>
 }
 
+// RerunRun runs a finished run again from a step: that step and the
+// steps below it run again, as new attempts of the same run, with the
+// kept outputs of the steps above it.
+func ExampleEngine_RerunRun() {
+	ctx := context.Background()
+	engine, _ := drivenEngine()
+	var rate atomic.Int64
+	rate.Store(100)
+	quote, err := engine.Register(&runtime.WorkflowSpec{Name: "quote", InputSchema: `{"type":"object"}`,
+		Steps: []runtime.StepSpec{{Name: "fetch"}, {Name: "price", Parents: []string{"fetch"}}}},
+		runtime.Handlers{Steps: map[string]runtime.StepFunc{
+			"fetch": func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+				return json.RawMessage(`{"sku":"a-1"}`), nil
+			},
+			"price": func(_ context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
+				return json.RawMessage(fmt.Sprintf(`{"cents":%d}`, rate.Load())), nil
+			},
+		}})
+	if err != nil {
+		panic(err)
+	}
+	res, _ := quote.Run(ctx, json.RawMessage(`{}`))
+	fmt.Println(res.Status, string(res.Outputs["price"]))
+
+	rate.Store(120) // the price list changed: price again, fetch needs no redo
+	if err := engine.RerunRun(ctx, res.ID, "price"); err != nil {
+		panic(err)
+	}
+	res, err = quote.Wait(ctx, res.ID)
+	fmt.Println(res.Status, string(res.Outputs["price"]), err)
+	var unknown *runtime.UnknownStepError
+	if err := engine.RerunRun(ctx, res.ID, "prise"); errors.As(err, &unknown) {
+		fmt.Println(unknown)
+	}
+	// Output:
+	// COMPLETED {"cents":100}
+	// COMPLETED {"cents":120} <nil>
+	// workflow quote has no step "prise" to rerun from; did you mean "price"?
+}
+
 // CancelRun cancels a running run: its unfinished steps are cancelled,
 // and running ones see their context cancelled. It reports whether the
 // run was running.
