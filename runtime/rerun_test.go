@@ -356,6 +356,12 @@ func testRerunMapAndChild(t *testing.T, newH newHarness) {
 		t.Fatal(err)
 	}
 	h.RunUntilIdle()
+	// The shipment, a child run, is not rerun while its parent runs: the
+	// parent's step might still count it.
+	kid := h.ChildRuns(ref.ID, "ship")[0].ID
+	if err := h.Engine.RerunRun(ctx, kid, "label"); !errors.Is(err, runtime.ErrNotRerunnable) || !strings.Contains(err.Error(), "which is still running") {
+		t.Errorf("rerun of a child run of a running run = %v, want ErrNotRerunnable", err)
+	}
 	if _, err := delivery.SendDelivered(ctx, "o-2", wf.DeliveryDeliveredEvent{SignedBy: "bob"}); err != nil {
 		t.Fatal(err)
 	}
@@ -381,4 +387,16 @@ func testRerunMapAndChild(t *testing.T, newH newHarness) {
 	checkTrail(t, h, ref.ID, "reship", trail(queued, skipped, queued, skipped))
 	checkTrail(t, h, ref.ID, "confirm", trail(queued, store.EventWaiting, woken, completed, queued, store.EventWaiting, woken, completed))
 	checkTrail(t, h, ref.ID, "pack", trail(queued, started, completed))
+	// Once the parent has ended, the child run can be rerun; the parent
+	// keeps what its step took.
+	if err := h.Engine.RerunRun(ctx, kid, "label"); err != nil {
+		t.Fatalf("rerun of a child run of an ended run: %v", err)
+	}
+	h.RunUntilIdle()
+	if got := h.Result(kid).Status; got != runtime.RunCompleted {
+		t.Errorf("the rerun child run is %s, want COMPLETED", got)
+	}
+	if got := h.Result(ref.ID).Status; got != runtime.RunCompleted {
+		t.Errorf("its parent is %s, want COMPLETED as it was", got)
+	}
 }

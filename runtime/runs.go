@@ -301,8 +301,9 @@ func (e *Engine) RetryRuns(ctx context.Context, ids []RunID) ([]RunID, error) {
 // each step queued again says "rerun from <from>". A waiter that already
 // had the run's result gets the new one from the next Wait.
 //
-// It returns an error matching ErrNotRerunnable for a running run,
-// ErrUnknownStep (with a guess at the step meant) for a step the run's
+// It returns an error matching ErrNotRerunnable for a running run, and
+// for a child run whose parent run is running (its step may still wait for
+// it); ErrUnknownStep (with a guess at the step meant) for a step the run's
 // workflow version does not have, and ErrRunNotFound for an unknown id.
 func (e *Engine) RerunRun(ctx context.Context, id RunID, from string) error {
 	reran, err := e.RerunRuns(ctx, []RunID{id}, from)
@@ -322,6 +323,12 @@ func (e *Engine) RerunRun(ctx context.Context, id RunID, from string) error {
 	}
 	if _, err := def.rerunFrom(from); err != nil {
 		return fmt.Errorf("run %s: %w", id, err)
+	}
+	if p := run.Parent; p != nil {
+		if st, err := e.store.RunStatuses(ctx, []RunID{p.ID}); err == nil && st[p.ID] == store.RunRunning {
+			return fmt.Errorf("run %s was started by run %s, which is still running: rerun it once that run has ended, or rerun that run from the step that started it: %w",
+				id, p.ID, ErrNotRerunnable)
+		}
 	}
 	return fmt.Errorf("run %s is %s: %w", id, run.Status, ErrNotRerunnable) // it was being reopened meanwhile
 }
@@ -345,10 +352,14 @@ func (e *Engine) reopen(ctx context.Context, ids []RunID, from string) ([]RunID,
 	if err != nil {
 		return nil, err
 	}
+	waiting, err := e.parentsRunning(ctx, runs, from)
+	if err != nil {
+		return nil, err
+	}
 	p := store.RetryRuns{Now: e.clock.Now()}
 	for _, r := range runs {
 		rr := store.RetryRun{Run: r.ID, From: from}
-		if !rr.Reopens(r.Status) {
+		if !rr.Reopens(r.Status) || waiting[r.ID] {
 			continue
 		}
 		def, err := e.definition(ctx, r.Version)
@@ -375,6 +386,37 @@ func (e *Engine) reopen(ctx context.Context, ids []RunID, from string) ([]RunID,
 		e.wake()
 	}
 	return reopened, nil
+}
+
+// parentsRunning returns the runs of a rerun (from set) whose parent
+// run is running: its step may still wait for its child runs, which a
+// child run that ended twice would count twice, so such a run is not
+// rerun. A retry leaves no such run: a child run that fails or is
+// cancelled wakes its parent's step at once.
+func (e *Engine) parentsRunning(ctx context.Context, runs []store.RunWithTasks, from string) (map[RunID]bool, error) {
+	if from == "" {
+		return nil, nil
+	}
+	var parents []RunID
+	for _, r := range runs {
+		if r.Parent != nil {
+			parents = append(parents, r.Parent.ID)
+		}
+	}
+	if len(parents) == 0 {
+		return nil, nil
+	}
+	st, err := e.store.RunStatuses(ctx, parents)
+	if err != nil {
+		return nil, err
+	}
+	out := map[RunID]bool{}
+	for _, r := range runs {
+		if r.Parent != nil && st[r.Parent.ID] == store.RunRunning {
+			out[r.ID] = true
+		}
+	}
+	return out, nil
 }
 
 // rerunFrom returns the steps a rerun from step from runs again, by
