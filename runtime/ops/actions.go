@@ -25,8 +25,9 @@ const (
 	NotRetryable Outcome = "not retryable"
 	// Rerun: the finished run runs again from the step given.
 	Rerun Outcome = "rerun"
-	// NotRerunnable: the run is running, or its workflow version has no
-	// such step (Error says so); Rerun left it as it was.
+	// NotRerunnable: the run is running, its workflow version has no such
+	// step, or it is a child run whose parent runs (Error says which of
+	// the last two); Rerun left it as it was.
 	NotRerunnable Outcome = "not rerunnable"
 	// NotFound: no run has the id.
 	NotFound Outcome = "not found"
@@ -166,8 +167,9 @@ func (a *Admin) Rerun(ctx context.Context, from string, ids ...runtime.RunID) []
 	if len(left) == 0 {
 		return out
 	}
-	// A finished run left as it was has no such step: the engine says why,
-	// once per workflow version.
+	// A finished run left as it was has no such step, or a parent run that
+	// runs: the engine says why (once per workflow version for a step it
+	// lacks).
 	why := map[runtime.RunID]string{}
 	byVersion := map[string]string{}
 	for batch := range slices.Chunk(left, actBatch) {
@@ -186,12 +188,12 @@ func (a *Admin) Rerun(ctx context.Context, from string, ids ...runtime.RunID) []
 				case err == nil:
 					why[r.ID] = string(Rerun)
 					continue
-				case errors.As(err, &unknown):
+				case errors.As(err, &unknown): // the same for every run of the version
 					msg = unknown.Error()
-				default:
+					byVersion[r.Version] = msg
+				default: // this run's own reason (its parent runs, say)
 					msg = err.Error()
 				}
-				byVersion[r.Version] = msg
 			}
 			why[r.ID] = msg
 		}
