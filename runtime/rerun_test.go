@@ -249,7 +249,7 @@ func testRerunUnknownStep(t *testing.T, newH newHarness) {
 	}
 	h.Settle()
 	for from, want := range map[string]string{
-		"wrok":  `workflow ops has no step "wrok" to rerun from; did you mean "work"?`,
+		"werk":  `workflow ops has no step "werk" to rerun from; did you mean "work"?`,
 		"alert": `"alert" is the failure handler of workflow ops`,
 		"":      "no step given",
 	} {
