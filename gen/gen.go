@@ -121,7 +121,44 @@ func (g *Generator) checkAll(paths []string) ([]*File, error) {
 		files = append(files, g.check(r, path, src))
 	}
 	checkPackages(files)
+	checkStartEvents(files)
 	return files, nil
+}
+
+// checkStartEvents adds the problems between workflows that start on an
+// event of one name with different payload schemas: an event is
+// addressed by name, so one publish reaches both, and one of them would
+// refuse what the other accepts.
+func checkStartEvents(files []*File) {
+	type first struct {
+		file   *File
+		schema string
+	}
+	seen := map[string]first{}
+	for _, f := range files {
+		w := f.workflow
+		if w == nil {
+			continue
+		}
+		probs := workflow.NewProblems(f.Path)
+		done := map[string]bool{}
+		for _, st := range w.StartOn {
+			ev, ok := w.Event(st.Event)
+			if !ok || ev.Schema == nil || !ev.Schema.OK || done[st.Event] {
+				continue
+			}
+			done[st.Event] = true
+			prev, ok := seen[st.Event]
+			if !ok {
+				seen[st.Event] = first{f, ev.Schema.JSON}
+				continue
+			}
+			if prev.schema != ev.Schema.JSON {
+				probs.Add(ev.Pos, "", "workflow %s (%s) also starts on event %s, with another payload schema: a published %s reaches both, and each checks it against its own schema; declare the same schema in both", prev.file.workflow.Name, filepath.Base(prev.file.Path), st.Event, st.Event)
+			}
+		}
+		f.Problems = workflow.Sorted(append(f.Problems, probs.List()...))
+	}
 }
 
 // checkPackages adds the problems between files that generate into the

@@ -71,6 +71,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"ResultDoesNotWait", testResultDoesNotWait},
 		{"MapStepOverLineItems", testMapOrders},
 		{"ChildWorkflowsAndEvents", testDelivery},
+		{"EventsStartRuns", testStartEvents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

@@ -50,6 +50,8 @@ type Definition struct {
 	// waits.go).
 	events   map[string]*schema
 	waitKeys []*condition.KeyExpr
+	// startOn are the compiled startOn entries (see startevents.go).
+	startOn []startOn
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are
@@ -166,6 +168,9 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		}
 	}
 	if err := d.compileSchedules(); err != nil {
+		return nil, err
+	}
+	if err := d.compileStartOn(); err != nil {
 		return nil, err
 	}
 	canonical, err := json.Marshal(versioned(spec))

@@ -60,6 +60,15 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering worker: %w", err)
 	}
+	// Workflows that events start are stored now, so that a process that
+	// publishes their events without their code finds them.
+	for _, r := range e.registry.registrations() {
+		if len(r.def.startOn) > 0 {
+			if err := e.saveDefinition(ctx, r.def); err != nil {
+				return nil, fmt.Errorf("engine: %w", err)
+			}
+		}
+	}
 	gauges, err := e.observeGauges()
 	if err != nil {
 		return nil, err

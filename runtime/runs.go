@@ -49,6 +49,30 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 	if span != nil {
 		defer func() { e.endTrigger(span, refs, err) }()
 	}
+	runs, err := e.newRuns(ctx, def, inputs, keys, o, traceContext)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.saveDefinition(ctx, def); err != nil {
+		return nil, err
+	}
+	res, err := e.storeRuns(ctx, runs, o)
+	if err != nil {
+		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
+	}
+	refs = make([]RunRef, len(res))
+	for i, r := range res {
+		refs[i] = RunRef{ID: r.ID, Workflow: def.Name(), Existing: !r.Created}
+	}
+	e.started(ctx, runs, res, o.Tenant)
+	return refs, nil
+}
+
+// newRuns checks the options and validates every input of a trigger of
+// def, and makes the runs to create: with their ids, priorities, tasks
+// (with their limits' keys) and keys[i], when keys is not nil, as the
+// idempotency key of inputs[i].
+func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions, traceContext string) ([]store.NewRun, error) {
 	if err := e.checkRunOptions(def, o.Tenant, keys); err != nil {
 		return nil, err
 	}
@@ -85,9 +109,6 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 			return nil, err
 		}
 	}
-	if err := e.saveDefinition(ctx, def); err != nil {
-		return nil, err
-	}
 	runs := make([]store.NewRun, len(inputs))
 	for i, in := range inputs {
 		id, err := uuid.NewV7()
@@ -105,38 +126,51 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 			runs[i].IdempotencyKey = keys[i]
 		}
 	}
+	return runs, nil
+}
+
+// storeRuns creates runs, of one workflow or several, in one store call:
+// all of them, or none.
+func (e *Engine) storeRuns(ctx context.Context, runs []store.NewRun, o RunOptions) (res []store.CreateRunResult, err error) {
 	// Run ids are made here, so creating runs is idempotent by id: a retry
 	// after a transient failure finds the runs an attempt that failed only
 	// to answer created. In a caller's transaction, the caller decides.
 	create := func() (res []store.CreateRunResult, err error) {
-		res, err = e.store.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: e.clock.Now(), Tx: o.Tx})
-		return res, err
+		return e.store.CreateRuns(ctx, store.CreateRuns{Runs: runs, Now: e.clock.Now(), Tx: o.Tx})
 	}
-	var res []store.CreateRunResult
 	if o.Tx != nil {
-		res, err = create()
-	} else {
-		err = retryTransient(ctx, e.clock, func() (err error) { res, err = create(); return err })
+		return create()
 	}
-	if err != nil {
-		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
-	}
-	refs = make([]RunRef, len(res))
-	created := 0
+	err = retryTransient(ctx, e.clock, func() (err error) { res, err = create(); return err })
+	return res, err
+}
+
+// started wakes the claim loop for the runs created (res[i] says whether
+// runs[i] was) and counts them, by workflow.
+func (e *Engine) started(ctx context.Context, runs []store.NewRun, res []store.CreateRunResult, tenant string) {
+	created := map[string]int{}
+	var names []string
 	for i, r := range res {
-		refs[i] = RunRef{ID: r.ID, Workflow: def.Name(), Existing: !r.Created}
-		if r.Created {
-			created++
+		if !r.Created {
+			continue
 		}
+		if created[runs[i].Workflow] == 0 {
+			names = append(names, runs[i].Workflow)
+		}
+		created[runs[i].Workflow]++
 	}
-	if created > 0 {
+	if len(names) > 0 {
 		e.wake()
 	}
 	if e.metrics != nil {
-		// In a caller's transaction, counted when created, not committed.
-		e.metrics.RunsStarted(ctx, def.Name(), o.Tenant, created)
+		if len(names) == 0 && len(runs) > 0 {
+			names = append(names, runs[0].Workflow) // counted as before: zero
+		}
+		for _, name := range names {
+			// In a caller's transaction, counted when created, not committed.
+			e.metrics.RunsStarted(ctx, name, tenant, created[name])
+		}
 	}
-	return refs, nil
 }
 
 // checkRunOptions checks the tenant and the idempotency keys (keys[i]

@@ -56,3 +56,7 @@ type WaitForSpec = spec.WaitFor
 
 // EventSpec declares an event and its payload schema (see spec.Event).
 type EventSpec = spec.Event
+
+// StartOnSpec declares an event that starts runs of its workflow (see
+// spec.StartOn).
+type StartOnSpec = spec.StartOn

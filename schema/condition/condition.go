@@ -37,7 +37,10 @@ const costLimit = 1_000_000
 
 // Env is the typing environment for the conditions of one step.
 type Env struct {
-	cel     *cel.Env
+	cel *cel.Env
+	// root is the variable input is the type of: input, or payload in a
+	// payload environment (NewPayloadEnv).
+	root    string
 	input   *shape
 	parents map[string]*shape
 	names   []string // parent names, sorted
@@ -64,7 +67,7 @@ func NewEnv(inputSchema json.RawMessage, parentSchemas map[string]json.RawMessag
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	e := &Env{input: in, parents: map[string]*shape{}}
+	e := &Env{root: "input", input: in, parents: map[string]*shape{}}
 	e.pobj = &objectType{name: "trellis.parents", fields: map[string]*shape{}}
 	for name := range parentSchemas {
 		e.names = append(e.names, name)
@@ -138,6 +141,9 @@ func compile[T any](e *Env, expr string, want func(*types.Type) string, build fu
 	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
+		if e.root == "payload" { // startOn's expressions say what was meant
+			return zero, hinted(e.cel, e.input, []string{e.root}, expr, issues(iss))
+		}
 		return zero, issues(iss)
 	}
 	out := checked.OutputType()
@@ -167,6 +173,9 @@ func Parse(expr string) []Issue {
 // nonParents reports selections parents.x where x is not a declared parent,
 // with a clearer message than the type checker's "undefined field".
 func (e *Env) nonParents(parsed *cel.Ast) []Issue {
+	if e.root != "input" {
+		return nil // a payload environment has no parents
+	}
 	native := parsed.NativeRep()
 	var out []Issue
 	for _, sel := range ast.MatchDescendants(ast.NavigateAST(native), ast.KindMatcher(ast.SelectKind)) {
@@ -205,8 +214,14 @@ func issues(iss *cel.Issues) []Issue {
 // Vars holds the values conditions are evaluated against: the run input and
 // the outputs of the step's parents.
 type Vars struct {
+	root    string
 	input   any
 	parents *object
+}
+
+// activation is what a program of the environment reads.
+func (v *Vars) activation() map[string]any {
+	return map[string]any{v.root: v.input, "parents": v.parents}
 }
 
 // Bind converts the run input and the outputs of the completed parents into
@@ -229,7 +244,7 @@ func (e *Env) Bind(input json.RawMessage, outputs map[string]json.RawMessage) (*
 		}
 		p.fields[name] = v
 	}
-	return &Vars{input: in, parents: p}, nil
+	return &Vars{root: e.root, input: in, parents: p}, nil
 }
 
 func decodeAndConvert(s *shape, raw json.RawMessage, path string) (any, error) {
@@ -246,7 +261,7 @@ func decodeAndConvert(s *shape, raw json.RawMessage, path string) (any, error) {
 // Eval evaluates the condition. An evaluation error (for example a division
 // by zero or an out-of-range index) is returned as an error, never as false.
 func (p *Program) Eval(ctx context.Context, vars *Vars) (bool, error) {
-	out, _, err := p.prg.ContextEval(ctx, map[string]any{"input": vars.input, "parents": vars.parents})
+	out, _, err := p.prg.ContextEval(ctx, vars.activation())
 	if err != nil {
 		return false, fmt.Errorf("evaluating %q: %w", p.source, err)
 	}

@@ -23,7 +23,7 @@ var (
 // did you mean "amount"?". A field is guessed among those of the object
 // it is selected from, when the path to it starts at input and names
 // objects only, else among every field of the input; a variable among
-// vars.
+// vars, the first of which is the variable in is the type of.
 func hinted(env *cel.Env, in *shape, vars []string, expr string, iss []Issue) []Issue {
 	var parsed *cel.Ast
 	for i, is := range iss {
@@ -33,7 +33,7 @@ func hinted(env *cel.Env, in *shape, vars []string, expr string, iss []Issue) []
 			if parsed == nil {
 				parsed, _ = env.Parse(expr)
 			}
-			word, candidates = m[1], fieldCandidates(parsed, in, m[1])
+			word, candidates = m[1], fieldCandidates(parsed, in, vars[0], m[1])
 		} else if m := undeclaredName.FindStringSubmatch(is.Message); m != nil {
 			// Filters have no container: CEL's note of it says nothing.
 			iss[i].Message = strings.TrimSuffix(is.Message, " (in container '')")
@@ -51,14 +51,14 @@ func hinted(env *cel.Env, in *shape, vars []string, expr string, iss []Issue) []
 // fieldCandidates returns the fields name was likely meant among: those
 // of the object a selection of name in parsed reads from, or every field
 // reachable from in.
-func fieldCandidates(parsed *cel.Ast, in *shape, name string) []string {
+func fieldCandidates(parsed *cel.Ast, in *shape, root, name string) []string {
 	if parsed != nil {
 		for _, sel := range ast.MatchDescendants(ast.NavigateAST(parsed.NativeRep()), ast.KindMatcher(ast.SelectKind)) {
 			s := sel.AsSelect()
 			if s.FieldName() != name {
 				continue
 			}
-			if obj := objectAt(s.Operand(), in); obj != nil && obj.fields[name] == nil {
+			if obj := objectAt(s.Operand(), in, root); obj != nil && obj.fields[name] == nil {
 				return obj.order
 			}
 		}
@@ -85,17 +85,18 @@ func fieldCandidates(parsed *cel.Ast, in *shape, name string) []string {
 	return all
 }
 
-// objectAt returns the object e reads, when e is input or a selection of
-// object fields from it (input.address), or nil.
-func objectAt(e ast.Expr, in *shape) *objectType {
+// objectAt returns the object e reads, when e is the variable root (of
+// type in) or a selection of object fields from it (input.address), or
+// nil.
+func objectAt(e ast.Expr, in *shape, root string) *objectType {
 	switch e.Kind() {
 	case ast.IdentKind:
-		if e.AsIdent() == "input" {
+		if e.AsIdent() == root {
 			return in.object
 		}
 	case ast.SelectKind:
 		s := e.AsSelect()
-		if obj := objectAt(s.Operand(), in); obj != nil {
+		if obj := objectAt(s.Operand(), in, root); obj != nil {
 			if f := obj.fields[s.FieldName()]; f != nil {
 				return f.object
 			}

@@ -95,7 +95,7 @@ func (e *Env) schemaOf(t *types.Type) (map[string]any, error) {
 
 // Eval evaluates the expression and returns each item as JSON.
 func (x *ListExpr) Eval(ctx context.Context, vars *Vars) ([]json.RawMessage, error) {
-	out, _, err := x.prg.ContextEval(ctx, map[string]any{"input": vars.input, "parents": vars.parents})
+	out, _, err := x.prg.ContextEval(ctx, vars.activation())
 	if err != nil {
 		return nil, fmt.Errorf("evaluating %q: %w", x.source, err)
 	}

@@ -34,7 +34,7 @@ func (e *Env) CompileValue(expr string) (*ValueExpr, []Issue) {
 
 // Eval evaluates the expression and returns its value as JSON.
 func (x *ValueExpr) Eval(ctx context.Context, vars *Vars) (json.RawMessage, error) {
-	out, _, err := x.prg.ContextEval(ctx, map[string]any{"input": vars.input, "parents": vars.parents})
+	out, _, err := x.prg.ContextEval(ctx, vars.activation())
 	if err != nil {
 		return nil, fmt.Errorf("evaluating %q: %w", x.source, err)
 	}

@@ -32,6 +32,7 @@ const (
 	RuleChild         Rule = "workflow"       // a child workflow step without a valid workflow name, or with an empty input field
 	RuleWait          Rule = "waitFor"        // a wait step for an undeclared event, or with a bad timeout or onTimeout
 	RuleEvent         Rule = "events"         // an event without a valid, unique name or without a payload schema
+	RuleStartOn       Rule = "startOn"        // a startOn entry for an undeclared event, or with an empty input field
 )
 
 // Problem is one rule a workflow breaks, located by the step and field it
@@ -253,6 +254,7 @@ func (c *checker) cycles(parents [][]int) {
 
 func (c *checker) settings() {
 	c.events()
+	c.startOn()
 	for i := range c.w.Steps {
 		s := &c.w.Steps[i]
 		c.kind(i)
@@ -423,6 +425,27 @@ func (c *checker) events() {
 		if strings.TrimSpace(ev.Schema) == "" {
 			c.add(Problem{Rule: RuleEvent, Step: -1, Field: "events", Index: i, Other: -1,
 				Message: fmt.Sprintf("event %q needs the JSON Schema of its payload", ev.Name)})
+		}
+	}
+}
+
+// startOn checks the events that start the workflow: each declared under
+// events, with no empty expression. Index is the entry of StartOn.
+func (c *checker) startOn() {
+	for i, st := range c.w.StartOn {
+		add := func(format string, args ...any) {
+			c.add(Problem{Rule: RuleStartOn, Step: -1, Field: "startOn", Index: i, Other: -1, Message: fmt.Sprintf(format, args...)})
+		}
+		if _, ok := c.w.Event(st.Event); !ok {
+			add("event %q is not declared: add it to the workflow's events with the JSON Schema of its payload", st.Event)
+		}
+		if len(st.Input) > 0 && st.InputExpr != "" {
+			add("give the input field by field (input) or as one expression (inputExpr), not both")
+		}
+		for name, x := range st.Input {
+			if strings.TrimSpace(x) == "" {
+				add("input field %s has an empty expression: write a CEL expression over payload", name)
+			}
 		}
 	}
 }

@@ -44,8 +44,41 @@ type Workflow struct {
 	OnFailure *OnFailure `json:"onFailure,omitempty"`
 	// Schedules start runs of the workflow on cron schedules.
 	Schedules []Schedule `json:"schedules,omitempty"`
-	// Events are the events the workflow's wait steps wait for.
+	// Events are the events the workflow's wait steps wait for, and
+	// those that start its runs (StartOn).
 	Events []Event `json:"events,omitempty"`
+	// StartOn are the events that start runs of the workflow, each one
+	// of Events: publishing one (Engine.PublishEvent) starts a run of
+	// every workflow that starts on it and whose filter matches.
+	StartOn []StartOn `json:"startOn,omitempty"`
+}
+
+// StartOn declares an event that starts runs of its workflow.
+type StartOn struct {
+	// Event names one of the workflow's Events.
+	Event string `json:"event"`
+	// If, when set, is a CEL condition over payload, the event's payload:
+	// only an event for which it is true starts a run.
+	If string `json:"if,omitempty"`
+	// Input builds the run input: each field of it from a CEL expression
+	// over payload. When it and InputExpr are empty, the payload is the
+	// input.
+	Input map[string]string `json:"input,omitempty"`
+	// InputExpr, when set instead of Input, is one CEL expression over
+	// payload whose value is the run input.
+	InputExpr string `json:"inputExpr,omitempty"`
+}
+
+// StartsOn returns the startOn entries of the workflow for the event
+// named event, in file order.
+func (w *Workflow) StartsOn(event string) []StartOn {
+	var out []StartOn
+	for _, s := range w.StartOn {
+		if s.Event == event {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // FillWaitOutputs gives each wait step without an output schema its
@@ -346,5 +379,10 @@ func (w *Workflow) Clone() Workflow {
 	}
 	out.Schedules = append([]Schedule(nil), w.Schedules...)
 	out.Events = append([]Event(nil), w.Events...)
+	out.StartOn = nil
+	for _, s := range w.StartOn {
+		s.Input = maps.Clone(s.Input)
+		out.StartOn = append(out.StartOn, s)
+	}
 	return out
 }

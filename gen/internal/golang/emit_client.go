@@ -148,7 +148,8 @@ func (e *emitter) client() {
 }
 
 // events renders the client's methods that send events: Signal<Event>
-// to a run, and Send<Event> by key for an event some wait has a key for.
+// to a run, Publish<Event> for an event the workflow starts on, and
+// Send<Event> by key for an event some wait has a key for.
 // Each takes the event's payload type and hands over to the runtime.
 func (e *emitter) events() {
 	w := e.p.w.Name
@@ -165,6 +166,15 @@ func (e *emitter) events() {
 		).Error().Block(
 			jen.Return(jen.Qual(runtimePkg, "SignalEvent").Call(jen.Id("ctx"), workflow.Clone(), jen.Id("id"), jen.Lit(name), jen.Id("payload"), jen.Id("opts").Op("..."))),
 		))
+		if ep.starts {
+			text = fmt.Sprintf("Publish%s publishes event %s: it starts a run of every workflow that starts on %s (%s and others, by their startOn) whose filter matches payload. With an id, publishing is idempotent: the same id again starts nothing new. runtime.WithTenant sets the runs' tenant, runtime.WithTx creates them in the caller's transaction (on Postgres). See runtime.Engine.PublishEvent.", ep.goName, name, name, w)
+			e.f.Add(doc(text).
+				Func().Params(recv.Clone()).Id("Publish"+ep.goName).Params(
+				ctx.Clone(), jen.Id("id").String(), jen.Id("payload").Id(payload), opts.Clone(),
+			).Params(jen.Qual(runtimePkg, "Published"), jen.Error()).Block(
+				jen.Return(jen.Qual(runtimePkg, "PublishEvent").Call(jen.Id("ctx"), workflow.Clone(), jen.Lit(name), jen.Id("id"), jen.Id("payload"), jen.Id("opts").Op("..."))),
+			))
+		}
 		if !ep.keyed {
 			continue
 		}

@@ -2,6 +2,7 @@ package golang
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -71,6 +72,28 @@ func (e *emitter) spec() {
 			list[i] = jen.Values(kv("Name", jen.Lit(ev.Name)), kv("Schema", rawString(ev.Schema)))
 		}
 		fields = append(fields, kv("Events", jen.Index().Qual(runtimePkg, "EventSpec").Add(multi(list...))))
+	}
+	if len(w.StartOn) > 0 {
+		list := make([]jen.Code, len(w.StartOn))
+		for i, st := range w.StartOn {
+			f := []jen.Code{kv("Event", jen.Lit(st.Event))}
+			if st.If != "" {
+				f = append(f, kv("If", jen.Lit(st.If)))
+			}
+			if len(st.Input) > 0 {
+				names := slices.Sorted(maps.Keys(st.Input))
+				input := make([]jen.Code, len(names))
+				for j, name := range names {
+					input[j] = jen.Lit(name).Op(":").Lit(st.Input[name])
+				}
+				f = append(f, kv("Input", jen.Map(jen.String()).String().Add(multi(input...))))
+			}
+			if st.InputExpr != "" {
+				f = append(f, kv("InputExpr", jen.Lit(st.InputExpr)))
+			}
+			list[i] = jen.Values(f...)
+		}
+		fields = append(fields, kv("StartOn", jen.Index().Qual(runtimePkg, "StartOnSpec").Add(multi(list...))))
 	}
 	name := e.w + "Spec"
 	text := fmt.Sprintf("%s returns the definition of the %s workflow, as declared in %s. Each call returns a new value.", name, w.Name, w.Source)

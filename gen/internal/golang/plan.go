@@ -63,6 +63,9 @@ type eventPlan struct {
 	// keyed is true when a wait for it has a key: the client sends it by
 	// key too.
 	keyed bool
+	// starts is true when the workflow starts on it: the client
+	// publishes it.
+	starts bool
 }
 
 // result is the Go type of what a step's children and its run's result
@@ -160,6 +163,11 @@ func (p *Plan) planEvents(m *mapper, ids *idents) {
 		for _, s := range p.w.Steps {
 			if s.IsWait() && s.WaitFor.Event == ev.Name && s.WaitFor.Key != nil {
 				ep.keyed = true
+			}
+		}
+		for _, st := range p.w.StartOn {
+			if st.Event == ev.Name {
+				ep.starts = true
 			}
 		}
 		p.events = append(p.events, ep)

@@ -25,7 +25,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules", "events")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -65,6 +65,9 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := root.Get("schedules"); f != nil {
 		w.Schedules = d.schedules(f.Value)
+	}
+	if f := root.Get("startOn"); f != nil {
+		w.StartOn = d.startOn(f.Value)
 	}
 	return w
 }

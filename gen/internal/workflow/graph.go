@@ -84,6 +84,13 @@ func (d *decoder) check(w *Workflow) {
 			if p.Index < len(w.Events) && w.Events[p.Index].Name != "" {
 				d.probs.Add(w.Events[p.Index].Pos, "", "%s", p.Message)
 			}
+		case spec.RuleStartOn:
+			st := w.StartOn[p.Index]
+			hint := ""
+			if strings.Contains(p.Message, "is not declared") {
+				hint = startOnHint(st, w)
+			}
+			d.probs.Add(st.EventPos, "", "startOn[%d]: %s%s", p.Index, p.Message, hint)
 		case spec.RuleRetry:
 			if step != nil {
 				d.retryProblem(p, step.retry, d.defaults)

@@ -73,6 +73,22 @@ func (w *Workflow) Spec() *spec.Workflow {
 		}
 		out.Events = append(out.Events, e)
 	}
+	for _, st := range w.StartOn {
+		s := spec.StartOn{Event: st.Event}
+		if st.If != nil {
+			s.If = st.If.Source
+		}
+		if st.Whole != nil {
+			s.InputExpr = st.Whole.Source
+		}
+		for _, f := range st.Fields {
+			if s.Input == nil {
+				s.Input = map[string]string{}
+			}
+			s.Input[f.Name] = f.Expr.Source
+		}
+		out.StartOn = append(out.StartOn, s)
+	}
 	for _, sc := range w.Schedules {
 		out.Schedules = append(out.Schedules, spec.Schedule{
 			Name: sc.Name, Cron: sc.Cron, Timezone: sc.Timezone, Input: sc.inputJSON(), Tenant: sc.Tenant,

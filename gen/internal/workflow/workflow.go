@@ -44,8 +44,11 @@ type Workflow struct {
 	OnFailure *OnFailure
 	// Schedules are the cron schedules, in file order.
 	Schedules []*Schedule
-	// Events are the events wait steps wait for, in file order.
+	// Events are the events wait steps wait for, and those that start
+	// the workflow, in file order.
 	Events []*Event
+	// StartOn are the events that start the workflow, in file order.
+	StartOn []*StartOn
 }
 
 // Event is an event the workflow's wait steps wait for.
@@ -306,5 +309,6 @@ func (p *Parser) ParseWith(file string, src []byte, r Resolver) (*Workflow, []Pr
 	checkConditions(w, d.lines(), probs)
 	checkInputExprs(w, d.lines(), probs)
 	checkSchedules(w, probs)
+	checkStartOn(w, d.lines(), probs)
 	return w, probs.List()
 }

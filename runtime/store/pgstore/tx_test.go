@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
+	"github.com/effectivelabs/trellis/testdata/acceptance"
 	"github.com/effectivelabs/trellis/testdata/multiproc"
 )
 
@@ -211,3 +213,52 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A publish in the caller's transaction starts its listeners' runs if
+// and only if the transaction commits.
+func TestPublishInCallerTransaction(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
+	if _, err := acceptance.RegisterReceipts(h.Engine, receipts{}); err != nil {
+		t.Fatal(err)
+	}
+	payload := json.RawMessage(`{"id": "o-1", "total": 10}`)
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := h.Engine.PublishEvent(ctx, "order-placed", "evt-1", payload, runtime.WithTx(pgstore.Tx(tx)))
+	if err != nil || len(gone.Started()) != 1 {
+		t.Fatalf("publish = %+v, %v; want one run", gone, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Engine.Result(ctx, gone.Started()[0]); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Fatalf("after rollback, Result = %v; want ErrRunNotFound", err)
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Fatalf("a rolled-back publish started %d tasks", n)
+	}
+
+	// The same event id again, committed: the rolled-back publish held
+	// nothing, so this one starts the run.
+	var kept runtime.Published
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		kept, err = h.Engine.PublishEvent(ctx, "order-placed", "evt-1", payload, runtime.WithTx(pgstore.Tx(tx)))
+		return err
+	})
+	if err != nil || len(kept.Started()) != 1 || kept.Listeners[0].Existing {
+		t.Fatalf("committed publish = %+v, %v; want one new run", kept, err)
+	}
+	h.RunUntilIdle()
+	if res := h.Result(kept.Started()[0]); res.Status != runtime.RunCompleted {
+		t.Fatalf("run = %s; want completed", res.Status)
+	}
+}
+
+type receipts struct{}
+
+func (receipts) Mail(context.Context, acceptance.ReceiptsInput) error { return nil }

@@ -1,0 +1,366 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/condition"
+)
+
+// Events that start runs. A workflow's startOn names events (declared
+// under its events, with their payload schemas) that start it: publishing
+// one (Engine.PublishEvent) starts a run of every workflow that starts on
+// it, whose filter matches, with an input built from the payload. The
+// listeners are the workflows this engine registered and the newest
+// stored version of every other workflow, so a process that publishes
+// need not have their code. All the runs one publish starts are created
+// in one store call: all, or none.
+
+// startOn is a compiled startOn entry.
+type startOn struct {
+	event string
+	env   *condition.Env
+	// filter is the entry's if, or nil; fields build the input field by
+	// field, or whole builds it all; neither means the payload is the
+	// input.
+	filter *condition.Program
+	fields map[string]*condition.ValueExpr
+	whole  *condition.ValueExpr
+}
+
+// compileStartOn compiles the workflow's startOn entries against their
+// events' payload schemas.
+func (d *Definition) compileStartOn() error {
+	for i, st := range d.spec.StartOn {
+		what := fmt.Sprintf("compiling workflow %s: startOn[%d]", d.spec.Name, i)
+		ev, ok := d.spec.Event(st.Event)
+		if !ok {
+			return fmt.Errorf("%s: event %q is not declared under events", what, st.Event)
+		}
+		env, err := condition.NewPayloadEnv(json.RawMessage(ev.Schema))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		c := startOn{event: st.Event, env: env}
+		if st.If != "" {
+			prg, issues := env.Compile(st.If)
+			if len(issues) > 0 {
+				return fmt.Errorf("%s: if %q: %s", what, st.If, issues[0].Message)
+			}
+			c.filter = prg
+		}
+		if st.InputExpr != "" {
+			x, issues := env.CompileValue(st.InputExpr)
+			if len(issues) > 0 {
+				return fmt.Errorf("%s: input %q: %s", what, st.InputExpr, issues[0].Message)
+			}
+			c.whole = x
+		}
+		for name, src := range st.Input {
+			x, issues := env.CompileValue(src)
+			if len(issues) > 0 {
+				return fmt.Errorf("%s: input field %s %q: %s", what, name, src, issues[0].Message)
+			}
+			if c.fields == nil {
+				c.fields = map[string]*condition.ValueExpr{}
+			}
+			c.fields[name] = x
+		}
+		d.startOn = append(d.startOn, c)
+	}
+	return nil
+}
+
+// StartsOn reports whether an event named event starts runs of the
+// workflow.
+func (d *Definition) StartsOn(event string) bool {
+	return slices.ContainsFunc(d.startOn, func(s startOn) bool { return s.event == event })
+}
+
+// startInput is the input of the run an event of d starts: built by the
+// first startOn entry for the event whose filter holds (ok false when
+// none does).
+func (d *Definition) startInput(ctx context.Context, event string, payload json.RawMessage) (json.RawMessage, bool, error) {
+	for _, st := range d.startOn {
+		if st.event != event {
+			continue
+		}
+		vars, err := st.env.BindPayload(payload)
+		if err != nil {
+			return nil, false, err
+		}
+		if st.filter != nil {
+			ok, err := st.filter.Eval(ctx, vars)
+			if err != nil {
+				return nil, false, fmt.Errorf("startOn filter: %w", err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		switch {
+		case st.whole != nil:
+			in, err := st.whole.Eval(ctx, vars)
+			if err != nil {
+				return nil, false, fmt.Errorf("startOn input: %w", err)
+			}
+			return in, true, nil
+		case st.fields != nil:
+			in := make(map[string]json.RawMessage, len(st.fields))
+			for name, x := range st.fields {
+				v, err := x.Eval(ctx, vars)
+				if err != nil {
+					return nil, false, fmt.Errorf("startOn input field %s: %w", name, err)
+				}
+				in[name] = v
+			}
+			raw, err := json.Marshal(in)
+			return raw, err == nil, err
+		}
+		return payload, true, nil
+	}
+	return nil, false, nil
+}
+
+// Published reports what a publish did, listener by listener. Its JSON
+// is what trellis events send -format json prints for a published event.
+type Published struct {
+	Event string `json:"event"`
+	// ID is the event's id, which makes publishing idempotent; empty
+	// when none was given.
+	ID     string `json:"id,omitempty"`
+	Tenant string `json:"tenant"`
+	// Listeners are the workflows that start on the event, by name.
+	Listeners []Listener `json:"listeners"`
+}
+
+// Listener is a workflow that starts on a published event, and what the
+// event did to it: started a run (Run), found the run an earlier publish
+// of the same event id started (Run, with Existing), matched no filter
+// (Filtered), or was refused (Refused says why).
+type Listener struct {
+	Workflow string `json:"workflow"`
+	// Version is the version of the workflow the event was checked
+	// against and the run started with.
+	Version  string `json:"version"`
+	Run      RunID  `json:"run,omitzero"`
+	Existing bool   `json:"existing,omitempty"`
+	Filtered bool   `json:"filtered,omitempty"`
+	Refused  string `json:"refused,omitempty"`
+}
+
+// Started returns the runs the publish started, or found started by an
+// earlier publish of the same event id, in workflow name order.
+func (p Published) Started() []RunID {
+	var out []RunID
+	for _, l := range p.Listeners {
+		if l.Run != (RunID{}) {
+			out = append(out, l.Run)
+		}
+	}
+	return out
+}
+
+// PublishError is returned by a publish that some listeners refused: the
+// payload fails the schema of their event, or their filter or input
+// could not be evaluated, or the input built fails their input schema.
+// The other listeners' runs were started; Published says which.
+type PublishError struct {
+	Event   string
+	Refused []Listener
+}
+
+func (e *PublishError) Error() string {
+	parts := make([]string, len(e.Refused))
+	for i, l := range e.Refused {
+		parts[i] = l.Workflow + ": " + l.Refused
+	}
+	return fmt.Sprintf("publishing event %s: refused by %s", e.Event, strings.Join(parts, "; "))
+}
+
+// PublishEvent publishes the event named event: it starts a run of every
+// workflow that starts on it (its startOn) and whose filter matches the
+// payload, with the input its startOn builds from the payload. The
+// listeners are the workflows this engine registered and, for other
+// workflows, their newest stored version: a process may publish events
+// of workflows whose code it does not have.
+//
+// With an id, publishing is idempotent: a second publish of the same
+// event id (for the same tenant) starts nothing new, and reports the runs
+// the first one started (Listener.Existing); each run's idempotency key
+// is made of the event's name and id. Without one, every publish starts
+// runs.
+//
+// Each listener checks the payload against its own schema of the event;
+// the runs of the listeners that accept it are created together, in one
+// store call, and those that refuse it are reported in Published and in
+// a *PublishError. Options: WithTenant, the tenant of the runs;
+// WithTx, to create them in the caller's transaction on Postgres (they
+// exist if and only if it commits). Publishing wakes no waiting step:
+// Signal and Send do.
+func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (Published, error) {
+	o := runOptions(opts)
+	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
+		return Published{}, fmt.Errorf("publishing event %s: only WithTenant and WithTx apply to a publish", clip(event))
+	}
+	if len(payload) == 0 {
+		payload = json.RawMessage(`{}`)
+	}
+	if err := e.cfg.SizeLimits.checkEvent(event, payload); err != nil {
+		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+	}
+	if err := e.cfg.SizeLimits.checkTenant(o.Tenant); err != nil {
+		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+	}
+	defs, err := e.listeners(ctx, event)
+	if err != nil {
+		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+	}
+	out := Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
+	var keys []string
+	if id != "" {
+		keys = []string{"event:" + event + ":" + id}
+	}
+	var runs []store.NewRun
+	var of []int // of[i] is the listener of runs[i]
+	var refused []Listener
+	for i, def := range defs {
+		l := &out.Listeners[i]
+		l.Workflow, l.Version = def.Name(), def.Version()
+		run, ok, err := e.startRun(ctx, def, event, payload, keys, o)
+		switch {
+		case err != nil:
+			l.Refused = err.Error()
+			refused = append(refused, *l)
+			continue
+		case !ok:
+			l.Filtered = true
+			continue
+		}
+		if err := e.saveDefinition(ctx, def); err != nil {
+			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+		}
+		runs = append(runs, run)
+		of = append(of, i)
+	}
+	if len(runs) > 0 {
+		res, err := e.storeRuns(ctx, runs, o)
+		if err != nil {
+			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+		}
+		for j, r := range res {
+			l := &out.Listeners[of[j]]
+			l.Run, l.Existing = r.ID, !r.Created
+		}
+		e.started(ctx, runs, res, o.Tenant)
+	}
+	if len(refused) > 0 {
+		return out, &PublishError{Event: event, Refused: refused}
+	}
+	return out, nil
+}
+
+// startRun makes the run an event starts of def, or reports (ok false)
+// that no startOn filter of def holds for it. An error says why def
+// refuses the event.
+func (e *Engine) startRun(ctx context.Context, def *Definition, event string, payload json.RawMessage, keys []string, o RunOptions) (store.NewRun, bool, error) {
+	sch, ok := def.events[event]
+	if !ok {
+		return store.NewRun{}, false, fmt.Errorf("declares no event %q", clip(event))
+	}
+	problems, err := sch.problems("payload", payload)
+	if err != nil {
+		return store.NewRun{}, false, err
+	}
+	if len(problems) > 0 {
+		return store.NewRun{}, false, &EventError{Workflow: def.Name(), Event: event, Problems: problems}
+	}
+	input, ok, err := def.startInput(ctx, event, payload)
+	if err != nil || !ok {
+		return store.NewRun{}, false, err
+	}
+	runs, err := e.newRuns(ctx, def, []json.RawMessage{input}, keys, o, "")
+	if err != nil {
+		return store.NewRun{}, false, err
+	}
+	return runs[0], true, nil
+}
+
+// listeners returns the definitions of the workflows that start on
+// event, by name: the registered definition of each workflow this engine
+// registered, and the newest stored version of every other workflow.
+func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, error) {
+	versions, err := e.store.ListWorkflows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*Definition{}
+	for _, r := range e.registry.registrations() {
+		byName[r.def.Name()] = r.def
+	}
+	seen := map[string]bool{}
+	for _, v := range versions { // by name, newest first
+		if seen[v.Name] {
+			continue
+		}
+		seen[v.Name] = true
+		if _, ok := byName[v.Name]; ok {
+			continue
+		}
+		var spec struct {
+			StartOn []struct {
+				Event string `json:"event"`
+			} `json:"startOn"`
+		}
+		if err := json.Unmarshal(v.Spec, &spec); err != nil {
+			return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
+		}
+		if !slices.ContainsFunc(spec.StartOn, func(s struct {
+			Event string `json:"event"`
+		}) bool {
+			return s.Event == event
+		}) {
+			continue
+		}
+		def, err := e.definition(ctx, v.Version)
+		if err != nil {
+			return nil, err
+		}
+		byName[v.Name] = def
+	}
+	var out []*Definition
+	for _, def := range byName {
+		if def.StartsOn(event) {
+			out = append(out, def)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Definition) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// Publish publishes the event named event of w through w's engine: see
+// Engine.PublishEvent. w must declare the event; its payload is checked
+// against each listener's schema.
+func (w *Workflow) Publish(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (Published, error) {
+	if _, ok := w.def.events[event]; !ok {
+		return Published{}, fmt.Errorf("publishing event %q: workflow %s declares no such event", clip(event), w.Name())
+	}
+	return w.engine.PublishEvent(ctx, event, id, payload, opts...)
+}
+
+// PublishEvent encodes payload and publishes it as the event named event
+// with id (empty for none), starting every workflow that starts on it;
+// see Engine.PublishEvent. Generated clients call it in their
+// Publish<Event> methods, which take the event's payload type.
+func PublishEvent(ctx context.Context, w *Workflow, event, id string, payload any, opts ...RunOption) (Published, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return Published{}, fmt.Errorf("encoding event %s: %w", event, err)
+	}
+	return w.Publish(ctx, event, id, raw, opts...)
+}
