@@ -232,6 +232,11 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	for i, def := range defs {
 		l := &out.Listeners[i]
 		l.Workflow, l.Version = def.Name(), def.Version()
+		// Stored even when it starts nothing, for the processes that
+		// publish without its code (see listeners).
+		if err := e.saveDefinition(ctx, def); err != nil {
+			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+		}
 		run, ok, err := e.startRun(ctx, def, event, payload, keys, o)
 		switch {
 		case err != nil:
@@ -241,9 +246,6 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		case !ok:
 			l.Filtered = true
 			continue
-		}
-		if err := e.saveDefinition(ctx, def); err != nil {
-			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 		}
 		runs = append(runs, run)
 		of = append(of, i)

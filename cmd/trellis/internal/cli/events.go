@@ -12,8 +12,9 @@ import (
 	"github.com/effectivelabs/trellis/runtime/ops"
 )
 
-// EventsCommand is trellis events: it sends an event to the waits of a
-// run, or by key, as a workflow's generated client would.
+// EventsCommand is trellis events: it publishes an event, starting the
+// workflows that start on it, or sends one to the waits of a run, or by
+// key, as a workflow's generated client would.
 type EventsCommand struct {
 	// Clock stamps the events sent; nil is the system clock.
 	Clock clock.Clock
@@ -24,7 +25,7 @@ func (EventsCommand) Name() string { return "events" }
 
 // Summary implements Command.
 func (EventsCommand) Summary() string {
-	return "send an event to a run's waiting steps, or by key (send)"
+	return "publish an event to the workflows it starts, or send it to a run's waiting steps or by key (send)"
 }
 
 // EventsSendOptions are the options of trellis events send.
@@ -34,16 +35,30 @@ type EventsSendOptions struct {
 	// Run is the id of the run to send the event to, or a unique start of
 	// it; Key the key to send it with (one of them).
 	Run, Key string
-	// Tenant is the tenant of the runs a keyed event reaches.
+	// Tenant is the tenant of the runs a keyed event reaches, or that a
+	// published event starts.
 	Tenant string
+	// ID is the id of a published event, which makes publishing it
+	// idempotent.
+	ID string
 	// Payload is the event's payload, a JSON object.
 	Payload string
 }
+
+// publishes reports whether the options publish the event (no workflow,
+// run or key: the workflows that start on it) rather than send it.
+func (o EventsSendOptions) publishes() bool { return o.Workflow == "" }
 
 // Validate reports what is wrong with the options, naming each flag.
 func (o EventsSendOptions) Validate() error {
 	var errs []error
 	switch {
+	case o.publishes():
+		if o.Run != "" || o.Key != "" {
+			errs = append(errs, errors.New("-run and -key send an event of a workflow: give the workflow, the event and its payload"))
+		}
+	case o.ID != "":
+		errs = append(errs, errors.New("-id goes with a published event (trellis events send EVENT PAYLOAD): an event sent to a run or by key has none"))
 	case o.Run == "" && o.Key == "":
 		errs = append(errs, errors.New("give -run RUN to send the event to a run, or -key KEY to send it by key"))
 	case o.Run != "" && o.Key != "":
@@ -75,8 +90,12 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		return ExitOK
 	case "send":
 		o := EventsSendOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
-		fs := newFlagSet("events send", "[flags] WORKFLOW EVENT PAYLOAD",
-			"Send event EVENT of workflow WORKFLOW with PAYLOAD (a JSON object), checked against\n"+
+		fs := newFlagSet("events send", "[flags] [WORKFLOW] EVENT PAYLOAD",
+			"With EVENT and PAYLOAD (a JSON object), publish the event: start a run of every\n"+
+				"workflow that starts on it (its startOn) and whose filter matches, in the tenant\n"+
+				"(-tenant), once per event id (-id). It prints what the event did to each.\n"+
+				"\n"+
+				"With WORKFLOW too, send event EVENT of workflow WORKFLOW, checked against\n"+
 				"the event's schema in the workflow's newest stored version: to one run (-run),\n"+
 				"whose steps waiting for it receive it, or by key (-key), for the steps waiting\n"+
 				"for it with that key in runs of the tenant (-tenant). A step that begins to\n"+
@@ -84,16 +103,21 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		addOpsFlags(fs, &o.OpsOptions)
 		fs.StringVar(&o.Run, "run", "", "send the event to this `run` (its id, or a unique start of it)")
 		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
-		fs.StringVar(&o.Tenant, "tenant", "", "with -key: the `tenant` of the runs it reaches (default: the default tenant)")
+		fs.StringVar(&o.Tenant, "tenant", "", "the `tenant` of the runs a published event starts, or with -key of the runs it reaches (default: the default tenant)")
+		fs.StringVar(&o.ID, "id", "", "the `id` of a published event: publishing the same id again starts nothing new")
 		if code := parseFlags(fs, args, stderr); code >= 0 {
 			return code
 		}
 		positional := fs.Args()
-		if len(positional) != 3 {
-			fmt.Fprintln(stderr, "trellis events send: give a workflow, an event and its payload: trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD")
+		switch len(positional) {
+		case 2:
+			o.Event, o.Payload = positional[0], positional[1]
+		case 3:
+			o.Workflow, o.Event, o.Payload = positional[0], positional[1], positional[2]
+		default:
+			fmt.Fprintln(stderr, "trellis events send: give an event and its payload to publish it (trellis events send [-id ID] EVENT PAYLOAD), or a workflow, an event and its payload to send it (trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD)")
 			return ExitUsage
 		}
-		o.Workflow, o.Event, o.Payload = positional[0], positional[1], positional[2]
 		return EventsSend(ctx, o, stdout, stderr)
 	}
 	unknownSubcommand(stderr, c.Name(), sub, []string{"send"})
@@ -102,8 +126,9 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 }
 
 func (EventsCommand) usage(w io.Writer) {
-	fmt.Fprint(w, `Usage: trellis events send [flags] WORKFLOW EVENT PAYLOAD
+	fmt.Fprint(w, `Usage: trellis events send [flags] [WORKFLOW] EVENT PAYLOAD
 
+	trellis events send [-id ID] [-tenant T] EVENT PAYLOAD           start the workflows that start on it
 	trellis events send -run RUN WORKFLOW EVENT PAYLOAD              to one run
 	trellis events send -key KEY [-tenant T] WORKFLOW EVENT PAYLOAD  by key
 
@@ -114,6 +139,9 @@ Takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.
 // EventsSend runs trellis events send with opts and returns its exit
 // code.
 func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writer) int {
+	if o.publishes() {
+		return eventsPublish(ctx, o, stdout, stderr)
+	}
 	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
 		e := runtime.EventByName{Workflow: o.Workflow, Event: o.Event, Key: o.Key, Tenant: o.Tenant, Payload: json.RawMessage(o.Payload)}
 		if o.Run != "" {
@@ -141,4 +169,61 @@ func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writ
 		_, err = fmt.Fprintf(stdout, "sent %s of %s to %s: woke %d waiting %s\n", o.Event, o.Workflow, to, sent.Woken, steps)
 		return -1, err
 	})
+}
+
+// eventsPublish publishes an event: trellis events send EVENT PAYLOAD.
+// It prints what the event did to each workflow that starts on it, and
+// fails when one of them refused it.
+func eventsPublish(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writer) int {
+	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
+		var opts []runtime.RunOption
+		if o.Tenant != "" {
+			opts = append(opts, runtime.WithTenant(o.Tenant))
+		}
+		pub, err := a.Engine().PublishEvent(ctx, o.Event, o.ID, json.RawMessage(o.Payload), opts...)
+		var refused *runtime.PublishError
+		if err != nil && !errors.As(err, &refused) {
+			return 0, err
+		}
+		if o.Format == "json" {
+			if err := printJSON(stdout, pub); err != nil {
+				return 0, err
+			}
+		} else if err := printPublished(stdout, pub); err != nil {
+			return 0, err
+		}
+		if refused != nil {
+			return 0, fmt.Errorf("%s refused the event", plural(len(refused.Refused), "workflow"))
+		}
+		return -1, nil
+	})
+}
+
+// printPublished prints what a published event did, workflow by
+// workflow.
+func printPublished(w io.Writer, pub runtime.Published) error {
+	if len(pub.Listeners) == 0 {
+		_, err := fmt.Fprintf(w, "published %s: no workflow starts on it\n", oneLine(pub.Event))
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "published %s to %s:\n", oneLine(pub.Event), plural(len(pub.Listeners), "workflow")); err != nil {
+		return err
+	}
+	t := newTable(w, "WORKFLOW", "VERSION", "RUN", "RESULT")
+	for _, l := range pub.Listeners {
+		run, result, st := "", "", plain
+		switch {
+		case l.Refused != "":
+			result, st = "refused: "+l.Refused, bad
+		case l.Filtered:
+			result = "filtered out"
+		case l.Existing:
+			result, run = "already started", l.Run.String()
+		default:
+			result, run, st = "started", l.Run.String(), good
+		}
+		t.row(l.Workflow, l.Version, run, result)
+		t.paint(3, st)
+	}
+	return t.flush()
 }

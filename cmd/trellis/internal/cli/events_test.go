@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,11 +79,56 @@ func TestEventsSend(t *testing.T) {
 		{[]string{"delivery", "review", `{"stars": 1}`}, ExitUsage, "give -run RUN to send the event to a run, or -key KEY"},
 		{[]string{"-key", "k", "-run", id, "delivery", "review", `{}`}, ExitUsage, "give -run or -key, not both"},
 		{[]string{"-key", "k", "delivery", "review", `{stars`}, ExitUsage, "is not JSON"},
-		{[]string{"-key", "k", "delivery", "review"}, ExitUsage, "give a workflow, an event and its payload"},
+		{[]string{"-key", "k", "delivery"}, ExitUsage, "give an event and its payload to publish it"},
 	} {
 		code, _, stderr := e.exec(append([]string{"events", "send"}, tt.args...)...)
 		if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 			t.Errorf("events send %s = %d, %s; want %d with %q", strings.Join(tt.args, " "), code, stderr, tt.code, tt.stderr)
 		}
 	}
+}
+
+type reviewer struct{}
+
+func (reviewer) Review(_ context.Context, in wf.BigOrdersInput) (wf.BigOrdersReviewOutput, error) {
+	return wf.BigOrdersReviewOutput{Note: "ok"}, nil
+}
+
+type mailer struct{}
+
+func (mailer) Mail(context.Context, wf.ReceiptsInput) error { return nil }
+
+// TestEventsPublish publishes order-placed from the command line: it
+// starts the workflows that start on it whose filters match, once per
+// event id, and says which refused it.
+func TestEventsPublish(t *testing.T) {
+	e := newOpsEnv(t)
+	if _, err := wf.RegisterBigOrders(e.h.Engine, reviewer{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.RegisterReceipts(e.h.Engine, mailer{}); err != nil {
+		t.Fatal(err)
+	}
+	// The workflows are stored when a worker starts them, or their first
+	// run is triggered: publish once through the engine.
+	if _, err := e.h.Engine.PublishEvent(t.Context(), "order-placed", "", []byte(`{"id": "o-0", "total": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	uuids := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	versions := regexp.MustCompile(`@[0-9a-f]{16}`)
+	transcriptOf(t, "events-publish.txt", func(args ...string) (int, string, string) {
+		code, out, errOut := e.exec(args...)
+		n := 0
+		out = uuids.ReplaceAllStringFunc(out, func(string) string { n++; return fmt.Sprintf("<run %d>", n) })
+		return code, versions.ReplaceAllString(out, "@<version>"), errOut
+	},
+		[]string{"events", "send", "-id", "evt-1", "order-placed", `{"id": "o-1", "total": 250}`},
+		[]string{"events", "send", "-id", "evt-1", "order-placed", `{"id": "o-1", "total": 250}`},
+		[]string{"events", "send", "-id", "evt-2", "-tenant", "acme", "order-placed", `{"id": "o-2", "total": 20}`},
+		[]string{"events", "send", "order-placed", `{"id": "", "total": 900}`},
+		[]string{"events", "send", "order-placed", `{"id": 7}`},
+		[]string{"events", "send", "order-shipped", `{}`},
+		[]string{"events", "send", "-id", "x", "-key", "k", "receipts", "order-placed", `{}`},
+	)
+	e.h.RunUntilIdle()
 }
