@@ -102,6 +102,8 @@ type WorkflowSummary struct {
 	// (Workflow.CreateSchedule), on its newest version only: they belong
 	// to the workflow, whatever version the engines run.
 	APISchedules []runtime.Schedule `json:"apiSchedules,omitempty"`
+	// StartOn are the events that start runs of the version.
+	StartOn []runtime.StartOnSpec `json:"startOn,omitempty"`
 }
 
 // Workflows lists the stored workflow versions, by name, newest first,
@@ -127,7 +129,7 @@ func (a *Admin) Workflows(ctx context.Context) ([]WorkflowSummary, error) {
 		}
 		out[i] = WorkflowSummary{
 			Name: v.Name, Version: v.Version, Description: spec.Description, Steps: len(spec.Steps), SavedAt: timeOrNil(v.SavedAt),
-			Schedules: spec.Schedules,
+			Schedules: spec.Schedules, StartOn: spec.StartOn,
 		}
 		if spec.OnFailure != nil {
 			out[i].OnFailure = spec.OnFailure.Name

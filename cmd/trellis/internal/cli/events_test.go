@@ -129,6 +129,7 @@ func TestEventsPublish(t *testing.T) {
 		[]string{"events", "send", "order-placed", `{"id": 7}`},
 		[]string{"events", "send", "order-shipped", `{}`},
 		[]string{"events", "send", "-id", "x", "-key", "k", "receipts", "order-placed", `{}`},
+		[]string{"workflows"},
 	)
 	e.h.RunUntilIdle()
 }

@@ -161,7 +161,7 @@ func (WorkflowsCommand) Summary() string { return "list the workflow versions st
 func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o OpsOptions
 	fs := newFlagSet(c.Name(), "[flags]",
-		"Workflows lists the workflow versions stored in the database (each version a\nrun was created with), by name, newest first.")
+		"Workflows lists the workflow versions stored in the database (each version a\nrun was created with), by name, newest first, with the events that start them\nand their schedules.")
 	addOpsFlags(fs, &o)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
@@ -191,6 +191,19 @@ func schedulesText(ss []runtime.ScheduleSpec, api []runtime.Schedule) string {
 	return strings.Join(parts, ", ")
 }
 
+// startOnText says the events that start a version in a cell:
+// "order-placed if payload.total > 100, order-cancelled".
+func startOnText(ss []runtime.StartOnSpec) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.Event
+		if s.If != "" {
+			parts[i] += " if " + s.If
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // cronText is a cron expression and its time zone, if not UTC.
 func cronText(cron, tz string) string {
 	if tz != "" {
@@ -215,13 +228,21 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 		}
 		// The SCHEDULES column only when some version has schedules.
 		scheduled := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.Schedules)+len(w.APISchedules) > 0 })
+		// The STARTS ON column only when some version starts on events.
+		events := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.StartOn) > 0 })
 		head := []string{"WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED"}
+		if events {
+			head = append(head, "STARTS ON")
+		}
 		if scheduled {
 			head = append(head, "SCHEDULES")
 		}
 		t := newTable(stdout, head...)
 		for _, w := range workflows {
 			row := []string{w.Name, w.Version, fmt.Sprint(w.Steps), w.OnFailure, timestamp(w.SavedAt)}
+			if events {
+				row = append(row, startOnText(w.StartOn))
+			}
 			if scheduled {
 				row = append(row, schedulesText(w.Schedules, w.APISchedules))
 			}
