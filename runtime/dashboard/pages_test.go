@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime/dashboard"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
+	"github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 // What a newcomer looks for: which runs failed, at which step, with what
@@ -379,4 +381,36 @@ func TestOverviewWorkerStates(t *testing.T) {
 	if len(row) < 2 || row[1] != string(store.WorkerSilent) {
 		t.Errorf("the overview does not show worker-quiet as %q:\n%s", store.WorkerSilent, overview)
 	}
+}
+
+// A workflow's page lists the events that start it, with their filters
+// and the input they build, as text.
+func TestWorkflowPageShowsStartEvents(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	b.trigger(`{"note":"fine","amount":5}`)
+	if _, err := acceptance.RegisterBigOrders(b.h.Engine, bigOrders{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.h.Engine.PublishEvent(t.Context(), "order-placed", "e-1", []byte(`{"id":"o-1","total":500}`)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.page("/workflows/big-orders", http.StatusOK)
+	for _, want := range []string{
+		`<h2>Started by events</h2>`,
+		`<tr data-event="order-placed"><td class="step-name">order-placed</td><td class="mono">payload.total &gt; 100</td>`,
+		`orderId: payload.id<br>total: payload.total<br>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the workflow page does not contain %q", want)
+		}
+	}
+	if page := b.page("/workflows/probe", http.StatusOK); strings.Contains(page, "Started by events") {
+		t.Error("the page of a workflow no event starts has a Started by events section")
+	}
+}
+
+type bigOrders struct{}
+
+func (bigOrders) Review(context.Context, acceptance.BigOrdersInput) (acceptance.BigOrdersReviewOutput, error) {
+	return acceptance.BigOrdersReviewOutput{Note: "ok"}, nil
 }
