@@ -28,7 +28,9 @@ package runtime
 //     a RunResult (its ID, Status and Failure fields, DecodeOutput) into
 //     the generated result type, with RunID, RunStatus and TaskStatus;
 //   - for a workflow with events: SignalEvent, SendEvent, RunOption and
-//     Client.Workflow.
+//     Client.Workflow; for one that starts on events (startOn),
+//     PublishEvent and Published too (added within v5: a file without
+//     startOn uses none of them).
 //
 // v5 differs from v4 in that the client is the runtime's generic Client
 // rather than a struct with a dozen methods per file, and the function

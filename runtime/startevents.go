@@ -192,9 +192,9 @@ func (e *PublishError) Error() string {
 //
 // With an id, publishing is idempotent: a second publish of the same
 // event id (for the same tenant) starts nothing new, and reports the runs
-// the first one started (Listener.Existing); each run's idempotency key
-// is made of the event's name and id. Without one, every publish starts
-// runs.
+// the first one started (Listener.Existing): each run's idempotency key
+// is trellis:event:<event>:<id>, unique per workflow and tenant. Without
+// one, every publish starts runs.
 //
 // Each listener checks the payload against its own schema of the event;
 // the runs of the listeners that accept it are created together, in one
@@ -224,7 +224,7 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	out := Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
 	var keys []string
 	if id != "" {
-		keys = []string{"event:" + event + ":" + id}
+		keys = []string{"trellis:event:" + event + ":" + id}
 	}
 	var runs []store.NewRun
 	var of []int // of[i] is the listener of runs[i]
