@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
 	"fmt"
 	"slices"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/schema/condition"
@@ -203,7 +206,7 @@ func (e *PublishError) Error() string {
 // WithTx, to create them in the caller's transaction on Postgres (they
 // exist if and only if it commits). Publishing wakes no waiting step:
 // Signal and Send do.
-func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (Published, error) {
+func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (out Published, err error) {
 	o := runOptions(opts)
 	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
 		return Published{}, fmt.Errorf("publishing event %s: only WithTenant and WithTx apply to a publish", clip(event))
@@ -221,7 +224,7 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	if err != nil {
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 	}
-	out := Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
+	out = Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
 	var keys []string
 	if id != "" {
 		keys = []string{"trellis:event:" + event + ":" + id}
@@ -229,6 +232,22 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	var runs []store.NewRun
 	var of []int // of[i] is the listener of runs[i]
 	var refused []Listener
+	// Each listener's run has a trigger span, as a trigger's does; they
+	// end when the runs are created, or not.
+	spans, refusals := make([]trace.Span, len(defs)), make([]error, len(defs))
+	defer func() {
+		for i, span := range spans {
+			if span == nil {
+				continue
+			}
+			var refs []RunRef
+			if i < len(out.Listeners) && out.Listeners[i].Run != (RunID{}) {
+				l := out.Listeners[i]
+				refs = []RunRef{{ID: l.Run, Workflow: l.Workflow, Existing: l.Existing}}
+			}
+			e.endTrigger(span, refs, cmp.Or(refusals[i], err))
+		}
+	}()
 	for i, def := range defs {
 		l := &out.Listeners[i]
 		l.Workflow, l.Version = def.Name(), def.Version()
@@ -237,9 +256,12 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		if err := e.saveDefinition(ctx, def); err != nil {
 			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 		}
-		run, ok, err := e.startRun(ctx, def, event, payload, keys, o)
+		spanCtx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, 1)
+		spans[i] = span
+		run, ok, err := e.startRun(spanCtx, def, event, payload, keys, o, traceContext)
 		switch {
 		case err != nil:
+			refusals[i] = err
 			l.Refused = err.Error()
 			refused = append(refused, *l)
 			continue
@@ -270,7 +292,7 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 // startRun makes the run an event starts of def, or reports (ok false)
 // that no startOn filter of def holds for it. An error says why def
 // refuses the event.
-func (e *Engine) startRun(ctx context.Context, def *Definition, event string, payload json.RawMessage, keys []string, o RunOptions) (store.NewRun, bool, error) {
+func (e *Engine) startRun(ctx context.Context, def *Definition, event string, payload json.RawMessage, keys []string, o RunOptions, traceContext string) (store.NewRun, bool, error) {
 	sch, ok := def.events[event]
 	if !ok {
 		return store.NewRun{}, false, fmt.Errorf("declares no event %q", clip(event))
@@ -286,7 +308,7 @@ func (e *Engine) startRun(ctx context.Context, def *Definition, event string, pa
 	if err != nil || !ok {
 		return store.NewRun{}, false, err
 	}
-	runs, err := e.newRuns(ctx, def, []json.RawMessage{input}, keys, o, "")
+	runs, err := e.newRuns(ctx, def, []json.RawMessage{input}, keys, o, traceContext)
 	if err != nil {
 		return store.NewRun{}, false, err
 	}
@@ -314,19 +336,11 @@ func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, er
 		if _, ok := byName[v.Name]; ok {
 			continue
 		}
-		var spec struct {
-			StartOn []struct {
-				Event string `json:"event"`
-			} `json:"startOn"`
+		events, err := e.storedStartEvents(v)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(v.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
-		}
-		if !slices.ContainsFunc(spec.StartOn, func(s struct {
-			Event string `json:"event"`
-		}) bool {
-			return s.Event == event
-		}) {
+		if !slices.Contains(events, event) {
 			continue
 		}
 		def, err := e.definition(ctx, v.Version)
@@ -343,6 +357,27 @@ func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, er
 	}
 	slices.SortFunc(out, func(a, b *Definition) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
+}
+
+// storedStartEvents returns the events that start a stored version.
+func (e *Engine) storedStartEvents(v store.WorkflowVersion) ([]string, error) {
+	if events, ok := e.registry.startEvents(v.Version); ok {
+		return events, nil
+	}
+	var spec struct {
+		StartOn []struct {
+			Event string `json:"event"`
+		} `json:"startOn"`
+	}
+	if err := json.Unmarshal(v.Spec, &spec); err != nil {
+		return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
+	}
+	events := []string{} // not nil: read
+	for _, s := range spec.StartOn {
+		events = append(events, s.Event)
+	}
+	e.registry.setStartEvents(v.Version, events)
+	return events, nil
 }
 
 // Publish publishes the event named event of w through w's engine: see
