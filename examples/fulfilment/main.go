@@ -8,9 +8,11 @@
 //	go run ./examples/fulfilment             # memory store, virtual clock
 //	go run ./examples/fulfilment -postgres   # the same against Postgres
 //
-// Two orders run: the customer of the first confirms delivery when the
-// parcels arrive; the second never does, so after three days its wait is
-// skipped and the order is closed with a support ticket. The engine runs
+// The shop publishes an order-placed event for each of three orders; the
+// workflow starts on those of the web shop (its startOn). Two orders run:
+// the customer of the first confirms delivery when the parcels arrive;
+// the second never does, so after three days its wait is skipped and the
+// order is closed with a support ticket. The engine runs
 // on a virtual clock: when nothing is left to do but wait, the clock
 // jumps to the next durable timer, so the five days pass in well under a
 // second. Such a clock moves every run of the store it runs on, so with
@@ -23,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,6 +94,21 @@ var orders = []workflow.FulfilmentInput{
 	},
 }
 
+// placed are the order-placed events the shop publishes: the demo's two
+// orders from the web shop, and one from the marketplace.
+var placed = []struct {
+	Channel string                   `json:"channel"`
+	Order   workflow.FulfilmentInput `json:"order"`
+}{
+	{"web", orders[0]},
+	{"web", orders[1]},
+	{"marketplace", workflow.FulfilmentInput{
+		OrderID: "M-3001", Customer: "Edsger",
+		Address: workflow.FulfilmentInputAddress{Street: "3 Shortest Path", City: "Nuenen"},
+		Lines:   []workflow.FulfilmentInputLinesItem{{SKU: "CHALK", Quantity: 1, UnitCents: 120}},
+	}},
+}
+
 // demo runs the orders on a virtual clock, driven by hand.
 func demo(ctx context.Context, st store.Store, out io.Writer) error {
 	vc := clock.NewVirtual(time.Now().UTC().Truncate(time.Second))
@@ -112,14 +130,27 @@ func demo(ctx context.Context, st store.Store, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The shop publishes order-placed for every order, knowing nothing of
+	// the workflows: fulfilment starts on those of the web shop (its
+	// startOn), with the order as its input. The event id makes a
+	// publish safe to repeat.
 	var refs []runtime.RunRef
-	for _, in := range orders {
-		ref, err := client.RunNoWait(ctx, in)
+	for _, o := range placed {
+		payload, err := json.Marshal(o)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "started run %s for order %s (%d lines)\n", ref.ID, in.OrderID, len(in.Lines))
-		refs = append(refs, ref)
+		pub, err := engine.PublishEvent(ctx, "order-placed", "placed-"+o.Order.OrderID, payload)
+		if err != nil {
+			return err
+		}
+		started := pub.Started()
+		if len(started) == 0 {
+			fmt.Fprintf(out, "order %s from the %s starts nothing\n", o.Order.OrderID, o.Channel)
+			continue
+		}
+		fmt.Fprintf(out, "started run %s for order %s (%d lines)\n", started[0], o.Order.OrderID, len(o.Order.Lines))
+		refs = append(refs, runtime.RunRef{ID: started[0], Workflow: "fulfilment"})
 	}
 	confirmed := false
 	for {

@@ -36,6 +36,7 @@ func testDemo(t *testing.T, st store.Store) {
 		"order F-2002: €49.00 charged, shipped with Speedy (TRK-F-2002-1), no confirmation in 3 days: support ticket opened",
 		"order F-2001: run COMPLETED, 2 line(s) charged", "confirm-delivery COMPLETED",
 		"order F-2002: run COMPLETED, 1 line(s) charged", "confirm-delivery SKIPPED",
+		"order M-3001 from the marketplace starts nothing",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

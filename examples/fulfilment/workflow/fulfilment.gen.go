@@ -38,6 +38,44 @@ type FulfilmentInputLinesItem struct {
 	UnitCents int64  `json:"unitCents"`
 }
 
+// FulfilmentOrderPlacedEvent is the payload of event order-placed.
+type FulfilmentOrderPlacedEvent struct {
+	Channel FulfilmentOrderPlacedEventChannel `json:"channel"`
+	Order   FulfilmentOrderPlacedEventOrder   `json:"order"`
+}
+
+// FulfilmentOrderPlacedEventChannel is one of the allowed values of
+// events.order-placed.channel.
+type FulfilmentOrderPlacedEventChannel string
+
+// Allowed values of FulfilmentOrderPlacedEventChannel.
+const (
+	FulfilmentOrderPlacedEventChannelWeb         FulfilmentOrderPlacedEventChannel = "web"
+	FulfilmentOrderPlacedEventChannelMarketplace FulfilmentOrderPlacedEventChannel = "marketplace"
+)
+
+// FulfilmentOrderPlacedEventOrder is events.order-placed.order.
+type FulfilmentOrderPlacedEventOrder struct {
+	OrderID  string                                     `json:"orderId"`
+	Customer string                                     `json:"customer"`
+	Address  FulfilmentOrderPlacedEventOrderAddress     `json:"address"`
+	Lines    []FulfilmentOrderPlacedEventOrderLinesItem `json:"lines"`
+}
+
+// FulfilmentOrderPlacedEventOrderAddress is events.order-placed.order.address.
+type FulfilmentOrderPlacedEventOrderAddress struct {
+	Street string `json:"street"`
+	City   string `json:"city"`
+}
+
+// FulfilmentOrderPlacedEventOrderLinesItem is
+// events.order-placed.order.lines[].
+type FulfilmentOrderPlacedEventOrderLinesItem struct {
+	SKU       string `json:"sku"`
+	Quantity  int64  `json:"quantity"`
+	UnitCents int64  `json:"unitCents"`
+}
+
 // FulfilmentDeliveryConfirmedEvent is the payload of event delivery-confirmed.
 type FulfilmentDeliveryConfirmedEvent struct {
 	SignedBy string  `json:"signedBy"`
@@ -101,7 +139,8 @@ type FulfilmentCloseParents struct {
 //
 // Charges every line item of an order (a map step), ships the order through
 // the shipment workflow (a child workflow), then waits up to three days for
-// the customer to confirm delivery (an event).
+// the customer to confirm delivery (an event). Started by the shop's
+// order-placed event for the orders of its web shop.
 type FulfilmentSteps interface {
 	// ChargeLine runs step charge-line.
 	ChargeLine(ctx context.Context, item FulfilmentChargeLineItem) (FulfilmentChargeLineOutput, error)
@@ -114,7 +153,7 @@ type FulfilmentSteps interface {
 func FulfilmentSpec() *runtime.WorkflowSpec {
 	return &runtime.WorkflowSpec{
 		Name:        "fulfilment",
-		Description: "Charges every line item of an order (a map step), ships the order through the shipment workflow (a child workflow), then waits up to three days for the customer to confirm delivery (an event).",
+		Description: "Charges every line item of an order (a map step), ships the order through the shipment workflow (a child workflow), then waits up to three days for the customer to confirm delivery (an event). Started by the shop's order-placed event for the orders of its web shop.",
 		Source:      "fulfilment.yaml",
 		InputSchema: `{"properties":{"address":{"properties":{"city":{"type":"string"},"street":{"type":"string"}},"required":["street","city"],"type":"object"},"customer":{"minLength":1,"type":"string"},"lines":{"items":{"properties":{"quantity":{"minimum":1,"type":"integer"},"sku":{"type":"string"},"unitCents":{"minimum":0,"type":"integer"}},"required":["sku","quantity","unitCents"],"type":"object"},"minItems":1,"type":"array"},"orderId":{"minLength":1,"type":"string"}},"required":["orderId","customer","address","lines"],"type":"object"}`,
 		Steps: []runtime.StepSpec{
@@ -153,7 +192,11 @@ func FulfilmentSpec() *runtime.WorkflowSpec {
 			},
 		},
 		Events: []runtime.EventSpec{
+			{Name: "order-placed", Schema: `{"properties":{"channel":{"enum":["web","marketplace"],"type":"string"},"order":{"properties":{"address":{"properties":{"city":{"type":"string"},"street":{"type":"string"}},"required":["street","city"],"type":"object"},"customer":{"minLength":1,"type":"string"},"lines":{"items":{"properties":{"quantity":{"minimum":1,"type":"integer"},"sku":{"type":"string"},"unitCents":{"minimum":0,"type":"integer"}},"required":["sku","quantity","unitCents"],"type":"object"},"minItems":1,"type":"array"},"orderId":{"minLength":1,"type":"string"}},"required":["orderId","customer","address","lines"],"type":"object"}},"required":["channel","order"],"type":"object"}`},
 			{Name: "delivery-confirmed", Schema: `{"properties":{"note":{"type":"string"},"signedBy":{"minLength":1,"type":"string"}},"required":["signedBy"],"type":"object"}`},
+		},
+		StartOn: []runtime.StartOnSpec{
+			{Event: "order-placed", If: "payload.channel == 'web'", InputExpr: "payload.order"},
 		},
 	}
 }
@@ -279,6 +322,25 @@ func RegisterFulfilment(e *runtime.Engine, steps FulfilmentSteps) (*FulfilmentCl
 		return nil, err
 	}
 	return &FulfilmentClient{Client: runtime.NewClient[FulfilmentInput](w, fulfilmentResult)}, nil
+}
+
+// SignalOrderPlaced sends event order-placed to run id: its steps waiting for
+// order-placed receive payload, now or when they begin to wait. An id that
+// names no fulfilment run is refused with runtime.ErrRunNotFound, a payload
+// its schema refuses with a *runtime.EventError. runtime.WithTx sends it in
+// the caller's transaction (on Postgres).
+func (c *FulfilmentClient) SignalOrderPlaced(ctx context.Context, id runtime.RunID, payload FulfilmentOrderPlacedEvent, opts ...runtime.RunOption) error {
+	return runtime.SignalEvent(ctx, c.Workflow(), id, "order-placed", payload, opts...)
+}
+
+// PublishOrderPlaced publishes event order-placed: it starts a run of every
+// workflow that starts on order-placed (fulfilment and others, by their
+// startOn) whose filter matches payload. With an id, publishing is idempotent:
+// the same id again starts nothing new. runtime.WithTenant sets the runs'
+// tenant, runtime.WithTx creates them in the caller's transaction (on
+// Postgres). See runtime.Engine.PublishEvent.
+func (c *FulfilmentClient) PublishOrderPlaced(ctx context.Context, id string, payload FulfilmentOrderPlacedEvent, opts ...runtime.RunOption) (runtime.Published, error) {
+	return runtime.PublishEvent(ctx, c.Workflow(), "order-placed", id, payload, opts...)
 }
 
 // SignalDeliveryConfirmed sends event delivery-confirmed to run id: its steps
