@@ -25,7 +25,7 @@ func (EventsCommand) Name() string { return "events" }
 
 // Summary implements Command.
 func (EventsCommand) Summary() string {
-	return "publish an event to the workflows it starts, or send it to a run's waiting steps or by key (send)"
+	return "publish an event to the workflows it starts, or send it to waiting steps (send)"
 }
 
 // EventsSendOptions are the options of trellis events send.

@@ -128,6 +128,7 @@ func TestEventsPublish(t *testing.T) {
 		[]string{"events", "send", "order-placed", `{"id": "", "total": 900}`},
 		[]string{"events", "send", "order-placed", `{"id": 7}`},
 		[]string{"events", "send", "order-shipped", `{}`},
+		[]string{"events", "send", "-format", "json", "-id", "evt-2", "-tenant", "acme", "order-placed", `{"id": "o-2", "total": 20}`},
 		[]string{"events", "send", "-id", "x", "-key", "k", "receipts", "order-placed", `{}`},
 		[]string{"workflows"},
 	)
