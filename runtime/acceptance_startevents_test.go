@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -176,4 +178,29 @@ func testStartEvents(t *testing.T, newH newHarness) {
 			t.Fatalf("publish = %+v, %v; want no listener", pub, err)
 		}
 	})
+}
+
+// A publish refuses, before anything, an event id too long for the runs'
+// idempotency keys, and a payload over the size limit.
+func TestPublishLimits(t *testing.T) {
+	h := trellistest.New(t)
+	if _, err := wf.RegisterReceipts(h.Engine, &receiptSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var le *runtime.LimitError
+	_, err := h.Engine.PublishEvent(ctx, "order-placed", strings.Repeat("x", 10_000), json.RawMessage(`{"id": "o", "total": 1}`))
+	if !errors.As(err, &le) || le.Limit != "MaxIdempotencyKeyBytes" {
+		t.Fatalf("publish with a long id = %v; want a *LimitError on MaxIdempotencyKeyBytes", err)
+	}
+	big := json.RawMessage(`{"id": "` + strings.Repeat("x", 2<<20) + `", "total": 1}`)
+	if _, err := h.Engine.PublishEvent(ctx, "order-placed", "e", big); !errors.As(err, &le) || le.Limit != "MaxEventBytes" {
+		t.Fatalf("publish of a big payload = %v; want a *LimitError on MaxEventBytes", err)
+	}
+	if _, err := h.Engine.PublishEvent(ctx, "order-placed", "e", json.RawMessage(`{}`), runtime.WithPriority(3)); err == nil {
+		t.Fatal("a publish with WithPriority was accepted")
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Fatalf("refused publishes ran %d tasks", n)
+	}
 }

@@ -214,8 +214,17 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
 	}
-	if err := e.cfg.SizeLimits.checkEvent(event, payload); err != nil {
+	if err := e.cfg.SizeLimits.checkEvent(clip(event), payload); err != nil {
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+	}
+	var keys []string
+	if id != "" {
+		keys = []string{"trellis:event:" + event + ":" + id}
+		// The runs' idempotency key holds the id: checked once here, for
+		// every listener.
+		if err := e.cfg.SizeLimits.checkIdempotencyKey("event id (in the idempotency key trellis:event:<event>:<id>)", keys[0]); err != nil {
+			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+		}
 	}
 	if err := e.cfg.SizeLimits.checkTenant(o.Tenant); err != nil {
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
@@ -225,10 +234,6 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 	}
 	out = Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
-	var keys []string
-	if id != "" {
-		keys = []string{"trellis:event:" + event + ":" + id}
-	}
 	var runs []store.NewRun
 	var of []int // of[i] is the listener of runs[i]
 	var refused []Listener
