@@ -20,9 +20,10 @@
 //     wake-up rather than a poll per run.
 //   - Actions on runs are the engine's, whoever calls them (a program, the
 //     trellis command, the dashboard): CancelRuns, RetryRuns, RerunRuns
-//     (from a step), PurgeRuns,
-//     Events, StuckRuns, SendEvent, and the schedules' Pause, Resume and
-//     Delete by workflow name. Package ops reads and presents runs for
+//     (from a step), PurgeRuns, Events, StuckRuns, SendEvent, PublishEvent
+//     (which starts the workflows that start on an event, by its name),
+//     and the schedules' Pause, Resume and Delete by workflow name.
+//     Package ops reads and presents runs for
 //     operators (listings, filters, run detail).
 //   - Start makes an engine claim ready tasks, run their steps, record the
 //     results, heartbeat, and take part in leader election (the leader
