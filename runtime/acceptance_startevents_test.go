@@ -6,10 +6,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
@@ -202,5 +205,36 @@ func TestPublishLimits(t *testing.T) {
 	}
 	if n := h.RunUntilIdle(); n != 0 {
 		t.Fatalf("refused publishes ran %d tasks", n)
+	}
+}
+
+// A started worker stores the workflows it registered that events start,
+// so that a process without their code, publishing before any of their
+// runs exists, starts them.
+func TestStartedWorkerStoresItsListeners(t *testing.T) {
+	st := memstore.New()
+	vc := clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	worker, err := runtime.New(runtime.Config{Store: st, Clock: vc, WorkerID: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.RegisterReceipts(worker, &receiptSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := worker.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	publisher, err := runtime.New(runtime.Config{Store: st, Clock: vc, WorkerID: "publisher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := publisher.PublishEvent(t.Context(), "order-placed", "e-1", json.RawMessage(`{"id": "o-1", "total": 5}`))
+	if err != nil || len(pub.Started()) != 1 || pub.Listeners[0].Workflow != "receipts" {
+		t.Fatalf("publish = %+v, %v; want a run of receipts", pub, err)
 	}
 }
