@@ -105,10 +105,14 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
 		fs.StringVar(&o.Tenant, "tenant", "", "the `tenant` of the runs a published event starts, or with -key of the runs it reaches (default: the default tenant)")
 		fs.StringVar(&o.ID, "id", "", "the `id` of a published event: publishing the same id again starts nothing new")
+		payload := fs.String("payload", "", "the event's payload, a `JSON` object, instead of the last argument")
 		if code := parseFlags(fs, args, stderr); code >= 0 {
 			return code
 		}
 		positional := fs.Args()
+		if *payload != "" {
+			positional = append(positional, *payload)
+		}
 		switch len(positional) {
 		case 2:
 			o.Event, o.Payload = positional[0], positional[1]
@@ -129,10 +133,12 @@ func (EventsCommand) usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: trellis events send [flags] [WORKFLOW] EVENT PAYLOAD
 
 	trellis events send [-id ID] [-tenant T] EVENT PAYLOAD           start the workflows that start on it
+	trellis events send EVENT -payload PAYLOAD [-id ID] [-tenant T]  the same
 	trellis events send -run RUN WORKFLOW EVENT PAYLOAD              to one run
 	trellis events send -key KEY [-tenant T] WORKFLOW EVENT PAYLOAD  by key
 
-Takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.
+PAYLOAD is a JSON object, given last or with -payload. Takes -database-url
+(default $TRELLIS_DATABASE_URL) and -format text|json.
 `)
 }
 

@@ -123,7 +123,7 @@ func TestEventsPublish(t *testing.T) {
 		return code, versions.ReplaceAllString(out, "@<version>"), errOut
 	},
 		[]string{"events", "send", "-id", "evt-1", "order-placed", `{"id": "o-1", "total": 250}`},
-		[]string{"events", "send", "-id", "evt-1", "order-placed", `{"id": "o-1", "total": 250}`},
+		[]string{"events", "send", "order-placed", "-payload", `{"id": "o-1", "total": 250}`, "-id", "evt-1"},
 		[]string{"events", "send", "-id", "evt-2", "-tenant", "acme", "order-placed", `{"id": "o-2", "total": 20}`},
 		[]string{"events", "send", "order-placed", `{"id": "", "total": 900}`},
 		[]string{"events", "send", "order-placed", `{"id": 7}`},
