@@ -238,3 +238,39 @@ func TestStartedWorkerStoresItsListeners(t *testing.T) {
 		t.Fatalf("publish = %+v, %v; want a run of receipts", pub, err)
 	}
 }
+
+// Each run a publish starts has a trigger span, in the publisher's trace,
+// and is counted as started, by workflow.
+func TestPublishTelemetry(t *testing.T) {
+	tel := newTelemetry(t)
+	h := trellistest.New(t, trellistest.WithConfig(tel.configure))
+	if _, err := wf.RegisterBigOrders(h.Engine, &bigOrderSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.RegisterReceipts(h.Engine, &receiptSteps{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, request := tel.tp.Tracer("test").Start(t.Context(), "POST /orders")
+	pub, err := h.Engine.PublishEvent(ctx, "order-placed", "e-1", json.RawMessage(`{"id": "o-1", "total": 500}`), runtime.WithTenant("acme"))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := tel.spans.GetSpans()
+	for _, l := range pub.Listeners {
+		found := findSpans(spans, "trellis.trigger "+l.Workflow)
+		if len(found) != 1 {
+			t.Fatalf("spans %v; want one trellis.trigger %s", spanNames(spans), l.Workflow)
+		}
+		if found[0].SpanContext.TraceID() != request.SpanContext().TraceID() {
+			t.Errorf("the trigger span of %s is not in the publisher's trace", l.Workflow)
+		}
+		checkSpanAttrs(t, found[0], map[string]string{"trellis.run.id": l.Run.String(), "trellis.tenant.id": "acme"})
+	}
+	ms := tel.metrics(t)
+	for _, name := range []string{"big-orders", "receipts"} {
+		if got := ms.sum(t, "trellis.run.started", "trellis.workflow.name="+name); got != 1 {
+			t.Errorf("runs of %s started = %d, want 1", name, got)
+		}
+	}
+}
