@@ -274,3 +274,39 @@ func TestPublishTelemetry(t *testing.T) {
 		}
 	}
 }
+
+// A startOn whose input is one expression, a map literal here, starts
+// the run with its value as the input; a value the input schema refuses
+// is refused.
+func TestStartOnWholeInput(t *testing.T) {
+	h := trellistest.New(t)
+	spec := &runtime.WorkflowSpec{
+		Name:        "tagged",
+		InputSchema: `{"type":"object","required":["orderId"],"properties":{"orderId":{"type":"string","minLength":3},"big":{"type":"boolean"}}}`,
+		Events:      []runtime.EventSpec{{Name: "order-placed", Schema: `{"type":"object","properties":{"id":{"type":"string"},"total":{"type":"integer"}}}`}},
+		StartOn:     []runtime.StartOnSpec{{Event: "order-placed", InputExpr: "{'orderId': 'o-' + payload.id, 'big': payload.total > 100}"}},
+		Steps:       []runtime.StepSpec{{Name: "s"}},
+	}
+	if _, err := h.Engine.Register(spec, runtime.Handlers{Steps: map[string]runtime.StepFunc{
+		"s": runtime.RootStepNoOutput(func(context.Context, json.RawMessage) error { return nil }),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := h.Engine.PublishEvent(t.Context(), "order-placed", "", json.RawMessage(`{"id": "7", "total": 500}`))
+	if err != nil || len(pub.Started()) != 1 {
+		t.Fatalf("publish = %+v, %v", pub, err)
+	}
+	run, err := h.Store.GetRun(t.Context(), pub.Started()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(run.Input); got != `{"big":true,"orderId":"o-7"}` {
+		t.Errorf("input = %s", got)
+	}
+	// orderId "o-" is too short for the input schema.
+	pub, err = h.Engine.PublishEvent(t.Context(), "order-placed", "", json.RawMessage(`{"id": "", "total": 1}`))
+	var pe *runtime.PublishError
+	if !errors.As(err, &pe) || !strings.Contains(pub.Listeners[0].Refused, "input.orderId") {
+		t.Fatalf("publish = %+v, %v; want the input refused", pub, err)
+	}
+}

@@ -53,7 +53,10 @@ func (x *ValueExpr) Eval(ctx context.Context, vars *Vars) (json.RawMessage, erro
 // Schema target (raw JSON), or nil when they do as far as types tell:
 // scalars of the same kind (an int where a number goes, too), lists and
 // maps of fitting values, and objects whose fields the target declares,
-// each fitting, with the target's required fields among them. A schema
+// each fitting, with the target's required fields among them; a map
+// where an object goes fits when its values fit every field (a map
+// literal of mixed values always does: which keys it has is for the
+// target's schema to check). A schema
 // or a type that says nothing (dyn) fits anything; what types cannot
 // tell (bounds, formats, whether an optional field is there) is for the
 // target's schema to check when the value is used.
@@ -114,6 +117,17 @@ func (e *Env) fits(t *types.Type, s *shape, seen map[string]bool) error {
 }
 
 func (e *Env) fitsObject(t *types.Type, target *objectType, seen map[string]bool) error {
+	if t.Kind() == types.MapKind && t.Parameters()[0].Kind() != types.IntKind {
+		// A map, such as the literal {'orderId': payload.id}: its keys
+		// are not types, so only its values can be compared, with every
+		// field it may hold; values of mixed types (dyn) say nothing.
+		for _, f := range target.order {
+			if err := e.fits(t.Parameters()[1], target.fields[f], seen); err != nil {
+				return fmt.Errorf("it is a map whose values may be field %s, and %w", f, err)
+			}
+		}
+		return nil
+	}
 	if t.Kind() != types.StructKind {
 		return fmt.Errorf("it has type %s where an object goes", typeName(t))
 	}

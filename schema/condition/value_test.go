@@ -28,6 +28,9 @@ func TestValueExprAssignable(t *testing.T) {
 		{"input.address", `{"type":"object","required":["country"],"properties":{"city":{"type":"string"},"country":{"type":"string"}}}`, "no field country"},
 		{"input.address", `{"type":"object","additionalProperties":false,"properties":{"city":{"type":"string"}}}`, "field zip is not in the target"},
 		{"input.id + '-x'", `{"type":"string"}`, ""},
+		{"{'city': input.id, 'n': input.n}", `{"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}}}`, ""},
+		{"{'city': input.id, 'zip': input.id}", `{"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}}}`, "map whose values may be field n, and it has type string where an int goes"},
+		{"{'city': input.id}", `{"type":"string"}`, "where a string goes"},
 	}
 	for _, c := range cases {
 		x, iss := env.CompileValue(c.expr)

@@ -89,6 +89,7 @@ func BigOrdersSpec() *runtime.WorkflowSpec {
 				"total":   "payload.total",
 			}},
 			{Event: "order-placed", If: "has(payload.customer) && payload.customer == 'vip'", InputExpr: "payload.order"},
+			{Event: "order-placed", If: "payload.total > 10000", InputExpr: "{'orderId': 'xl-' + payload.id, 'total': payload.total}"},
 		},
 	}
 }
