@@ -113,7 +113,8 @@ func TestBrowserTimelineCompressesLongSleep(t *testing.T) {
 	// The run page and the runs list say what the running run does now,
 	// and when its sleep ends.
 	var doing, listed string
-	if err := chromedp.Run(ctx,
+	// Live updates may replace a node as it is read: runStable reads again.
+	if err := runStable(ctx,
 		chromedp.Navigate(url), chromedp.Text("#doing", &doing),
 		chromedp.Navigate(b.base+"/runs"), chromedp.Text("ul.doing", &listed),
 	); err != nil {
