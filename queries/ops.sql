@@ -19,11 +19,14 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- run comes with whether its input contains one of the documents (true
 -- when there are none; no index covers inputs, so this checks the rows
 -- the index yields), and its input only then, and only with with_input.
+-- With tags (a jsonb object, '{}' for none), the runs carry those tags:
+-- planned with the value, a filter on tags can read the GIN index of
+-- schema/0017 and sort what it finds, when few runs carry the tags.
 -- The scan reads lim runs whatever the documents match, so its cost is
 -- bounded; the last row tells where to go on.
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at
+           parent_run_id, parent_step, parent_index, rerun_at, tags
     FROM trellis_runs
     WHERE (@workflow::text = '' OR workflow = @workflow::text)
       AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -35,6 +38,7 @@ WITH scanned AS (
       AND (@parent::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = @parent::uuid)
       AND (NOT @top_level::boolean OR parent_run_id IS NULL)
       AND (NOT @by_id::boolean OR id BETWEEN @id_from::uuid AND @id_to::uuid)
+      AND (@tags::jsonb = '{}'::jsonb OR tags @> @tags::jsonb)
       AND (sqlc.narg(after_created)::timestamptz IS NULL
            OR (created_at, id) < (sqlc.narg(after_created)::timestamptz, @after_id::uuid))
     ORDER BY created_at DESC, id DESC
@@ -45,7 +49,7 @@ WITH scanned AS (
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM checked
 ORDER BY created_at DESC, id DESC;
 
@@ -205,11 +209,11 @@ WITH parents AS (
     SELECT DISTINCT unnest(@parents::uuid[]) AS id
 )
 SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
-       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags
 FROM parents p
 CROSS JOIN LATERAL (
     SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
-           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags
     FROM trellis_runs r
     WHERE r.parent_run_id = p.id
     ORDER BY r.parent_step, r.parent_index, r.created_at, r.id

@@ -4,14 +4,21 @@
 -- and tenant holds. Rows are inserted in the order given: the caller
 -- orders them by key, so that concurrent inserts with keys in common wait
 -- on each other's keys in one order and never deadlock. Returns the ids
--- of the runs created.
+-- of the runs created. A run with a parent carries the parent run's tags,
+-- merged under its own (NULL when there are none).
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved_sinks, trace_context, created_at,
-                          parent_run_id, parent_step, parent_index)
+                          parent_run_id, parent_step, parent_index, tags)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved_sinks,
        nullif(i.trace_context, ''), @now,
        nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
-       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END,
+       nullif(
+           CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000'
+                THEN coalesce((SELECT p.tags FROM trellis_runs p WHERE p.id = i.parent_run_id), '{}'::jsonb)
+                ELSE '{}'::jsonb
+           END || coalesce(nullif(i.tags, '')::jsonb, '{}'::jsonb),
+           '{}'::jsonb)
 FROM (
     SELECT u.*, row_number() OVER () AS ord
     FROM (
@@ -19,7 +26,8 @@ FROM (
                unnest(@tenants::text[]) AS tenant, unnest(@idempotency_keys::text[]) AS idempotency_key,
                unnest(@priorities::smallint[]) AS priority, unnest(@inputs::json[]) AS input, unnest(@unresolved_sinks::int[]) AS unresolved_sinks,
                unnest(@trace_contexts::text[]) AS trace_context, unnest(@parent_run_ids::uuid[]) AS parent_run_id,
-               unnest(@parent_steps::smallint[]) AS parent_step, unnest(@parent_indexes::int[]) AS parent_index
+               unnest(@parent_steps::smallint[]) AS parent_step, unnest(@parent_indexes::int[]) AS parent_index,
+               unnest(@tags::text[]) AS tags
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -46,7 +54,7 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE id = @id;
 
@@ -58,7 +66,7 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 -- The given runs that exist, ordered by id.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
@@ -144,7 +152,7 @@ SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notifi
 -- The runs started by a task, in index order and then by creation.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;

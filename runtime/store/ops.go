@@ -220,6 +220,10 @@ type RunQuery struct {
 	// contains it, each element of a document's array is contained by an
 	// element of the input's, and scalars are equal (numbers by value).
 	InputContains []json.RawMessage
+	// Tags, when not empty, keeps the runs that carry every one of these
+	// tags with the same value. Postgres reads the runs through an index
+	// of tags (schema/0017).
+	Tags map[string]string
 	// WithInput reads each run's Input too (ListRuns leaves it nil
 	// otherwise).
 	WithInput bool

@@ -395,7 +395,12 @@ type NewRun struct {
 	// Parent is the task that started the run (see Spawn); nil for a run
 	// started otherwise. A store reads its ID, StepIndex and Index.
 	Parent *ParentRun
-	Tasks  []NewTask // one per step, in step order
+	// Tags are the run's tags (checked by the engine; nil for none). A
+	// run a Spawn creates carries its parent run's tags too, its own
+	// taking the place of the parent's where a key is in both: the store
+	// merges them, so that the engine needs no read of the parent's.
+	Tags  map[string]string
+	Tasks []NewTask // one per step, in step order
 }
 
 // ParentRun names the run whose step started a run (an item of a map
@@ -502,6 +507,9 @@ type Run struct {
 	// From); zero for a run never rerun. Its result may differ from one
 	// read before then: the event log says which steps ran again.
 	RerunAt time.Time `json:"rerunAt,omitzero"`
+	// Tags are the run's tags (see NewRun.Tags); nil for none. A store
+	// never changes them once the run is created.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // Duration is how long the run took, from creation to its end; false
@@ -730,7 +738,8 @@ type Await struct {
 // queued again, woken, when every run of Runs has completed, or as soon
 // as one ends otherwise; with no Runs it is queued woken at once. Runs
 // are created only if the task is still running in the attempt (the
-// result is stale otherwise). With Deadline set, a durable timer wakes
+// result is stale otherwise). Each run carries the tags of the task's
+// run, merged under its own (see NewRun.Tags). With Deadline set, a durable timer wakes
 // the task then if it is still waiting; its child runs go on.
 type Spawn struct {
 	Attempt

@@ -90,6 +90,7 @@ func matches(r store.Run, q store.RunQuery) bool {
 		q.Parent != uuid.Nil && (r.Parent == nil || r.Parent.ID != q.Parent),
 		q.TopLevel && r.Parent != nil,
 		!q.IDPrefix.IsZero() && !q.IDPrefix.Matches(r.ID),
+		!store.HasTags(r.Tags, q.Tags),
 		q.After != nil && compareListed(store.CursorOf(r), *q.After) >= 0:
 		return false
 	}

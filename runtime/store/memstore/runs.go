@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -65,6 +66,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 			ID: nr.ID, Workflow: nr.Workflow, Version: nr.Version, Tenant: nr.Tenant,
 			IdempotencyKey: nr.IdempotencyKey, Priority: priority, Status: store.RunRunning, TraceContext: nr.TraceContext,
 			Input: append([]byte(nil), nr.Input...), CreatedAt: now, Parent: cloneParent(nr.Parent),
+			Tags: store.MergeTags(nil, nr.Tags),
 		},
 		tasks:     make([]*task, len(nr.Tasks)),
 		pending:   make([]int, len(nr.Tasks)),
@@ -82,6 +84,11 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 			r.onFailure = i
 		} else {
 			r.unresolved++
+		}
+	}
+	if nr.Parent != nil {
+		if parent, ok := s.runs[nr.Parent.ID]; ok {
+			r.rec.Tags = store.MergeTags(parent.rec.Tags, nr.Tags)
 		}
 	}
 	s.runs[nr.ID] = r
@@ -130,6 +137,7 @@ func (r *run) row() store.Run {
 		rec.Failure = &f
 	}
 	rec.Parent = cloneParent(rec.Parent)
+	rec.Tags = maps.Clone(rec.Tags)
 	return rec
 }
 

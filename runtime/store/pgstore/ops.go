@@ -57,7 +57,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 	if limit <= 0 {
 		limit = store.DefaultRunLimit
 	}
-	if !storableText(q.Workflow, q.Tenant, q.IdempotencyKey) {
+	if !storableText(q.Workflow, q.Tenant, q.IdempotencyKey) || !storableTags(q.Tags) {
 		// A name Postgres cannot hold as text (a NUL byte, invalid
 		// UTF-8), as a person may type into a search, is no run's: the
 		// listing is empty, as the memory store finds it, not an error.
@@ -68,6 +68,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		CreatedFrom: timeOrNull(q.CreatedFrom), CreatedTo: timeOrNull(q.CreatedTo), FinishedFrom: timeOrNull(q.FinishedFrom),
 		Lim:       int32(limit),
 		WithInput: q.WithInput, InputContains: documents(q.InputContains),
+		Tags: tagsFilter(q.Tags),
 	}
 	if q.After != nil {
 		p.AfterCreated, p.AfterID = &q.After.CreatedAt, q.After.ID
@@ -152,7 +153,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt),
+			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
 		})
 	}
 	return out, reached, nil
@@ -360,7 +361,7 @@ func (s *Store) ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Tenant: r.Tenant,
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
-			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt),
+			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
 		})
 	}
 	var out []store.ChildRunPreview

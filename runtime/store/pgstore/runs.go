@@ -198,6 +198,7 @@ func runsInsert(runs []store.NewRun, now time.Time) dbsqlc.RunsInsertParams {
 		p.ParentRunIds = append(p.ParentRunIds, parent.ID)
 		p.ParentSteps = append(p.ParentSteps, int16(parent.StepIndex))
 		p.ParentIndexes = append(p.ParentIndexes, int32(parent.Index))
+		p.Tags = append(p.Tags, tagsToDB(r.Tags))
 	}
 	return p
 }
@@ -279,6 +280,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),
+		Tags: tagsFromDB(row.Tags),
 	}
 }
 

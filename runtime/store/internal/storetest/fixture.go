@@ -60,6 +60,7 @@ type runOpts struct {
 	traceContext          string
 	input                 string     // {"n":1} when empty
 	kindA                 store.Kind // of the root, step A: code unless set
+	tags                  map[string]string
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -105,7 +106,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	}
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
-		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tasks: tasks,
+		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tags: o.tags, Tasks: tasks,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)

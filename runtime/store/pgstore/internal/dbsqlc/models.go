@@ -98,6 +98,7 @@ type TrellisRun struct {
 	ParentRunID     pgtype.UUID
 	ParentStep      pgtype.Int2
 	ParentIndex     pgtype.Int4
+	Tags            []byte
 	RerunAt         *time.Time
 }
 

@@ -224,11 +224,11 @@ WITH parents AS (
     SELECT DISTINCT unnest($2::uuid[]) AS id
 )
 SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
-       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags
 FROM parents p
 CROSS JOIN LATERAL (
     SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
-           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags
     FROM trellis_runs r
     WHERE r.parent_run_id = p.id
     ORDER BY r.parent_step, r.parent_index, r.created_at, r.id
@@ -258,6 +258,7 @@ type OpsFirstChildRunsRow struct {
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
+	Tags           []byte
 }
 
 // The first lim runs the steps of each run of parents started, by step,
@@ -288,6 +289,7 @@ func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsPa
 			&i.ParentStep,
 			&i.ParentIndex,
 			&i.RerunAt,
+			&i.Tags,
 		); err != nil {
 			return nil, err
 		}
@@ -462,7 +464,7 @@ func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at
+           parent_run_id, parent_step, parent_index, rerun_at, tags
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -474,17 +476,18 @@ WITH scanned AS (
       AND ($9::uuid = '00000000-0000-0000-0000-000000000000' OR parent_run_id = $9::uuid)
       AND (NOT $10::boolean OR parent_run_id IS NULL)
       AND (NOT $11::boolean OR id BETWEEN $12::uuid AND $13::uuid)
-      AND ($14::timestamptz IS NULL
-           OR (created_at, id) < ($14::timestamptz, $15::uuid))
+      AND ($14::jsonb = '{}'::jsonb OR tags @> $14::jsonb)
+      AND ($15::timestamptz IS NULL
+           OR (created_at, id) < ($15::timestamptz, $16::uuid))
     ORDER BY created_at DESC, id DESC
-    LIMIT $16
+    LIMIT $17
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, (cardinality($17::jsonb[]) = 0 OR s.input::jsonb @> ANY ($17::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, s.tags, (cardinality($18::jsonb[]) = 0 OR s.input::jsonb @> ANY ($18::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM checked
 ORDER BY created_at DESC, id DESC
 `
@@ -503,6 +506,7 @@ type OpsRunsScanParams struct {
 	ByID           bool
 	IDFrom         uuid.UUID
 	IDTo           uuid.UUID
+	Tags           []byte
 	AfterCreated   *time.Time
 	AfterID        uuid.UUID
 	Lim            int32
@@ -527,6 +531,7 @@ type OpsRunsScanRow struct {
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
+	Tags           []byte
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -541,6 +546,9 @@ type OpsRunsScanRow struct {
 // run comes with whether its input contains one of the documents (true
 // when there are none; no index covers inputs, so this checks the rows
 // the index yields), and its input only then, and only with with_input.
+// With tags (a jsonb object, '{}' for none), the runs carry those tags:
+// planned with the value, a filter on tags can read the GIN index of
+// schema/0017 and sort what it finds, when few runs carry the tags.
 // The scan reads lim runs whatever the documents match, so its cost is
 // bounded; the last row tells where to go on.
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
@@ -558,6 +566,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 		arg.ByID,
 		arg.IDFrom,
 		arg.IDTo,
+		arg.Tags,
 		arg.AfterCreated,
 		arg.AfterID,
 		arg.Lim,
@@ -588,6 +597,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.ParentStep,
 			&i.ParentIndex,
 			&i.RerunAt,
+			&i.Tags,
 		); err != nil {
 			return nil, err
 		}

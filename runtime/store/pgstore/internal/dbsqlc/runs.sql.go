@@ -27,7 +27,7 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE id = $1
 `
@@ -50,6 +50,7 @@ type RunGetRow struct {
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
+	Tags           []byte
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -73,6 +74,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.ParentStep,
 		&i.ParentIndex,
 		&i.RerunAt,
+		&i.Tags,
 	)
 	return i, err
 }
@@ -183,7 +185,7 @@ func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsC
 const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
@@ -212,6 +214,7 @@ type RunsChildrenRow struct {
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
+	Tags           []byte
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -242,6 +245,7 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.ParentStep,
 			&i.ParentIndex,
 			&i.RerunAt,
+			&i.Tags,
 		); err != nil {
 			return nil, err
 		}
@@ -336,7 +340,7 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at
+       parent_run_id, parent_step, parent_index, rerun_at, tags
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -360,6 +364,7 @@ type RunsGetRow struct {
 	ParentStep     pgtype.Int2
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
+	Tags           []byte
 }
 
 // The given runs that exist, ordered by id.
@@ -390,6 +395,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.ParentStep,
 			&i.ParentIndex,
 			&i.RerunAt,
+			&i.Tags,
 		); err != nil {
 			return nil, err
 		}
@@ -403,20 +409,27 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 
 const runsInsert = `-- name: RunsInsert :many
 INSERT INTO trellis_runs (id, workflow, version, tenant, idempotency_key, priority, status, input, unresolved_sinks, trace_context, created_at,
-                          parent_run_id, parent_step, parent_index)
+                          parent_run_id, parent_step, parent_index, tags)
 SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.priority, 'RUNNING', i.input, i.unresolved_sinks,
        nullif(i.trace_context, ''), $1,
        nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
-       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END
+       CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END,
+       nullif(
+           CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000'
+                THEN coalesce((SELECT p.tags FROM trellis_runs p WHERE p.id = i.parent_run_id), '{}'::jsonb)
+                ELSE '{}'::jsonb
+           END || coalesce(nullif(i.tags, '')::jsonb, '{}'::jsonb),
+           '{}'::jsonb)
 FROM (
-    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved_sinks, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, row_number() OVER () AS ord
+    SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved_sinks, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, u.tags, row_number() OVER () AS ord
     FROM (
         SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS workflow, unnest($4::text[]) AS version,
                unnest($5::text[]) AS tenant, unnest($6::text[]) AS idempotency_key,
                unnest($7::smallint[]) AS priority, unnest($8::json[]) AS input, unnest($9::int[]) AS unresolved_sinks,
                unnest($10::text[]) AS trace_context, unnest($11::uuid[]) AS parent_run_id,
-               unnest($12::smallint[]) AS parent_step, unnest($13::int[]) AS parent_index
+               unnest($12::smallint[]) AS parent_step, unnest($13::int[]) AS parent_index,
+               unnest($14::text[]) AS tags
     ) AS u
 ) AS i
 ORDER BY i.ord
@@ -438,6 +451,7 @@ type RunsInsertParams struct {
 	ParentRunIds    []uuid.UUID
 	ParentSteps     []int16
 	ParentIndexes   []int32
+	Tags            []string
 }
 
 // Creates runs, except those whose id exists (an earlier try of the same
@@ -445,7 +459,8 @@ type RunsInsertParams struct {
 // and tenant holds. Rows are inserted in the order given: the caller
 // orders them by key, so that concurrent inserts with keys in common wait
 // on each other's keys in one order and never deadlock. Returns the ids
-// of the runs created.
+// of the runs created. A run with a parent carries the parent run's tags,
+// merged under its own (NULL when there are none).
 func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, runsInsert,
 		arg.Now,
@@ -461,6 +476,7 @@ func (q *Queries) RunsInsert(ctx context.Context, arg RunsInsertParams) ([]uuid.
 		arg.ParentRunIds,
 		arg.ParentSteps,
 		arg.ParentIndexes,
+		arg.Tags,
 	)
 	if err != nil {
 		return nil, err
