@@ -72,6 +72,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"MapStepOverLineItems", testMapOrders},
 		{"ChildWorkflowsAndEvents", testDelivery},
 		{"EventsStartRuns", testStartEvents},
+		{"TagsKeptAndInherited", testTags},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

@@ -104,6 +104,13 @@ type Config struct {
 	// and a system with many tenants would flood the metrics backend.
 	// The queue gauges always name tenants, the 100 deepest at most.
 	TenantMetrics bool
+	// MetricTagKeys names the run tags (see Tags) the runs-started
+	// counter (trellis.run.started) carries as attributes,
+	// trellis.run.tag.<key>, for the runs that have them. None by
+	// default: each value of a key multiplies the counter's series, so
+	// name only keys of few values (a channel, a plan), never one of a
+	// value per customer or order. Traces carry every tag.
+	MetricTagKeys []string
 	// ScheduleLate bounds how late a cron schedule's tick still starts its
 	// run (default 1 hour): when no engine with the workflow ran at a tick
 	// and one starts later, it starts the latest tick missed by less, and
@@ -208,7 +215,7 @@ func New(cfg Config) (*Engine, error) {
 		faults:   telemetry.NewFaults(log),
 		tracer:   telemetry.NewTracer(cfg.TracerProvider, cfg.Clock),
 	}
-	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics)
+	m, err := telemetry.NewMetrics(cfg.MeterProvider, cfg.TenantMetrics, cfg.MetricTagKeys)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ type RunOptions struct {
 	// PriorityHigh), instead of the one the workflow's priority field
 	// gives.
 	Priority int
+	// Tags are the runs' tags (see Tags), set by WithTags and WithTag;
+	// nil for none.
+	Tags map[string]string
 	// Tx is a store transaction to create the run in, so that the run
 	// exists if and only if the caller's transaction commits. Only stores
 	// that support transactions accept it (on Postgres, pgstore.Tx(tx)

@@ -83,6 +83,9 @@ type RunResult struct {
 	// Parent is set for a run a step started: an item of a map step, or
 	// the run of a child workflow step (see Engine.ChildRuns).
 	Parent *ParentRun
+	// Tags are the run's tags (see Tags): those it was triggered with,
+	// and its parent run's; nil for none.
+	Tags map[string]string
 }
 
 // ParentRun names the run whose step started a run, and the run's place

@@ -45,7 +45,7 @@ func (e *Engine) triggerMany(ctx context.Context, def *Definition, inputs []json
 // distinct. With tracing, the trigger's span context is stored with the
 // runs (see internal/telemetry/tracing.go).
 func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions) (refs []RunRef, err error) {
-	ctx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, len(inputs))
+	ctx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, len(inputs), o.Tags)
 	if span != nil {
 		defer func() { e.endTrigger(span, refs, err) }()
 	}
@@ -75,6 +75,9 @@ func (e *Engine) create(ctx context.Context, def *Definition, inputs []json.RawM
 func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.RawMessage, keys []string, o RunOptions, traceContext string) ([]store.NewRun, error) {
 	if err := e.checkRunOptions(def, o.Tenant, keys); err != nil {
 		return nil, err
+	}
+	if err := CheckTags(o.Tags); err != nil {
+		return nil, fmt.Errorf("triggering %s: %w", def.Name(), err)
 	}
 	inputs = slices.Clone(inputs)
 	priorities := make([]int, len(inputs))
@@ -117,7 +120,7 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 		runs[i] = store.NewRun{
 			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Priority: priorities[i],
-			Input: in, Tasks: tasks, TraceContext: traceContext,
+			Input: in, Tasks: tasks, TraceContext: traceContext, Tags: o.Tags,
 		}
 		if perRun[i] != nil {
 			runs[i].Tasks = perRun[i]
@@ -146,9 +149,10 @@ func (e *Engine) storeRuns(ctx context.Context, runs []store.NewRun, o RunOption
 }
 
 // started wakes the claim loop for the runs created (res[i] says whether
-// runs[i] was) and counts them, by workflow.
+// runs[i] was) and counts them, by workflow, with their tags.
 func (e *Engine) started(ctx context.Context, runs []store.NewRun, res []store.CreateRunResult, tenant string) {
 	created := map[string]int{}
+	tags := map[string]map[string]string{} // a trigger gives its runs of a workflow one set of tags
 	var names []string
 	for i, r := range res {
 		if !r.Created {
@@ -156,6 +160,7 @@ func (e *Engine) started(ctx context.Context, runs []store.NewRun, res []store.C
 		}
 		if created[runs[i].Workflow] == 0 {
 			names = append(names, runs[i].Workflow)
+			tags[runs[i].Workflow] = runs[i].Tags
 		}
 		created[runs[i].Workflow]++
 	}
@@ -168,7 +173,7 @@ func (e *Engine) started(ctx context.Context, runs []store.NewRun, res []store.C
 		}
 		for _, name := range names {
 			// In a caller's transaction, counted when created, not committed.
-			e.metrics.RunsStarted(ctx, name, tenant, created[name])
+			e.metrics.RunsStarted(ctx, name, tenant, created[name], tags[name])
 		}
 	}
 }
@@ -245,6 +250,7 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{}, Parent: run.Parent,
+		Tags: run.Tags,
 	}
 	for _, t := range tasks {
 		if t.Key.Step >= len(def.graph.Steps) {

@@ -203,13 +203,14 @@ func (e *PublishError) Error() string {
 // the runs of the listeners that accept it are created together, in one
 // store call, and those that refuse it are reported in Published and in
 // a *PublishError. Options: WithTenant, the tenant of the runs;
-// WithTx, to create them in the caller's transaction on Postgres (they
-// exist if and only if it commits). Publishing wakes no waiting step:
+// WithTags and WithTag, their tags (see Tags); WithTx, to create them in
+// the caller's transaction on Postgres (they exist if and only if it
+// commits). Publishing wakes no waiting step:
 // Signal and Send do.
 func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (out Published, err error) {
 	o := runOptions(opts)
 	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
-		return Published{}, fmt.Errorf("publishing event %s: only WithTenant and WithTx apply to a publish", clip(event))
+		return Published{}, fmt.Errorf("publishing event %s: only WithTenant, WithTags and WithTx apply to a publish", clip(event))
 	}
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
@@ -261,7 +262,7 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		if err := e.saveDefinition(ctx, def); err != nil {
 			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 		}
-		spanCtx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, 1)
+		spanCtx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, 1, o.Tags)
 		spans[i] = span
 		run, ok, err := e.startRun(spanCtx, def, event, payload, keys, o, traceContext)
 		switch {

@@ -37,8 +37,8 @@ func (info StepInfo) attempt() telemetry.Attempt {
 }
 
 // startTrigger starts the span of a trigger (see telemetry.Tracer).
-func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
-	return e.tracer.StartTrigger(ctx, workflow, tenant, runs)
+func (e *Engine) startTrigger(ctx context.Context, workflow, tenant string, runs int, tags map[string]string) (context.Context, trace.Span, string) {
+	return e.tracer.StartTrigger(ctx, workflow, tenant, runs, tags)
 }
 
 // endTrigger ends a trigger's span, with the run's id when it made one,

@@ -593,3 +593,47 @@ func TestLogHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestTagsInTelemetry: a trigger's span carries every tag of its runs;
+// the runs-started counter carries only those of the keys
+// Config.MetricTagKeys names.
+func TestTagsInTelemetry(t *testing.T) {
+	tel := newTelemetry(t)
+	h := trellistest.New(t, trellistest.WithConfig(func(c *runtime.Config) {
+		tel.configure(c)
+		c.MetricTagKeys = []string{"channel"}
+	}))
+	steps := &shopSteps{advance: h.Clock.Advance, stepLog: slog.New(runtime.NewLogHandler(&captured{})), tracer: tel.tp.Tracer("test")}
+	shop, err := h.Engine.Register(shopSpec(), steps.handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Trigger(t.Context(), nil, runtime.WithTags(map[string]string{"channel": "web", "customer": "acme"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Trigger(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	triggers := findSpans(tel.spans.GetSpans(), "trellis.trigger shop")
+	if len(triggers) != 2 {
+		t.Fatalf("%d trigger spans, want 2", len(triggers))
+	}
+	checkSpanAttrs(t, triggers[0], map[string]string{"trellis.run.tag.channel": "web", "trellis.run.tag.customer": "acme"})
+	if got := attrOf(triggers[1], "trellis.run.tag.channel"); got != "" {
+		t.Errorf("the untagged trigger's span has tag channel=%q", got)
+	}
+	ms := tel.metrics(t)
+	if got := ms.sum(t, "trellis.run.started", "trellis.run.tag.channel=web"); got != 1 {
+		t.Errorf("runs started with channel=web = %d, want 1", got)
+	}
+	if got := ms.sum(t, "trellis.run.started"); got != 2 {
+		t.Errorf("runs started = %d, want 2", got)
+	}
+	if d, ok := ms["trellis.run.started"].Data.(metricdata.Sum[int64]); ok {
+		for _, p := range d.DataPoints {
+			if _, has := p.Attributes.Value("trellis.run.tag.customer"); has {
+				t.Errorf("the counter carries tag customer, which MetricTagKeys does not name: %v", p.Attributes)
+			}
+		}
+	}
+}

@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +33,21 @@ const (
 	attrTaskOutcome = attribute.Key("trellis.task.outcome")
 	attrTimerKind   = attribute.Key("trellis.timer.kind")
 	attrRunStatus   = attribute.Key("trellis.run.status")
+	// attrRunTagPrefix, followed by a tag's key, names a run's tag.
+	attrRunTagPrefix = "trellis.run.tag."
 )
+
+// TagAttributes are a run's tags as attributes, trellis.run.tag.<key>,
+// by key; keys, when not nil, names the only tags to include.
+func TagAttributes(tags map[string]string, keys []string) []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if keys == nil || slices.Contains(keys, k) {
+			kv = append(kv, attribute.String(attrRunTagPrefix+k, tags[k]))
+		}
+	}
+	return kv
+}
 
 // Outcomes: the values of trellis.run.outcome and trellis.task.outcome.
 const (
@@ -72,6 +88,8 @@ type Metrics struct {
 	// The gauges, observed while the engine is started or driven.
 	leader, queued, running, stuck metric.Int64ObservableGauge
 
+	// tagKeys are the run tags the runs-started counter carries.
+	tagKeys []string
 	// tenants adds trellis.tenant.id to the run and task instruments
 	// (Config.TenantMetrics); their attribute sets are then built per
 	// measurement instead of cached.
@@ -101,14 +119,15 @@ func durationBuckets() []float64 {
 }
 
 // NewMetrics creates the instruments on mp; tenants adds the tenant to
-// the run and task instruments. A nil mp means no metrics: it returns
+// the run and task instruments, tagKeys the run tags of these keys to
+// the runs-started counter. A nil mp means no metrics: it returns
 // nil.
-func NewMetrics(mp metric.MeterProvider, tenants bool) (*Metrics, error) {
+func NewMetrics(mp metric.MeterProvider, tenants bool, tagKeys []string) (*Metrics, error) {
 	if mp == nil {
 		return nil, nil
 	}
 	meter := mp.Meter(InstrumentationName)
-	m := &Metrics{meter: meter, tenants: tenants}
+	m := &Metrics{meter: meter, tenants: tenants, tagKeys: slices.Clone(tagKeys)}
 	var err error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		var c metric.Int64Counter
@@ -218,11 +237,23 @@ func (m *Metrics) runAttrs(workflow, tenant, outcome string) metric.MeasurementO
 	return r.(*runSets).outcomes[outcome]
 }
 
-// RunsStarted counts runs a trigger created.
-func (m *Metrics) RunsStarted(ctx context.Context, workflow, tenant string, n int) {
-	if m != nil && n > 0 {
-		m.runStarted.Add(ctx, int64(n), m.runAttrs(workflow, tenant, ""))
+// RunsStarted counts runs a trigger created, with the tags of theirs
+// whose keys the engine's MetricTagKeys name.
+func (m *Metrics) RunsStarted(ctx context.Context, workflow, tenant string, n int, tags map[string]string) {
+	if m == nil || n <= 0 {
+		return
 	}
+	if len(m.tagKeys) > 0 && len(tags) > 0 {
+		if kv := TagAttributes(tags, m.tagKeys); len(kv) > 0 {
+			kv = append(kv, attrWorkflow.String(workflow))
+			if m.tenants {
+				kv = append(kv, attrTenant.String(tenant))
+			}
+			m.runStarted.Add(ctx, int64(n), metric.WithAttributeSet(attribute.NewSet(kv...)))
+			return
+		}
+	}
+	m.runStarted.Add(ctx, int64(n), m.runAttrs(workflow, tenant, ""))
 }
 
 // RunFinished counts a run that ended with outcome (completed, failed,

@@ -34,12 +34,12 @@ func TestFaultsLogOncePerOutage(t *testing.T) {
 
 // Without providers, metrics and spans cost a nil check and do nothing.
 func TestNilProvidersRecordNothing(t *testing.T) {
-	m, err := NewMetrics(nil, false)
+	m, err := NewMetrics(nil, false, nil)
 	if err != nil || m != nil {
 		t.Fatalf("NewMetrics(nil) = %v, %v; want nil, nil", m, err)
 	}
 	ctx := context.Background()
-	m.RunsStarted(ctx, "w", "t", 1)
+	m.RunsStarted(ctx, "w", "t", 1, nil)
 	m.RunFinished(ctx, "w", "t", OutcomeCompleted)
 	m.TaskEnded(ctx, "w", "s", "t", OutcomeFailed)
 	m.TimersFired(ctx, []store.FiredTimer{{}}, time.Now())
@@ -47,7 +47,7 @@ func TestNilProvidersRecordNothing(t *testing.T) {
 		t.Errorf("Observe without metrics = %v, %v", reg, err)
 	}
 	tr := NewTracer(nil, nil)
-	got, span, stored := tr.StartTrigger(ctx, "w", "t", 1)
+	got, span, stored := tr.StartTrigger(ctx, "w", "t", 1, nil)
 	if got != ctx || span != nil || stored != "" {
 		t.Error("a nil tracer started a trigger span")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -45,14 +46,16 @@ func NewTracer(tp trace.TracerProvider, c clock.Clock) *Tracer {
 
 // StartTrigger starts the span of a trigger and returns its context and
 // the trace context to store with the runs it creates. Without a tracer
-// it returns ctx, no span and no trace context.
-func (t *Tracer) StartTrigger(ctx context.Context, workflow, tenant string, runs int) (context.Context, trace.Span, string) {
+// it returns ctx, no span and no trace context. The span carries the
+// runs' tags, all of them: a run has few, and spans are not aggregated.
+func (t *Tracer) StartTrigger(ctx context.Context, workflow, tenant string, runs int, tags map[string]string) (context.Context, trace.Span, string) {
 	if t == nil {
 		return ctx, nil, ""
 	}
+	attrs := append([]attribute.KeyValue{attrWorkflow.String(workflow), attrTenant.String(tenant), attrRunCount.Int(runs)}, TagAttributes(tags, nil)...)
 	ctx, span := t.tracer.Start(ctx, "trellis.trigger "+workflow,
 		trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(t.clock.Now()),
-		trace.WithAttributes(attrWorkflow.String(workflow), attrTenant.String(tenant), attrRunCount.Int(runs)))
+		trace.WithAttributes(attrs...))
 	return ctx, span, encodeTraceContext(ctx)
 }
 
