@@ -59,8 +59,11 @@ type RunFilter struct {
 	// id, at least MinRunIDPrefix hex digits, with or without dashes, in
 	// any case (see CheckRunRef); a whole id selects its run.
 	IDPrefix string
-	// Where is a CEL expression over the run's input, status, tenant and
-	// created (see condition.FilterEnv), type-checked against the input
+	// Tags keeps the runs that carry every one of these tags with the
+	// same value (see runtime.Tags); a store reads them through an index.
+	Tags map[string]string
+	// Where is a CEL expression over the run's input, status, tenant,
+	// created and tags (see condition.FilterEnv), type-checked against the input
 	// schema of Workflow, which it needs. A page under Where reads at most
 	// 20,000 runs, and evaluates the filter within the Admin's Config
 	// (a CEL budget and a time limit), so it may hold fewer than Limit
@@ -87,6 +90,11 @@ func (f RunFilter) Validate() error {
 	if !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo) {
 		errs = append(errs, fmt.Errorf("the time range is empty: %s is not before %s",
 			f.CreatedFrom.UTC().Format(time.RFC3339), f.CreatedTo.UTC().Format(time.RFC3339)))
+	}
+	if len(f.Tags) > 0 {
+		if err := runtime.CheckTags(f.Tags); err != nil {
+			errs = append(errs, fmt.Errorf("filtering by tags: %w", err))
+		}
 	}
 	if f.Where != "" && f.Workflow == "" {
 		errs = append(errs, errors.New("where needs a workflow: the expression is type-checked against that workflow's input schema"))
@@ -155,7 +163,7 @@ func (a *Admin) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 	q := store.RunQuery{
 		Workflow: f.Workflow, Statuses: f.Statuses, Tenant: f.Tenant, IdempotencyKey: f.IdempotencyKey,
 		CreatedFrom: f.CreatedFrom, CreatedTo: f.CreatedTo, FinishedFrom: f.FinishedFrom, Parent: f.Parent,
-		TopLevel: f.TopLevel, IDPrefix: prefix, After: after, Limit: limit + 1, // one more: is there a next page?
+		TopLevel: f.TopLevel, IDPrefix: prefix, Tags: f.Tags, After: after, Limit: limit + 1, // one more: is there a next page?
 	}
 	var (
 		runs    []store.Run

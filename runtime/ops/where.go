@@ -88,8 +88,8 @@ func (a *Admin) compileWhere(ctx context.Context, workflow, expr string) (*where
 		w.byVersion[v.Version] = f
 		pushes = append(pushes, f.Pushdown())
 	}
-	// The conditions on status, tenant and creation read no schema, so
-	// every version's are the same; a document an input must contain
+	// The conditions on status, tenant, creation and tags read no
+	// schema, so every version's are the same; a document an input must contain
 	// depends on the schema, and is used only when every version agrees.
 	w.push = pushes[0]
 	for _, p := range pushes[1:] {
@@ -141,6 +141,14 @@ func (w *where) narrow(q *store.RunQuery) bool {
 	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && !q.CreatedFrom.Before(q.CreatedTo) {
 		return false
 	}
+	for k, v := range p.Tags {
+		if old, ok := q.Tags[k]; ok && old != v {
+			return false
+		}
+	}
+	if len(p.Tags) > 0 {
+		q.Tags = store.MergeTags(q.Tags, p.Tags)
+	}
 	q.InputContains = p.InputContains
 	q.WithInput = true
 	return true
@@ -154,7 +162,7 @@ func (w *where) match(ctx context.Context, r store.Run) (bool, uint64, error) {
 	if f == nil {
 		return false, 0, nil
 	}
-	return f.Match(ctx, condition.RunFacts{Input: r.Input, Status: string(r.Status), Tenant: r.Tenant, Created: r.CreatedAt})
+	return f.Match(ctx, condition.RunFacts{Input: r.Input, Status: string(r.Status), Tenant: r.Tenant, Created: r.CreatedAt, Tags: r.Tags})
 }
 
 // Unevaluated is a run a Where filter could not be evaluated on: its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -38,7 +39,8 @@ func NewFilterEnv(inputSchema json.RawMessage) (*FilterEnv, error) {
 	vars := []struct {
 		name string
 		typ  *types.Type
-	}{{"status", types.StringType}, {"tenant", types.StringType}, {"created", types.TimestampType}}
+	}{{"status", types.StringType}, {"tenant", types.StringType}, {"created", types.TimestampType},
+		{"tags", types.NewMapType(types.StringType, types.StringType)}}
 	names := []string{"input"}
 	var opts []cel.EnvOption
 	for _, v := range vars {
@@ -89,6 +91,7 @@ type RunFacts struct {
 	Status  string
 	Tenant  string
 	Created time.Time
+	Tags    map[string]string
 }
 
 // Match evaluates the filter on a run, and returns the cost of the
@@ -103,7 +106,7 @@ func (f *Filter) Match(ctx context.Context, r RunFacts) (bool, uint64, error) {
 		return false, 0, err
 	}
 	out, det, err := f.prg.ContextEval(ctx, map[string]any{
-		"input": in, "status": r.Status, "tenant": r.Tenant, "created": r.Created,
+		"input": in, "status": r.Status, "tenant": r.Tenant, "created": r.Created, "tags": newTagsValue(r.Tags),
 	})
 	var cost uint64
 	if det != nil && det.ActualCost() != nil {
@@ -139,6 +142,10 @@ type Pushdown struct {
 	// matching run's input contains, as Postgres's jsonb @> reads it:
 	// every field of the document has the same value in the input.
 	InputContains []json.RawMessage
+	// Tags, when not nil, are tags a matching run carries, each with
+	// this value (from conjuncts tags.k == "v"; never an empty value,
+	// which a run without the tag reads as).
+	Tags map[string]string
 }
 
 // Pushdown returns what a store can check before the filter runs.
@@ -146,6 +153,7 @@ func (f *Filter) Pushdown() Pushdown {
 	p := f.push
 	p.Statuses = slices.Clone(p.Statuses)
 	p.InputContains = slices.Clone(p.InputContains)
+	p.Tags = maps.Clone(p.Tags)
 	return p
 }
 
@@ -221,6 +229,23 @@ func conjuncts(e ast.Expr) []ast.Expr {
 // input field. inputIn is nil for ==, else whether an "in" over the input
 // was recorded already.
 func (p *Pushdown) narrow(input *shape, lhs ast.Expr, vals []ref.Val, docs *[]map[string]any, inputIn *bool) {
+	if key, ok := tagKey(lhs); ok {
+		if len(vals) != 1 {
+			return
+		}
+		v, ok := vals[0].Value().(string)
+		if !ok || v == "" {
+			return
+		}
+		if old, ok := p.Tags[key]; ok && old != v {
+			p.Empty = true
+		}
+		if p.Tags == nil {
+			p.Tags = map[string]string{}
+		}
+		p.Tags[key] = v
+		return
+	}
 	if lhs.Kind() == ast.IdentKind {
 		var strs []string
 		for _, v := range vals {
@@ -281,6 +306,29 @@ func (p *Pushdown) narrow(input *shape, lhs ast.Expr, vals []ref.Val, docs *[]ma
 		p.Empty = true
 	}
 	*docs = next
+}
+
+// tagKey reads tags.k or tags["k"]: the key of a tag.
+func tagKey(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.SelectKind:
+		s := e.AsSelect()
+		if !s.IsTestOnly() && s.Operand().Kind() == ast.IdentKind && s.Operand().AsIdent() == "tags" {
+			return s.FieldName(), true
+		}
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.FunctionName() != operators.Index || len(c.Args()) != 2 {
+			return "", false
+		}
+		m, k := c.Args()[0], c.Args()[1]
+		if m.Kind() != ast.IdentKind || m.AsIdent() != "tags" || k.Kind() != ast.LiteralKind {
+			return "", false
+		}
+		key, ok := k.AsLiteral().Value().(string)
+		return key, ok
+	}
+	return "", false
 }
 
 // bound records a bound on created from created OP timestamp("...").
