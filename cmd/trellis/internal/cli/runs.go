@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,9 +133,49 @@ type RunsFilterOptions struct {
 	// Parent keeps the runs the steps of that run (an id) started: map
 	// items and child workflows.
 	Parent string
-	// Where is a CEL expression over input, status, tenant and created,
-	// type-checked against the input schema of Workflow.
+	// Tags are -tag flags, each key=value: the runs carry every one.
+	Tags TagFlags
+	// Where is a CEL expression over input, status, tenant, created and
+	// tags, type-checked against the input schema of Workflow.
 	Where string
+}
+
+// TagFlags are the values of a repeatable -tag key=value flag.
+type TagFlags []string
+
+func (t *TagFlags) String() string {
+	if t == nil {
+		return ""
+	}
+	return strings.Join(*t, " ")
+}
+
+// Set implements flag.Value: one more tag.
+func (t *TagFlags) Set(v string) error {
+	*t = append(*t, v)
+	return nil
+}
+
+// tags reads the flags as tags, reporting each that is not key=value and
+// each key given two values.
+func (t TagFlags) tags() (map[string]string, []error) {
+	if len(t) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(t))
+	var errs []error
+	for _, kv := range t {
+		k, v, ok := strings.Cut(kv, "=")
+		switch old, dup := out[k]; {
+		case !ok:
+			errs = append(errs, fmt.Errorf("-tag %q: give key=value, e.g. -tag customer=acme", kv))
+		case dup && old != v:
+			errs = append(errs, fmt.Errorf("-tag %q: tag %s is given twice, with values %q and %q; a run has one value per key", kv, k, old, v))
+		default:
+			out[k] = v
+		}
+	}
+	return out, errs
 }
 
 // addFilterFlags registers the run filters on fs.
@@ -147,8 +189,10 @@ func addFilterFlags(fs *flag.FlagSet, o *RunsFilterOptions) {
 		"whenever they were created, e.g. -status FAILED -finished-since 1h")
 	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "only the runs triggered with this idempotency `key`")
 	fs.StringVar(&o.Parent, "parent", "", "only the runs the steps of this `run` started (map items, child workflows)")
-	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant and created selects\n"+
-		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'")
+	fs.Var(&o.Tags, "tag", "only the runs tagged `key=value` (repeatable: runs with every tag given)")
+	fs.StringVar(&o.Where, "where", "", "only the runs this CEL `expression` over input, status, tenant, created and tags selects\n"+
+		"(needs -workflow; type-checked against its input schema), e.g. 'input.amount > 100 && status == \"FAILED\"'\n"+
+		"or 'tags.customer == \"acme\"'")
 }
 
 // findParent sets f.Parent to the run -parent names when it gave the
@@ -163,13 +207,18 @@ func (o RunsFilterOptions) findParent(ctx context.Context, a *ops.Admin, name st
 }
 
 // given reports whether any filter is set.
-func (o RunsFilterOptions) given() bool { return o != RunsFilterOptions{} }
+func (o RunsFilterOptions) given() bool {
+	tags := len(o.Tags) > 0
+	o.Tags = nil
+	return tags || !reflect.ValueOf(o).IsZero()
+}
 
 // filter turns the options into a run filter, relative to now, reporting
 // every option that is wrong.
 func (o RunsFilterOptions) filter(now time.Time) (ops.RunFilter, []error) {
 	f := ops.RunFilter{Workflow: o.Workflow, Tenant: o.Tenant, IdempotencyKey: o.IdempotencyKey, Where: o.Where}
-	var errs []error
+	tags, errs := o.Tags.tags()
+	f.Tags = tags
 	for _, s := range strings.Split(o.Status, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			f.Statuses = append(f.Statuses, runtime.RunStatus(strings.ToUpper(s)))
@@ -428,6 +477,9 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	}
 	if r.IdempotencyKey != "" {
 		h.row("Idempotency key:", r.IdempotencyKey)
+	}
+	if len(r.Tags) > 0 {
+		h.row("Tags:", tagsText(r.Tags))
 	}
 	h.row("Priority:", priorityName(r.Priority))
 	h.row("Status:", string(r.Status))
@@ -872,9 +924,26 @@ func filterText(o RunsFilterOptions) string {
 	add("until", o.Until)
 	add("finished-since", o.FinishedSince)
 	add("idempotency-key", o.IdempotencyKey)
+	for _, t := range o.Tags {
+		add("tag", t)
+	}
 	add("where", o.Where)
 	if len(parts) == 0 {
 		return "the filter"
+	}
+	return strings.Join(parts, " ")
+}
+
+// tagsText prints a run's tags as key=value, by key, a value quoted
+// when it is empty or holds a space or a quote.
+func tagsText(tags map[string]string) string {
+	parts := make([]string, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		v := tags[k]
+		if v == "" || strings.ContainsAny(v, " \"") {
+			v = strconv.Quote(v)
+		}
+		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, " ")
 }

@@ -210,14 +210,14 @@ func (e *opsEnv) populate() {
 	e.created(res.ID)
 	h.Clock.Advance(time.Minute)
 	ref, err := e.ops.RunNoWait(ctx, wf.OpsInput{Mode: wf.OpsInputModeFail, Label: &label},
-		runtime.WithTenant("acme"), runtime.WithIdempotencyKey("order-7"))
+		runtime.WithTenant("acme"), runtime.WithIdempotencyKey("order-7"), runtime.WithTags(map[string]string{"channel": "web", "customer": "acme corp"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.created(ref.ID)
 	h.Settle() // two retries, 30s and 90s apart; then the failure handler
 	h.Clock.Advance(time.Minute)
-	done, err := e.ops.Run(ctx, wf.OpsInput{Mode: wf.OpsInputModeOk}, runtime.WithTenant("acme"))
+	done, err := e.ops.Run(ctx, wf.OpsInput{Mode: wf.OpsInputModeOk}, runtime.WithTenant("acme"), runtime.WithTag("channel", "api"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +276,7 @@ func TestRunsListShowEvents(t *testing.T) {
 		ID: e.runs[runOpsFailed], Workflow: "ops", Version: got.Version, Tenant: "acme", IdempotencyKey: "order-7", Priority: runtime.PriorityNormal,
 		Status: runtime.RunFailed, CreatedAt: *at(time.Minute), FinishedAt: *at(3 * time.Minute),
 		Failure: &runtime.Failure{StepIndex: 0, Step: "work", Error: "payment gateway said no (attempt 3)"},
+		Tags:    map[string]string{"channel": "web", "customer": "acme corp"},
 	}
 	if diff := cmp.Diff(wantRun, got); diff != "" || !strings.HasPrefix(got.Version, "ops@") {
 		t.Errorf("the failed run as listed (-want +got):\n%s", diff)
@@ -379,6 +380,11 @@ func TestRunsListFilters(t *testing.T) {
 		{[]string{"-finished-since", "1h", "-status", "FAILED"}, []int{runOpsFailed}},
 		{[]string{"-workflow", "ops", "-tenant", "acme", "-status", "completed"}, []int{runOpsDone}},
 		{[]string{"-workflow", "nope"}, nil},
+		{[]string{"-tag", "channel=web"}, []int{runOpsFailed}},
+		{[]string{"-tag", "customer=acme corp", "-tag", "channel=web"}, []int{runOpsFailed}},
+		{[]string{"-tag", "customer=acme corp", "-tag", "channel=api"}, nil},
+		{[]string{"-tag", "channel=api", "-status", "completed"}, []int{runOpsDone}},
+		{[]string{"-workflow", "ops", "-where", `"channel" in tags && tags.customer != "acme corp"`}, []int{runOpsDone}},
 	}
 	for _, tt := range tests {
 		var page ops.RunPage
@@ -506,6 +512,10 @@ func TestRunsErrors(t *testing.T) {
 		{[]string{"runs", "list", "-after", "bogus"}, ExitUsage, `invalid cursor "bogus"`},
 		{[]string{"runs", "list", "-format", "yaml"}, ExitUsage, `unknown format "yaml"`},
 		{[]string{"runs", "list", "chain"}, ExitUsage, `unexpected argument "chain"`},
+		{[]string{"runs", "list", "-tag", "channel"}, ExitUsage, `-tag "channel": give key=value`},
+		{[]string{"runs", "list", "-tag", "a=1", "-tag", "a=2"}, ExitUsage, `tag a is given twice`},
+		{[]string{"runs", "list", "-tag", "Channel=web"}, ExitUsage, `tag key "Channel" has "C" at byte 0`},
+		{[]string{"runs", "cancel", "-tag", "channel=web", unknown}, ExitUsage, "not both"},
 		{[]string{"runs", "frobnicate"}, ExitUsage, `unknown subcommand "frobnicate"`},
 		{[]string{"workers", "-stale-after", "1s"}, ExitUsage, "-stale-after 1s"},
 		{[]string{"runs", "list", "-where", "input.start > 1"}, ExitUsage, "-where needs -workflow"},
