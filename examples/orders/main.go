@@ -163,7 +163,9 @@ func demo(ctx context.Context, st store.Store, metrics *metricsServer, out io.Wr
 	}
 	var refs []runtime.RunRef
 	for _, in := range inputs {
-		ref, err := orders.RunNoWait(ctx, in)
+		// Tags say where an order came from: trellis runs list -tag
+		// channel=web finds these runs (docs/concepts/tags.md).
+		ref, err := orders.RunNoWait(ctx, in, runtime.WithTag("channel", "web"))
 		if err != nil {
 			return err
 		}
@@ -240,7 +242,7 @@ func triggerRuns(ctx context.Context, st store.Store, n int, out io.Writer) erro
 	}
 	for i := range n {
 		in := workflow.OrderProcessingInput{OrderID: fmt.Sprintf("B-%d", i+1), AmountCents: int64(1_000 + 50_000*(i%3))}
-		ref, err := orders.RunNoWait(ctx, in, runtime.WithTenant(fmt.Sprintf("shop-%d", i%2)))
+		ref, err := orders.RunNoWait(ctx, in, runtime.WithTenant(fmt.Sprintf("shop-%d", i%2)), runtime.WithTag("channel", "api"))
 		if err != nil {
 			return err
 		}

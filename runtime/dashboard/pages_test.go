@@ -414,3 +414,24 @@ type bigOrders struct{}
 func (bigOrders) Review(context.Context, acceptance.BigOrdersInput) (acceptance.BigOrdersReviewOutput, error) {
 	return acceptance.BigOrdersReviewOutput{Note: "ok"}, nil
 }
+
+// TestRunPageShowsTags: a run's page lists its tags, by key, escaped.
+func TestRunPageShowsTags(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ref, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"tagged"}`), runtime.WithTags(map[string]string{"customer": "<b>acme</b>", "channel": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := b.page("/runs/"+ref.ID.String(), http.StatusOK)
+	want := `<dd id="tags"><span class="mono tag">channel=web</span> <span class="mono tag">customer=&lt;b&gt;acme&lt;/b&gt;</span> </dd>`
+	if !strings.Contains(run, want) {
+		t.Errorf("the run page does not show the tags as %s", want)
+	}
+	plain, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"plain"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := b.page("/runs/"+plain.ID.String(), http.StatusOK); strings.Contains(page, `id="tags"`) {
+		t.Error("the page of a run without tags shows tags")
+	}
+}
