@@ -26,6 +26,7 @@ WITH picked AS (
       AND r.finished_at < @finished_before::timestamptz
       AND (@workflow::text = '' OR r.workflow = @workflow::text)
       AND (@tenant::text = '' OR r.tenant = @tenant::text)
+      AND (@tags::jsonb = '{}'::jsonb OR r.tags @> @tags::jsonb)
       -- Checked run by run, through the tasks' primary key. OFFSET 0
       -- keeps the planner from turning NOT EXISTS into a join, which
       -- may scan every task of the history, each batch, for the few
@@ -77,6 +78,7 @@ WHERE r.status = @status::text
   AND r.finished_at < @finished_before::timestamptz
   AND (@workflow::text = '' OR r.workflow = @workflow::text)
   AND (@tenant::text = '' OR r.tenant = @tenant::text)
+  AND (@tags::jsonb = '{}'::jsonb OR r.tags @> @tags::jsonb)
   AND NOT EXISTS (
       SELECT 1 FROM trellis_tasks t
       WHERE t.run_id = r.id

@@ -25,6 +25,9 @@ type PurgeFilter struct {
 	// Workflow and Tenant keep only the runs of a workflow, of a tenant.
 	Workflow string
 	Tenant   string
+	// Tags keeps only the runs carrying every one of these tags (see
+	// Tags).
+	Tags map[string]string
 	// Now is when ages are measured from; zero means the engine's clock,
 	// now. A caller that counts (DryRun), asks, then deletes passes the
 	// same Now to both calls, so that the second deletes what the first
@@ -43,6 +46,11 @@ func (f PurgeFilter) Validate() error {
 			errs = append(errs, fmt.Errorf("status RUNNING: only finished runs are purged: use %s", finishedList()))
 		case !slices.Contains(FinishedStatuses(), s):
 			errs = append(errs, fmt.Errorf("unknown run status %q: use %s", s, finishedList()))
+		}
+	}
+	if len(f.Tags) > 0 {
+		if err := CheckTags(f.Tags); err != nil {
+			errs = append(errs, fmt.Errorf("tags: %w", err))
 		}
 	}
 	if f.OlderThan < 0 {
@@ -119,7 +127,7 @@ func (e *Engine) PurgeRuns(ctx context.Context, f PurgeFilter) (*PurgeResult, er
 			}
 		}
 		before := now.Add(-age).UTC()
-		n, err := e.purge(ctx, store.Purge{Status: st, FinishedBefore: before, Workflow: f.Workflow, Tenant: f.Tenant, DryRun: f.DryRun}, nil)
+		n, err := e.purge(ctx, store.Purge{Status: st, FinishedBefore: before, Workflow: f.Workflow, Tenant: f.Tenant, Tags: f.Tags, DryRun: f.DryRun}, nil)
 		res.Statuses = append(res.Statuses, PurgeCount{Status: st, FinishedBefore: &before, Runs: n})
 		res.Runs += n
 		if err != nil {

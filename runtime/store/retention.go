@@ -49,6 +49,9 @@ type Purge struct {
 	// tenants.
 	Workflow string
 	Tenant   string
+	// Tags, when not empty, keeps runs without every one of these tags
+	// (see RunQuery.Tags).
+	Tags map[string]string
 	// Limit is the most runs one call deletes; not positive means all.
 	Limit int
 	// DryRun counts the runs instead of deleting them.

@@ -59,7 +59,8 @@ func purgeable(r *run, p store.Purge) bool {
 	case r.rec.Status != p.Status,
 		r.rec.FinishedAt.IsZero() || !r.rec.FinishedAt.Before(p.FinishedBefore),
 		p.Workflow != "" && r.rec.Workflow != p.Workflow,
-		p.Tenant != "" && r.rec.Tenant != p.Tenant:
+		p.Tenant != "" && r.rec.Tenant != p.Tenant,
+		!store.HasTags(r.rec.Tags, p.Tags):
 		return false
 	}
 	for _, t := range r.tasks {

@@ -18,7 +18,7 @@ func (s *Store) PurgeRuns(ctx context.Context, p store.Purge) (store.PurgeResult
 	}
 	if p.DryRun {
 		n, err := s.q.RunsPurgeCount(ctx, dbsqlc.RunsPurgeCountParams{
-			Status: string(p.Status), FinishedBefore: p.FinishedBefore, Workflow: p.Workflow, Tenant: p.Tenant,
+			Status: string(p.Status), FinishedBefore: p.FinishedBefore, Workflow: p.Workflow, Tenant: p.Tenant, Tags: tagsFilter(p.Tags),
 		})
 		if err != nil {
 			return store.PurgeResult{}, wrap(err, "counting runs to purge")
@@ -26,7 +26,7 @@ func (s *Store) PurgeRuns(ctx context.Context, p store.Purge) (store.PurgeResult
 		return store.PurgeResult{Runs: int(n)}, nil
 	}
 	params := dbsqlc.RunsPurgeParams{
-		Status: string(p.Status), FinishedBefore: p.FinishedBefore, Workflow: p.Workflow, Tenant: p.Tenant,
+		Status: string(p.Status), FinishedBefore: p.FinishedBefore, Workflow: p.Workflow, Tenant: p.Tenant, Tags: tagsFilter(p.Tags),
 		Lim: pgtype.Int8{Int64: int64(p.Limit), Valid: p.Limit > 0},
 	}
 	var n int32

@@ -29,6 +29,8 @@ type RunsPurgeOptions struct {
 	OlderThan string
 	Workflow  string
 	Tenant    string
+	// Tags are -tag flags, each key=value: the runs carry every one.
+	Tags TagFlags
 	// DryRun counts the runs instead of deleting them.
 	DryRun bool
 	// Yes deletes without asking.
@@ -43,7 +45,8 @@ type RunsPurgeOptions struct {
 // option that is wrong.
 func (o RunsPurgeOptions) Filter() (runtime.PurgeFilter, error) {
 	f := runtime.PurgeFilter{Workflow: o.Workflow, Tenant: o.Tenant, DryRun: o.DryRun}
-	var errs []error
+	tags, errs := o.Tags.tags()
+	f.Tags = tags
 	for _, s := range strings.Split(o.Status, ",") {
 		s = strings.ToUpper(strings.TrimSpace(s))
 		switch {
@@ -104,6 +107,7 @@ func (c RunsCommand) purge(ctx context.Context, args []string, stdout, stderr io
 	fs.StringVar(&o.OlderThan, "older-than", "", "only runs that finished longer ago than this `age` (720h, 30d; default the engines' default retention: 7d completed and cancelled, 30d failed)")
 	fs.StringVar(&o.Workflow, "workflow", "", "only runs of this workflow `name`")
 	fs.StringVar(&o.Tenant, "tenant", "", "only runs of this `tenant`")
+	fs.Var(&o.Tags, "tag", "only the runs tagged `key=value` (repeatable: runs with every tag given)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "count the runs per status; delete nothing")
 	fs.BoolVar(&o.Yes, "yes", false, "delete without asking (needed when standard input is not a terminal)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -125,7 +129,7 @@ func RunsPurge(ctx context.Context, o RunsPurgeOptions, stdout, stderr io.Writer
 	return opsRun(ctx, "runs purge", o.OpsOptions, ferr, 0, stderr, func(a *ops.Admin) (int, error) {
 		if !o.DryRun && !o.Yes {
 			counted, err := a.Engine().PurgeRuns(ctx, runtime.PurgeFilter{
-				Statuses: filter.Statuses, OlderThan: filter.OlderThan, Workflow: filter.Workflow, Tenant: filter.Tenant, DryRun: true,
+				Statuses: filter.Statuses, OlderThan: filter.OlderThan, Workflow: filter.Workflow, Tenant: filter.Tenant, Tags: filter.Tags, DryRun: true,
 			})
 			if err != nil {
 				return 0, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/ops"
@@ -161,5 +162,35 @@ func TestAskOn(t *testing.T) {
 		if err != nil || got != want || out.String() != "delete 3 runs? [y/N] " {
 			t.Errorf("answer %q = %v, %v (asked %q); want %v", in, got, err, out.String(), want)
 		}
+	}
+}
+
+// TestRunsActByTags: retry and purge select runs by -tag as runs list
+// does.
+func TestRunsActByTags(t *testing.T) {
+	e := newOpsEnv(t)
+	e.populate() // runOpsFailed is tagged channel=web, runOpsDone channel=api
+	e.golden("runs-retry-by-tag-dry-run.txt", e.ok("runs", "retry", "-tag", "channel=web", "-dry-run"))
+	var dry struct {
+		Action   string
+		DryRun   bool
+		Selected int
+		Runs     []uuid.UUID
+	}
+	e.json(&dry, "runs", "retry", "-tag", "channel=web", "-dry-run")
+	if dry.Selected != 1 || dry.Runs[0] != e.runs[runOpsFailed] {
+		t.Errorf("retry -tag channel=web -dry-run = %+v, want the failed run", dry)
+	}
+
+	var res runtime.PurgeResult
+	e.json(&res, "runs", "purge", "-tag", "channel=api", "-older-than", "1m", "-yes")
+	if res.Runs != 1 {
+		t.Errorf("purge -tag channel=api deleted %d runs, want 1", res.Runs)
+	}
+	if got, want := e.remaining(), []int{runChainDone, runOpsFailed, runChainQueue, runChainStop, runOpsBeta}; !cmp.Equal(got, want) {
+		t.Errorf("after purging by tag, runs %v remain; want %v", got, want)
+	}
+	if code, _, errOut, _ := e.purge(true, "-tag", "channel"); code != ExitUsage || !strings.Contains(errOut, `-tag "channel": give key=value`) {
+		t.Errorf("purge -tag channel = %d %q, want a usage error", code, errOut)
 	}
 }

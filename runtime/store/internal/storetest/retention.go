@@ -143,11 +143,16 @@ func testPurgeFilters(t *testing.T, f *fixture) {
 	acme := f.doneRun(runOpts{tenant: "acme"})
 	beta := f.doneRun(runOpts{tenant: "beta"})
 	other := f.doneRun(runOpts{tenant: "acme", workflow: "other"})
+	tagged := f.doneRun(runOpts{tenant: "acme", tags: map[string]string{"customer": "acme", "channel": "web"}})
 	f.tick(time.Minute)
+	if n := f.purge(store.Purge{Status: store.RunCompleted, FinishedBefore: f.now, Tags: map[string]string{"customer": "acme", "channel": "api"}, DryRun: true}); n != 0 {
+		t.Errorf("a dry run by tags no run carries counted %d runs", n)
+	}
 	tests := []struct {
 		p    store.Purge
 		gone uuid.UUID
 	}{
+		{store.Purge{Tags: map[string]string{"channel": "web"}}, tagged},
 		{store.Purge{Workflow: "other"}, other},
 		{store.Purge{Tenant: "beta"}, beta},
 		{store.Purge{Workflow: "diamond", Tenant: "acme"}, acme},

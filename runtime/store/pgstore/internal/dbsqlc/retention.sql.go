@@ -34,6 +34,7 @@ WITH picked AS (
       AND r.finished_at < $2::timestamptz
       AND ($3::text = '' OR r.workflow = $3::text)
       AND ($4::text = '' OR r.tenant = $4::text)
+      AND ($5::jsonb = '{}'::jsonb OR r.tags @> $5::jsonb)
       -- Checked run by run, through the tasks' primary key. OFFSET 0
       -- keeps the planner from turning NOT EXISTS into a join, which
       -- may scan every task of the history, each batch, for the few
@@ -49,7 +50,7 @@ WITH picked AS (
           OFFSET 0
       )
     ORDER BY r.finished_at
-    LIMIT $5::bigint
+    LIMIT $6::bigint
     FOR UPDATE SKIP LOCKED
 ), ids AS (
     SELECT coalesce(array_agg(id), '{}')::uuid[] AS ids FROM picked
@@ -80,6 +81,7 @@ type RunsPurgeParams struct {
 	FinishedBefore time.Time
 	Workflow       string
 	Tenant         string
+	Tags           []byte
 	Lim            pgtype.Int8
 }
 
@@ -101,6 +103,7 @@ func (q *Queries) RunsPurge(ctx context.Context, arg RunsPurgeParams) (int32, er
 		arg.FinishedBefore,
 		arg.Workflow,
 		arg.Tenant,
+		arg.Tags,
 		arg.Lim,
 	)
 	var purged int32
@@ -115,6 +118,7 @@ WHERE r.status = $1::text
   AND r.finished_at < $2::timestamptz
   AND ($3::text = '' OR r.workflow = $3::text)
   AND ($4::text = '' OR r.tenant = $4::text)
+  AND ($5::jsonb = '{}'::jsonb OR r.tags @> $5::jsonb)
   AND NOT EXISTS (
       SELECT 1 FROM trellis_tasks t
       WHERE t.run_id = r.id
@@ -128,6 +132,7 @@ type RunsPurgeCountParams struct {
 	FinishedBefore time.Time
 	Workflow       string
 	Tenant         string
+	Tags           []byte
 }
 
 // How many runs RunsPurge would delete without a limit: the same
@@ -140,6 +145,7 @@ func (q *Queries) RunsPurgeCount(ctx context.Context, arg RunsPurgeCountParams) 
 		arg.FinishedBefore,
 		arg.Workflow,
 		arg.Tenant,
+		arg.Tags,
 	)
 	var runs int64
 	err := row.Scan(&runs)
