@@ -423,3 +423,49 @@ func TestBrowserSearch(t *testing.T) {
 		t.Errorf("carol's search for a key acme and globex share landed on %s, want acme's run %s (not globex's %s)", location, want, globex)
 	}
 }
+
+// A user filters the runs list by a tag, sees only the runs carrying it,
+// and opens one to see its tags.
+func TestBrowserFilterByTag(t *testing.T) {
+	ctx := browser(t, 1280, 900)
+	_, w, base, _ := liveEngine(t)
+	acme, err := w.Trigger(t.Context(), []byte(`{"note":"a"}`), runtime.WithTags(map[string]string{"customer": "acme", "channel": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	globex, err := w.Trigger(t.Context(), []byte(`{"note":"g"}`), runtime.WithTag("customer", "globex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var described, table, tags string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"/runs"),
+		chromedp.WaitVisible(`#tag-new`),
+		chromedp.SendKeys(`#tag-new`, "customer=acme"),
+		chromedp.Submit(`#filters`),
+		// The filtered page shows the tag in its form again.
+		chromedp.WaitVisible(`input[name="tag"][value="customer=acme"]`),
+		// Read at once, by script: a live update may replace the nodes.
+		chromedp.Evaluate(`document.querySelector("p.described").innerText`, &described),
+		chromedp.Evaluate(`document.querySelector("table.runs").innerText`, &table),
+	)
+	if err != nil {
+		t.Fatalf("filtering by a tag: %v", err)
+	}
+	if !strings.Contains(described, "tagged customer=acme") {
+		t.Errorf("the page describes the filter as %q", described)
+	}
+	if !strings.Contains(table, acme.ID.String()) || strings.Contains(table, globex.ID.String()) {
+		t.Errorf("filtered by customer=acme, the table shows:\n%s", table)
+	}
+	err = runStable(ctx, chromedp.Click(`a.id[href$="/runs/`+acme.ID.String()+`"]`))
+	if err == nil {
+		err = chromedp.Run(ctx, chromedp.WaitVisible(`#tags`), chromedp.Evaluate(`document.querySelector("#tags").innerText`, &tags))
+	}
+	if err != nil {
+		t.Fatalf("opening the tagged run: %v", err)
+	}
+	if !strings.Contains(tags, "channel=web") || !strings.Contains(tags, "customer=acme") {
+		t.Errorf("the run page shows tags %q", tags)
+	}
+}

@@ -435,3 +435,34 @@ func TestRunPageShowsTags(t *testing.T) {
 		t.Error("the page of a run without tags shows tags")
 	}
 }
+
+// TestRunsListByTag: the runs list keeps the runs carrying the tags of
+// its tag fields, and names a tag field it cannot use.
+func TestRunsListByTag(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	acme, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"a"}`), runtime.WithTag("customer", "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.workflow.Trigger(t.Context(), []byte(`{"note":"b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b.page("/runs?tag=customer%3Dacme&tag=", http.StatusOK)
+	if !strings.Contains(page, acme.ID.String()) || strings.Contains(page, other.ID.String()) {
+		t.Error("the runs list by tag customer=acme does not show just the tagged run")
+	}
+	if !strings.Contains(page, `value="customer=acme"`) || !strings.Contains(page, "tagged customer=acme") {
+		t.Error("the runs list does not show the tag it filters by")
+	}
+	for q, want := range map[string]string{
+		"tag=customer":        `&#34;customer&#34;: give one key=value`,
+		"tag=Customer%3Dacme": `tag key &#34;Customer&#34; has &#34;C&#34; at byte 0`,
+		"tag=a%3D1&tag=a%3D2": `give one key=value a tag field`,
+	} {
+		body := b.page("/runs?"+q, http.StatusBadRequest)
+		if !strings.Contains(body, "The <strong>tag</strong> filter cannot be used") || !strings.Contains(body, want) {
+			t.Errorf("/runs?%s does not name the tag field's problem %s", q, want)
+		}
+	}
+}

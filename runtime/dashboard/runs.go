@@ -28,6 +28,7 @@ type runsForm struct {
 	Until    string
 	Finished string // finished since
 	Parent   string // a run id: the runs its steps started
+	Tags     []string // each key=value: the runs carry every one
 	Where    string
 	Limit    string
 	After    string
@@ -68,7 +69,9 @@ const maxDoing = 200
 
 // nested reports whether the form lists top-level runs only, with their
 // child runs beneath them: unless it names what runs are, which child
-// runs must be found by too. Tenant and time filters keep the nesting.
+// runs must be found by too. Tenant, tag and time filters keep the
+// nesting: child runs carry their parent's tags, and a parent's 10,000
+// map items are better counted beneath it than listed.
 func (f runsForm) nested() bool {
 	return f.Workflow == "" && len(f.Statuses) == 0 && f.Key == "" && f.Where == "" && f.Parent == ""
 }
@@ -94,6 +97,9 @@ func (f runsForm) query(after string) url.Values {
 	set("until", f.Until)
 	set("finished", f.Finished)
 	set("parent", f.Parent)
+	for _, t := range f.Tags {
+		v.Add("tag", t)
+	}
 	set("where", f.Where)
 	set("limit", f.Limit)
 	set("after", after)
@@ -108,6 +114,11 @@ func readRunsForm(q url.Values) runsForm {
 		Finished: strings.TrimSpace(q.Get("finished")), Where: strings.TrimSpace(q.Get("where")),
 		Parent: strings.TrimSpace(q.Get("parent")),
 		Limit:  strings.TrimSpace(q.Get("limit")), After: strings.TrimSpace(q.Get("after")),
+	}
+	for _, v := range q["tag"] {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(f.Tags, v) {
+			f.Tags = append(f.Tags, v)
+		}
 	}
 	for _, v := range q["status"] {
 		for _, s := range strings.Split(v, ",") {
@@ -155,6 +166,19 @@ func (f runsForm) filter(now time.Time, workflows []string) (ops.RunFilter, erro
 		if rf.Parent, err = uuid.Parse(f.Parent); err != nil {
 			return rf, &paramError{"parent", fmt.Errorf("%q is not a run id", f.Parent)}
 		}
+	}
+	for _, t := range f.Tags {
+		k, v, ok := strings.Cut(t, "=")
+		if old, dup := rf.Tags[k]; !ok || dup && old != v {
+			return rf, &paramError{"tag", fmt.Errorf("%q: give one key=value a tag field, such as customer=acme, and a key once", t)}
+		}
+		if rf.Tags == nil {
+			rf.Tags = map[string]string{}
+		}
+		rf.Tags[k] = v
+	}
+	if err := runtime.CheckTags(rf.Tags); err != nil {
+		return rf, &paramError{"tag", err}
 	}
 	if f.Limit != "" {
 		n, err := strconv.Atoi(f.Limit)
@@ -337,6 +361,9 @@ func describe(f ops.RunFilter, form runsForm) string {
 	}
 	if f.Parent != uuid.Nil {
 		parts = append(parts, "started by run "+f.Parent.String())
+	}
+	if len(form.Tags) > 0 {
+		parts = append(parts, "tagged "+strings.Join(form.Tags, ", "))
 	}
 	if f.Where != "" {
 		parts = append(parts, "where "+f.Where)
