@@ -415,12 +415,10 @@ SELECT i.id, i.workflow, i.version, i.tenant, nullif(i.idempotency_key, ''), i.p
        nullif(i.parent_run_id, '00000000-0000-0000-0000-000000000000'),
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_step END,
        CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000' THEN i.parent_index END,
-       nullif(
-           CASE WHEN i.parent_run_id <> '00000000-0000-0000-0000-000000000000'
-                THEN coalesce((SELECT p.tags FROM trellis_runs p WHERE p.id = i.parent_run_id), '{}'::jsonb)
-                ELSE '{}'::jsonb
-           END || coalesce(nullif(i.tags, '')::jsonb, '{}'::jsonb),
-           '{}'::jsonb)
+       CASE WHEN i.parent_run_id = '00000000-0000-0000-0000-000000000000' THEN nullif(i.tags, '')::jsonb
+            ELSE nullif(coalesce((SELECT p.tags FROM trellis_runs p WHERE p.id = i.parent_run_id), '{}'::jsonb)
+                        || coalesce(nullif(i.tags, '')::jsonb, '{}'::jsonb), '{}'::jsonb)
+       END
 FROM (
     SELECT u.id, u.workflow, u.version, u.tenant, u.idempotency_key, u.priority, u.input, u.unresolved_sinks, u.trace_context, u.parent_run_id, u.parent_step, u.parent_index, u.tags, row_number() OVER () AS ord
     FROM (
