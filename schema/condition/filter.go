@@ -17,15 +17,18 @@ import (
 
 // FilterEnv is the typing environment of run filters: CEL expressions
 // that select runs of one workflow (trellis runs list -where). A filter
-// reads four variables:
+// reads five variables:
 //
 //	input    the run input, typed by the workflow's input schema
 //	status   the run's status: "RUNNING", "COMPLETED", "FAILED" or "CANCELLED"
 //	tenant   the run's tenant
 //	created  when the run was created (a timestamp)
+//	tags     the run's tags, a map of strings to strings
 //
 // Input fields read as they do in conditions: an absent optional field
-// reads as its zero value.
+// reads as its zero value. Tags read the same way: tags.customer (or
+// tags["customer"]) is "" for a run without that tag, and `"customer" in
+// tags` tells whether it has it.
 type FilterEnv struct {
 	cel   *cel.Env
 	input *shape

@@ -3,6 +3,7 @@ package condition
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,13 @@ func TestFilterTagsPushdown(t *testing.T) {
 	f, _ := env.Compile(`tags.customer == "acme" && tags.customer == "globex"`)
 	if !f.Pushdown().Empty {
 		t.Error("two values of one tag: the pushdown is not empty")
+	}
+}
+
+// TestFilterTagsDidYouMean: a misspelt tags gets its guess.
+func TestFilterTagsDidYouMean(t *testing.T) {
+	_, iss := filterEnv(t).Compile(`tgas.customer == "acme"`)
+	if len(iss) == 0 || !strings.Contains(iss[0].String(), `did you mean "tags"?`) {
+		t.Errorf("Compile(tgas...) = %v, want a guess of tags", iss)
 	}
 }
