@@ -26,8 +26,8 @@ type runsForm struct {
 	Key      string
 	Since    string
 	Until    string
-	Finished string // finished since
-	Parent   string // a run id: the runs its steps started
+	Finished string   // finished since
+	Parent   string   // a run id: the runs its steps started
 	Tags     []string // each key=value: the runs carry every one
 	Where    string
 	Limit    string
