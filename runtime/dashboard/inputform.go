@@ -59,6 +59,8 @@ type inputForm struct {
 	Refused bool
 	Tenant  string
 	Key     string
+	// Tags is the tags area's text: a key=value a line.
+	Tags string
 }
 
 // newInputForm reads an input schema (JSON text) into form fields.
@@ -167,6 +169,7 @@ func (f *inputForm) read(form url.Values) (json.RawMessage, bool) {
 	f.JSON = form.Get("input-json")
 	f.Tenant = strings.TrimSpace(form.Get("tenant"))
 	f.Key = form.Get("idempotency-key")
+	f.Tags = form.Get("tags")
 	if strings.TrimSpace(f.JSON) != "" {
 		return json.RawMessage(f.JSON), true
 	}

@@ -71,10 +71,18 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request) {
 		form.Problems = append(form.Problems, fmt.Sprintf("tenant %q: you trigger runs of %s only", truncate(tenant, 80), strings.Join(u.Tenants, ", ")))
 		ok = false
 	}
+	tags, tagProblems := readTags(form.Tags)
+	if len(tagProblems) > 0 {
+		form.Problems = append(form.Problems, tagProblems...)
+		ok = false
+	}
 	if ok {
 		opts := []runtime.RunOption{runtime.WithTenant(tenant)}
 		if form.Key != "" {
 			opts = append(opts, runtime.WithIdempotencyKey(form.Key))
+		}
+		if len(tags) > 0 {
+			opts = append(opts, runtime.WithTags(tags))
 		}
 		ref, err := d.admin.Trigger(r.Context(), name, input, opts...)
 		if err == nil {
@@ -109,7 +117,8 @@ func (d *Dashboard) triggerProblem(form *inputForm, workflow string, err error) 
 	case errors.Is(err, ops.ErrVersionNotFound):
 		form.Problems = append(form.Problems, err.Error())
 		return http.StatusNotFound
-	case errors.Is(err, runtime.ErrInvalidInput), errors.Is(err, runtime.ErrOverLimit), errors.Is(err, runtime.ErrInvalidIdentifier):
+	case errors.Is(err, runtime.ErrInvalidInput), errors.Is(err, runtime.ErrOverLimit), errors.Is(err, runtime.ErrInvalidIdentifier),
+		errors.Is(err, runtime.ErrInvalidTag):
 		form.Problems = append(form.Problems, err.Error())
 	default:
 		d.log.Error("dashboard: trigger failed", "workflow", workflow, "err", err)
@@ -117,4 +126,32 @@ func (d *Dashboard) triggerProblem(form *inputForm, workflow string, err error) 
 		return http.StatusInternalServerError
 	}
 	return http.StatusUnprocessableEntity
+}
+
+// readTags reads the trigger form's tags: a key=value a line, blank
+// lines ignored. The API checks the keys and values; this says which
+// lines are not tags.
+func readTags(text string) (map[string]string, []string) {
+	var tags map[string]string
+	var problems []string
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			problems = append(problems, fmt.Sprintf("tags, line %d: give key=value, such as customer=acme", i+1))
+			continue
+		}
+		if _, dup := tags[k]; dup {
+			problems = append(problems, fmt.Sprintf("tags, line %d: tag %s is given twice", i+1, truncate(k, 80)))
+			continue
+		}
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tags[k] = v
+	}
+	return tags, problems
 }

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -279,4 +280,49 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// The trigger form's tags, a key=value a line, tag the run; lines that
+// are not tags, and tags the API refuses, are shown on the form, which
+// keeps what was typed, and trigger nothing.
+func TestTriggerFormTags(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	b.signup()
+	if page := b.page("/workflows/signup", http.StatusOK); !strings.Contains(page, `<textarea name="tags"`) {
+		t.Fatal("the trigger form has no tags")
+	}
+	token := b.token("/workflows/signup")
+	post := func(tags string) (int, string, string) {
+		t.Helper()
+		return b.post("/workflows/signup/runs", url.Values{"csrf": {token}, "input-json": {`{"email":"a@example.com","plan":"free"}`}, "tags": {tags}}, nil)
+	}
+	code, location, _ := post("customer=acme corp\r\n\r\nchannel=dashboard\r\n")
+	if code != http.StatusSeeOther {
+		t.Fatalf("a trigger with tags answered %d, want 303", code)
+	}
+	id, _, _ := b.runInput(location)
+	res, err := b.h.Engine.Result(t.Context(), id)
+	if err != nil || res.Tags["customer"] != "acme corp" || res.Tags["channel"] != "dashboard" || len(res.Tags) != 2 {
+		t.Errorf("the run's tags = %v, %v; want customer=acme corp and channel=dashboard", res.Tags, err)
+	}
+	for tags, want := range map[string]string{
+		"customer":                "tags, line 1: give key=value",
+		"a=1\nb=2\na=3":           "tags, line 3: tag a is given twice",
+		"Customer=acme":           `tag key &#34;Customer&#34; has &#34;C&#34; at byte 0`,
+		"note=<script>x</script>": "",
+	} {
+		code, _, body := post(tags)
+		if want == "" { // a value may hold anything printable: escaped where shown
+			if code != http.StatusSeeOther {
+				t.Errorf("tags %q answered %d, want 303", tags, code)
+			}
+			continue
+		}
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, want) {
+			t.Errorf("tags %q answered %d, want 422 saying %s", tags, code, want)
+		}
+		if !strings.Contains(body, `<textarea name="tags" rows="2" spellcheck="false" class="mono">`+template.HTMLEscapeString(tags)) {
+			t.Errorf("the refused form lost the tags typed: %q", tags)
+		}
+	}
 }
