@@ -20,7 +20,7 @@ func newTagsValue(tags map[string]string) ref.Val {
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	return tagsValue{types.NewStringStringMap(types.DefaultTypeAdapter, tags).(traits.Mapper)}
+	return tagsValue{types.NewStringStringMap(types.DefaultTypeAdapter, tags)}
 }
 
 // Find implements traits.Mapper: an absent string key reads as "".
