@@ -280,7 +280,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),
-		Tags: tagsFromDB(row.Tags),
+		Tags:    tagsFromDB(row.Tags),
 	}
 }
 

@@ -98,8 +98,8 @@ type TrellisRun struct {
 	ParentRunID     pgtype.UUID
 	ParentStep      pgtype.Int2
 	ParentIndex     pgtype.Int4
-	Tags            []byte
 	RerunAt         *time.Time
+	Tags            []byte
 }
 
 type TrellisSchedule struct {
