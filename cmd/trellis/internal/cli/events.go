@@ -43,6 +43,9 @@ type EventsSendOptions struct {
 	ID string
 	// Payload is the event's payload, a JSON object.
 	Payload string
+	// Tags are -tag flags, each key=value: the tags of the runs a
+	// published event starts.
+	Tags TagFlags
 }
 
 // publishes reports whether the options publish the event (no workflow,
@@ -67,6 +70,13 @@ func (o EventsSendOptions) Validate() error {
 		if err := ops.CheckRunRef(o.Run); err != nil {
 			errs = append(errs, fmt.Errorf("-run %w", err))
 		}
+	}
+	if len(o.Tags) > 0 && !o.publishes() {
+		errs = append(errs, errors.New("-tag goes with a published event (trellis events send EVENT PAYLOAD): an event sent to a run or by key starts no run"))
+	} else if tags, tagErrs := o.Tags.tags(); len(tagErrs) > 0 {
+		errs = append(errs, tagErrs...)
+	} else if err := runtime.CheckTags(tags); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Tenant != "" && o.Run != "" {
 		errs = append(errs, errors.New("-tenant goes with -key: an event sent to a run reaches that run, whatever its tenant"))
@@ -105,6 +115,7 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
 		fs.StringVar(&o.Tenant, "tenant", "", "the `tenant` of the runs a published event starts, or with -key of the runs it reaches (default: the default tenant)")
 		fs.StringVar(&o.ID, "id", "", "the `id` of a published event: publishing the same id again starts nothing new")
+		fs.Var(&o.Tags, "tag", "a tag, `key=value`, of the runs a published event starts (repeatable)")
 		payload := fs.String("payload", "", "the event's payload, a `JSON` object, instead of the last argument")
 		if code := parseFlags(fs, args, stderr); code >= 0 {
 			return code
@@ -185,6 +196,9 @@ func eventsPublish(ctx context.Context, o EventsSendOptions, stdout, stderr io.W
 		var opts []runtime.RunOption
 		if o.Tenant != "" {
 			opts = append(opts, runtime.WithTenant(o.Tenant))
+		}
+		if tags, _ := o.Tags.tags(); len(tags) > 0 {
+			opts = append(opts, runtime.WithTags(tags))
 		}
 		pub, err := a.Engine().PublishEvent(ctx, o.Event, o.ID, json.RawMessage(o.Payload), opts...)
 		var refused *runtime.PublishError

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/ops"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -133,4 +134,44 @@ func TestEventsPublish(t *testing.T) {
 		[]string{"workflows"},
 	)
 	e.h.RunUntilIdle()
+}
+
+// TestEventsPublishTags: a published event's -tag flags tag the runs it
+// starts, which runs list -tag then finds; -tag goes with publishing only.
+func TestEventsPublishTags(t *testing.T) {
+	e := newOpsEnv(t)
+	if _, err := wf.RegisterBigOrders(e.h.Engine, reviewer{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.RegisterReceipts(e.h.Engine, mailer{}); err != nil {
+		t.Fatal(err)
+	}
+	// Stored by a first publish through the engine, untagged.
+	if _, err := e.h.Engine.PublishEvent(t.Context(), "order-placed", "", []byte(`{"id": "o-0", "total": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("events", "send", "-tag", "channel=shop", "-tag", "region=eu", "order-placed", `{"id": "o-1", "total": 250}`)
+	var page ops.RunPage
+	e.json(&page, "runs", "list", "-tag", "channel=shop")
+	if len(page.Runs) != 2 {
+		t.Fatalf("runs tagged channel=shop: %d, want the 2 the event started", len(page.Runs))
+	}
+	for _, r := range page.Runs {
+		if r.Tags["channel"] != "shop" || r.Tags["region"] != "eu" || len(r.Tags) != 2 {
+			t.Errorf("run %s of %s has tags %v", r.ID, r.Workflow, r.Tags)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tag", "channel", "order-placed", `{}`}, `-tag "channel": give key=value`},
+		{[]string{"-tag", "a=b", "-key", "k", "receipts", "order-placed", `{}`}, "-tag goes with a published event"},
+		{[]string{"-tag", "Channel=x", "order-placed", `{"id": "o-2", "total": 250}`}, `tag key "Channel" has "C" at byte 0`},
+	} {
+		code, _, stderr := e.exec(append([]string{"events", "send"}, tt.args...)...)
+		if code == ExitOK || !strings.Contains(stderr, tt.want) {
+			t.Errorf("events send %s = %d %q, want %q", strings.Join(tt.args, " "), code, stderr, tt.want)
+		}
+	}
 }
