@@ -143,3 +143,33 @@ func TestSearchTenantScoped(t *testing.T) {
 		t.Errorf("bob's (read-only) search = %d, or it offers actions", code)
 	}
 }
+
+// A search for key=value finds the runs with that tag: one opens, several
+// are listed with a link to the runs list filtered by it, and a tag only
+// another tenant's runs have finds nothing for a user who does not see
+// that tenant.
+func TestSearchByTag(t *testing.T) {
+	b := setup(t, dashboard.Options{Authenticate: testUsers(t).Authenticate})
+	vip := b.failed(`{"note":"vip"}`, runtime.WithTenant("acme"), runtime.WithTag("customer", "vip-1"))
+	b.failed(`{"note":"a"}`, runtime.WithTenant("acme"), runtime.WithTag("channel", "web"))
+	b.failed(`{"note":"b"}`, runtime.WithTenant("acme"), runtime.WithTag("channel", "web"))
+	hidden := b.failed(`{"note":"c"}`, runtime.WithTenant("initech"), runtime.WithTag("customer", "initech-secret"))
+	alice, carol := b.as("alice", "ecila"), b.as("carol", "lorac") // carol sees acme only
+
+	if code, to, body := alice.search("customer=vip-1"); code != http.StatusSeeOther || to != "/runs/"+vip.String() {
+		t.Errorf("search customer=vip-1 = %d to %q, want the tagged run; body:\n%s", code, to, body)
+	}
+	code, _, body := alice.search("channel=web")
+	if code != http.StatusOK || !strings.Contains(body, `id="search-by-tag"`) || !strings.Contains(body, "2 runs are tagged") ||
+		!strings.Contains(body, `href="/runs?tag=channel%3Dweb"`) {
+		t.Errorf("search channel=web = %d; want both runs and a link to the filtered list:\n%s", code, body)
+	}
+	if code, to, body := carol.search("customer=initech-secret"); code != http.StatusOK || to != "" ||
+		!strings.Contains(body, `id="search-none"`) || strings.Contains(body, hidden.String()) {
+		t.Errorf("carol's search for initech's tag = %d to %q; want nothing found:\n%s", code, to, body)
+	}
+	// What is not a tag (a key with capitals or spaces) is a key only.
+	if code, _, body := alice.search("Customer=vip-1"); code != http.StatusOK || !strings.Contains(body, `id="search-none"`) || strings.Contains(body, "or is tagged so") {
+		t.Errorf("search Customer=vip-1 = %d; want no tag search:\n%s", code, body)
+	}
+}
