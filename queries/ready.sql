@@ -9,6 +9,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -78,8 +79,9 @@ WITH running AS (
     SELECT q.run_id, q.step, q.qid, q.lane,
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
@@ -155,6 +157,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -170,8 +173,9 @@ WITH running AS (
     SELECT q.run_id, q.step, q.qid, q.lane,
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q

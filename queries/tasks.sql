@@ -106,8 +106,8 @@ WITH locked AS (
     -- Which children go to the worker (see store.HandOff): up to hand_off
     -- of those this batch makes ready as of this statement's snapshot (the
     -- update below reads the latest rows, and hands off only those still
-    -- ready there), plain, unlimited, where the queue would have put them
-    -- first. Each child is looked up by itself (a join with a list of
+    -- ready there), plain, unlimited, not paused (see schema/0019), where
+    -- the queue would have put them first. Each child is looked up by itself (a join with a list of
     -- those offered would be rescanned for every child: the planner
     -- cannot count the rows of a CTE), and not at all without hand_off.
     SELECT e.run_id, e.child, e.n, e.at,
@@ -120,6 +120,8 @@ WITH locked AS (
         WHERE @hand_off::int > 0 AND t.run_id = e.run_id AND t.step = e.child
           AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
           AND (cardinality(@workflows::text[]) = 0 OR r.workflow = ANY (@workflows::text[]))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+               OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = r.workflow AND p.tenant IN ('', r.tenant)))
           AND NOT EXISTS (SELECT 1 FROM head h WHERE h.tenant <> r.tenant)
           AND NOT EXISTS (SELECT 1 FROM trellis_ready q
                           WHERE q.tenant = r.tenant AND q.lane > trellis_lane(r.priority, true)

@@ -82,6 +82,7 @@ type Store interface {
 	Retention
 	Schedules
 	Events
+	Pauses
 }
 
 // TaskKey identifies a task: the run and the step's index in the workflow.

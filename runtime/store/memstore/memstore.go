@@ -35,6 +35,7 @@ type Store struct {
 	subSeq         int
 	leader         string
 	schedules      map[scheduleKey]store.Schedule
+	pauses         map[pauseKey]time.Time   // paused workflows, when (see pauses.go)
 	children       map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
 	// Events (see events.go): those sent to runs and with keys, in the
 	// order they were sent, and the waits for them.
@@ -92,6 +93,7 @@ func New() *Store {
 		queue:          newReadyQueue(),
 		subs:           map[int]chan store.Notification{},
 		schedules:      map[scheduleKey]store.Schedule{},
+		pauses:         map[pauseKey]time.Time{},
 		children:       map[store.TaskKey][]*run{},
 		byRun:          map[uuid.UUID][]*sent{},
 		byKey:          map[keyAddr][]*sent{},

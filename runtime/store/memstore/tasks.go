@@ -19,7 +19,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	claimedPerTenant := map[string]int{}
 	entries := s.queue.claim(p.Limit, func(e *entry) bool {
 		r := e.task.run
-		if len(p.Workflows) > 0 && !slices.Contains(p.Workflows, r.rec.Workflow) {
+		if len(p.Workflows) > 0 && !slices.Contains(p.Workflows, r.rec.Workflow) || s.paused(r.rec.Workflow, r.rec.Tenant) {
 			return false
 		}
 		if p.TenantLimit > 0 {
@@ -80,6 +80,7 @@ type handOff struct {
 	head     string // the tenant of the first task the worker could claim ...
 	queued   bool   // ... if there is one
 	headLane int    // that tenant's highest lane with a task queued
+	s        *Store // for its pauses: a paused task is not handed off
 }
 
 // newHandOff returns nil when h hands nothing off. Callers hold s.mu.
@@ -87,7 +88,7 @@ func (s *Store) newHandOff(h store.HandOff) *handOff {
 	if h.Limit <= 0 {
 		return nil
 	}
-	out := &handOff{HandOff: h}
+	out := &handOff{HandOff: h, s: s}
 	if head, ok := s.queue.head(h.Workflows); ok {
 		out.head, out.queued = head.task.run.rec.Tenant, true
 		out.headLane = s.queue.highestLane(out.head, h.Workflows)
@@ -102,7 +103,7 @@ func (h *handOff) take(t *task) bool {
 		return false
 	}
 	r := t.run.rec
-	if len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) {
+	if len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) || h.s.paused(r.Workflow, r.Tenant) {
 		return false
 	}
 	// Only where the worker's next claim would take the task first: its

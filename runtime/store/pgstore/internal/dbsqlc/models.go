@@ -65,6 +65,12 @@ type TrellisPaced struct {
 	Tenant string
 }
 
+type TrellisPaused struct {
+	Workflow string
+	Tenant   string
+	PausedAt time.Time
+}
+
 type TrellisRate struct {
 	Key string
 	Tat time.Time

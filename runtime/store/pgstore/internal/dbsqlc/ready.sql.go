@@ -27,6 +27,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $2::int)
     FOR UPDATE SKIP LOCKED
@@ -306,8 +307,9 @@ WITH running AS (
     SELECT q.run_id, q.step, q.qid, q.lane,
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
         ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q
@@ -520,6 +522,7 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $2::int)
     FOR UPDATE SKIP LOCKED
@@ -568,8 +571,9 @@ WITH running AS (
     SELECT q.run_id, q.step, q.qid, q.lane,
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
-        SELECT run_id, step, qid, lane, tenant FROM trellis_ready
+        SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
         ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q
