@@ -192,6 +192,19 @@ func (c *Client[In, Result]) ResumeSchedule(ctx context.Context, name string) (S
 	return c.workflow.engine.ResumeSchedule(ctx, c.workflow.Name(), name)
 }
 
+// Pause pauses the workflow for the tenants given, or for every tenant
+// when none is: no task of its runs is claimed until Resume (see
+// Engine.PauseWorkflow).
+func (c *Client[In, Result]) Pause(ctx context.Context, tenants ...string) ([]WorkflowPause, error) {
+	return c.workflow.engine.PauseWorkflow(ctx, c.workflow.Name(), tenants...)
+}
+
+// Resume lifts the workflow's pauses for the tenants given, or every
+// pause of it when none is (see Engine.ResumeWorkflow).
+func (c *Client[In, Result]) Resume(ctx context.Context, tenants ...string) ([]WorkflowPause, error) {
+	return c.workflow.engine.ResumeWorkflow(ctx, c.workflow.Name(), tenants...)
+}
+
 // encodeInput encodes a run input; the error names the workflow.
 func (c *Client[In, Result]) encodeInput(in In) (json.RawMessage, error) {
 	raw, err := json.Marshal(in)

@@ -20,6 +20,9 @@ import (
 const (
 	gaugeTenants = 100
 	otherTenants = "_other"
+	// allTenants names the tenant of a pause of every tenant in the
+	// paused gauge.
+	allTenants = "_all"
 )
 
 // gaugeTimeout bounds the store reads of one collection of the gauges.
@@ -70,6 +73,8 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
+	m.paused, err = meter.Int64ObservableGauge("trellis.workflow.paused", metric.WithUnit("{task}"),
+		metric.WithDescription("Queued tasks each pause of a workflow holds, one series per pause (tenant _all: every tenant's). Reported by the leader."))
 	return err
 }
 
@@ -89,6 +94,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 		ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
 		defer cancel()
 		m.observeQueue(ctx, o, src)
+		m.observePauses(ctx, o, src)
 		if src.StuckRuns != nil {
 			n, err := src.StuckRuns(ctx)
 			if src.read("stuck runs", err) {
@@ -96,7 +102,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 			}
 		}
 		return nil
-	}, m.leader, m.queued, m.running, m.stuck)
+	}, m.leader, m.queued, m.running, m.stuck, m.paused)
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering the metric gauges: %w", err)
 	}
@@ -121,6 +127,22 @@ func (m *Metrics) observeQueue(ctx context.Context, o metric.Observer, src Gauge
 	other := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(otherTenants)))
 	o.ObserveInt64(m.queued, int64(restQueued), other)
 	o.ObserveInt64(m.running, int64(restRunning), other)
+}
+
+// observePauses observes the tasks each pause holds. Pauses are few
+// (operators make them), so each gets its series.
+func (m *Metrics) observePauses(ctx context.Context, o metric.Observer, src GaugeSource) {
+	pauses, err := src.Store.ListPauses(ctx)
+	if !src.read("the paused workflows", err) {
+		return
+	}
+	for _, p := range pauses {
+		tenant := p.Tenant
+		if tenant == "" {
+			tenant = allTenants
+		}
+		o.ObserveInt64(m.paused, int64(p.Held), metric.WithAttributes(attrWorkflow.String(p.Workflow), attrTenant.String(tenant)))
+	}
 }
 
 // read reports whether a store read for the gauges worked, logging a

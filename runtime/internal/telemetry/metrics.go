@@ -86,7 +86,7 @@ type Metrics struct {
 	timerKinds    [2]metric.MeasurementOption // retry, sleep
 	purgedStatus  map[store.RunStatus]metric.MeasurementOption
 	// The gauges, observed while the engine is started or driven.
-	leader, queued, running, stuck metric.Int64ObservableGauge
+	leader, queued, running, stuck, paused metric.Int64ObservableGauge
 
 	// tagKeys are the run tags the runs-started counter carries.
 	tagKeys []string
