@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
@@ -33,10 +34,15 @@ func (a *Admin) Workers(ctx context.Context) ([]Worker, error) {
 type QueueGroup = store.QueueStat
 
 // Queue lists, per tenant and workflow with work queued or running, how
-// many tasks wait and run and since when the oldest waits; by tenant, then
-// workflow. It reads only live work.
+// many tasks wait and run and since when the oldest waits, and whether a
+// pause holds them (Paused); by tenant, then workflow. It reads only live
+// work.
 func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 	stats, err := a.store.QueueStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pauses, err := a.engine.PausedWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +50,7 @@ func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 		if !stats[i].OldestQueuedAt.IsZero() {
 			stats[i].OldestQueuedAt = stats[i].OldestQueuedAt.UTC()
 		}
+		stats[i].Paused = Paused(pauses, stats[i].Workflow, stats[i].Tenant)
 	}
 	return stats, nil
 }
@@ -79,6 +86,26 @@ func (a *Admin) QueueSteps(ctx context.Context, tenant, workflow string) ([]Queu
 	return out, nil
 }
 
+// Paused reports whether pauses hold the tasks of workflow's runs of
+// tenant: the workflow is paused for every tenant or for that one.
+func Paused(pauses []runtime.WorkflowPause, workflow, tenant string) bool {
+	return slices.ContainsFunc(pauses, func(p runtime.WorkflowPause) bool {
+		return p.Workflow == workflow && (p.Tenant == "" || p.Tenant == tenant)
+	})
+}
+
+// PausesOf returns the pauses of workflow, in pauses' order.
+func PausesOf(pauses []runtime.WorkflowPause, workflow string) []runtime.WorkflowPause {
+	var out []runtime.WorkflowPause
+	for _, p := range pauses {
+		if p.Workflow == workflow {
+			p.PausedAt = p.PausedAt.UTC()
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // WorkflowSummary is a stored workflow version as ops lists it: a summary
 // read from its spec (description, step count, failure handler, cron
 // schedules), with the workflow's schedules created at run time. It is
@@ -104,16 +131,25 @@ type WorkflowSummary struct {
 	APISchedules []runtime.Schedule `json:"apiSchedules,omitempty"`
 	// StartOn are the events that start runs of the version.
 	StartOn []runtime.StartOnSpec `json:"startOn,omitempty"`
+	// Paused are the workflow's pauses (Engine.PauseWorkflow), each with
+	// the tasks it holds, on its newest version only: a pause holds every
+	// version of the workflow.
+	Paused []runtime.WorkflowPause `json:"paused,omitempty"`
 }
 
 // Workflows lists the stored workflow versions, by name, newest first,
-// the newest of each with the workflow's schedules created at run time.
+// the newest of each with the workflow's schedules created at run time
+// and its pauses.
 func (a *Admin) Workflows(ctx context.Context) ([]WorkflowSummary, error) {
 	versions, err := a.store.ListWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
 	stored, err := a.engine.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pauses, err := a.engine.PausedWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +172,7 @@ func (a *Admin) Workflows(ctx context.Context) ([]WorkflowSummary, error) {
 		}
 		if i == 0 || versions[i-1].Name != v.Name {
 			out[i].APISchedules = api[v.Name]
+			out[i].Paused = PausesOf(pauses, v.Name)
 		}
 	}
 	return out, nil

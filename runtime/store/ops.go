@@ -327,4 +327,8 @@ type QueueStat struct {
 	// JSON) when none is queued. A tenant's tasks are claimed in the
 	// order they were queued, so this is the longest wait of the group.
 	OldestQueuedAt time.Time `json:"oldestQueuedAt,omitzero"`
+	// Paused says that the group's workflow is paused for its tenant
+	// (see Pauses): its queued tasks wait for the resume. Stores leave it
+	// false; ops.Admin.Queue sets it.
+	Paused bool `json:"paused,omitempty"`
 }

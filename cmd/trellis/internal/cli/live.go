@@ -136,41 +136,94 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 			return -1, err
 		}
 		now := o.now()
-		t := newTable(stdout, "TENANT", "WORKFLOW", "QUEUED", "RUNNING", "OLDEST WAIT")
+		// The STATE column only when a pause holds some group's tasks.
+		paused := slices.ContainsFunc(groups, func(g ops.QueueGroup) bool { return g.Paused })
+		head := []string{"TENANT", "WORKFLOW", "QUEUED", "RUNNING", "OLDEST WAIT"}
+		if paused {
+			head = append(head, "STATE")
+		}
+		t := newTable(stdout, head...)
+		held := 0
 		for _, g := range groups {
 			wait := "-"
 			if !g.OldestQueuedAt.IsZero() {
 				wait = shortDuration(now.Sub(g.OldestQueuedAt))
 			}
-			t.row(truncate(g.Tenant, 24), truncate(g.Workflow, 24), fmt.Sprint(g.Queued), fmt.Sprint(g.Running), wait)
+			row := []string{truncate(g.Tenant, 24), truncate(g.Workflow, 24), fmt.Sprint(g.Queued), fmt.Sprint(g.Running), wait}
+			if paused {
+				row = append(row, map[bool]string{false: "active", true: "paused"}[g.Paused])
+			}
+			t.row(row...)
+			if g.Paused {
+				held += g.Queued
+				t.paint(len(row)-1, warning)
+			}
 		}
-		return -1, t.flush()
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
+		if paused {
+			_, err = fmt.Fprintf(stdout, "\n%s held by paused workflows (trellis workflows resume NAME releases them)\n", plural(held, "queued task"))
+		}
+		return -1, err
 	})
 }
 
-// WorkflowsCommand is trellis workflows: the stored workflow versions.
-type WorkflowsCommand struct{}
+// WorkflowsCommand is trellis workflows: the stored workflow versions,
+// and pausing and resuming workflows.
+type WorkflowsCommand struct {
+	// Clock stamps the pauses made; nil is the system clock.
+	Clock clock.Clock
+}
 
 // Name implements Command.
 func (WorkflowsCommand) Name() string { return "workflows" }
 
 // Summary implements Command.
-func (WorkflowsCommand) Summary() string { return "list the workflow versions stored in the database" }
+func (WorkflowsCommand) Summary() string {
+	return "list the workflow versions stored in the database; pause or resume a workflow (list|pause|resume)"
+}
 
 // Run implements Command.
 func (c WorkflowsCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var o OpsOptions
-	fs := newFlagSet(c.Name(), "[flags]",
-		"Workflows lists the workflow versions stored in the database (each version a\nrun was created with), by name, newest first, with the events that start them\nand their schedules.")
-	addOpsFlags(fs, &o)
-	if code := parseFlags(fs, args, stderr); code >= 0 {
-		return code
+	names := []string{"list", "pause", "resume"}
+	sub, args := splitSubcommand(args, append(names, "help"))
+	switch sub {
+	case "help":
+		c.usage(stdout)
+		return ExitOK
+	case "list", "":
+		o := OpsOptions{Clock: c.Clock}
+		fs := newFlagSet(c.Name(), "[flags]",
+			"Workflows lists the workflow versions stored in the database (each version a\nrun was created with), by name, newest first, with the events that start them,\ntheir schedules and the pauses of each workflow.")
+		addOpsFlags(fs, &o)
+		if code := parseFlags(fs, args, stderr); code >= 0 {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "trellis workflows: unexpected argument %q\n", fs.Arg(0))
+			return ExitUsage
+		}
+		return Workflows(ctx, o, stdout, stderr)
+	case "pause", "resume":
+		return c.pause(ctx, sub, args, stdout, stderr)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "trellis workflows: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	}
-	return Workflows(ctx, o, stdout, stderr)
+	unknownSubcommand(stderr, c.Name(), sub, names)
+	c.usage(stderr)
+	return ExitUsage
+}
+
+func (WorkflowsCommand) usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: trellis workflows <subcommand> [flags] [arguments]
+
+Subcommands:
+
+	list    list the stored workflow versions and the pauses of each workflow (the default)
+	pause   pause a workflow: no task of it is claimed until resumed: trellis workflows pause NAME [-tenant T]
+	resume  resume a paused workflow: trellis workflows resume NAME [-tenant T]
+
+Each takes -database-url (default $TRELLIS_DATABASE_URL) and -format text|json.
+`)
 }
 
 // schedulesText says a version's schedules in a cell: "nightly (0 3 * * *
@@ -230,12 +283,17 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 		scheduled := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.Schedules)+len(w.APISchedules) > 0 })
 		// The STARTS ON column only when some version starts on events.
 		events := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.StartOn) > 0 })
+		// The PAUSED column only when some workflow is paused.
+		paused := slices.ContainsFunc(workflows, func(w ops.WorkflowSummary) bool { return len(w.Paused) > 0 })
 		head := []string{"WORKFLOW", "VERSION", "STEPS", "ON FAILURE", "SAVED"}
 		if events {
 			head = append(head, "STARTS ON")
 		}
 		if scheduled {
 			head = append(head, "SCHEDULES")
+		}
+		if paused {
+			head = append(head, "PAUSED")
 		}
 		t := newTable(stdout, head...)
 		for _, w := range workflows {
@@ -246,7 +304,13 @@ func Workflows(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int 
 			if scheduled {
 				row = append(row, schedulesText(w.Schedules, w.APISchedules))
 			}
+			if paused {
+				row = append(row, pausesText(w.Paused))
+			}
 			t.row(row...)
+			if paused && len(w.Paused) > 0 {
+				t.paint(len(row)-1, warning)
+			}
 		}
 		return -1, t.flush()
 	})

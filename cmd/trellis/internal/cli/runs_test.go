@@ -76,6 +76,8 @@ func (e *opsEnv) exec(args ...string) (code int, stdout, stderr string) {
 		cmd = QueueCommand{Clock: e.h.Clock}
 	case "schedules":
 		cmd = SchedulesCommand{Clock: e.h.Clock}
+	case "workflows":
+		cmd = WorkflowsCommand{Clock: e.h.Clock}
 	case "events":
 		cmd = EventsCommand{Clock: e.h.Clock}
 	default:
