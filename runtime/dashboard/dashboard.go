@@ -185,6 +185,8 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /live/workers", d.liveWorkers)
 	mux.HandleFunc("GET /live/queue", d.liveQueue)
 	mux.HandleFunc("GET /live/schedules", d.liveSchedules)
+	mux.HandleFunc("POST /workflows/{name}/{action}", d.actWorkflowPause)
+	mux.HandleFunc("GET /workflows/{name}/{action}", d.confirmWorkflowPause)
 	mux.HandleFunc("GET /runs", d.runs)
 	mux.HandleFunc("GET /search", d.search)
 	mux.HandleFunc("GET /runs/{id}", d.run)

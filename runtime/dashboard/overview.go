@@ -44,6 +44,10 @@ type tenantQueue struct {
 	Queued         int
 	Running        int
 	OldestQueuedAt *time.Time
+	// Paused are its workflows a pause holds, and Held their queued
+	// tasks (counted in Queued too).
+	Paused []string
+	Held   int
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +125,10 @@ func byTenant(groups []ops.QueueGroup) []tenantQueue {
 		}
 		t := &out[i]
 		t.Workflows = append(t.Workflows, g.Workflow)
+		if g.Paused {
+			t.Paused = append(t.Paused, g.Workflow)
+			t.Held += g.Queued
+		}
 		t.Queued += g.Queued
 		t.Running += g.Running
 		if oldest := g.OldestQueuedAt; !oldest.IsZero() && (t.OldestQueuedAt == nil || oldest.Before(*t.OldestQueuedAt)) {

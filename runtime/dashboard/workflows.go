@@ -89,6 +89,7 @@ func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 			list[n-1].Versions++
 			continue
 		}
+		v.Paused = visiblePauses(userOf(r), v.Paused)
 		s := workflowRow{Latest: v, Versions: 1}
 		if runs, err := d.visibleRuns(r.Context(), userOf(r), ops.RunFilter{Workflow: v.Name, Limit: listSample}); err != nil {
 			s.Problem = d.problem("listing runs of "+v.Name, err)
@@ -116,6 +117,14 @@ type workflowData struct {
 	// are those the form offers, the first the default.
 	Trigger *inputForm
 	Tenants []string
+	// Paused are its pauses the user sees (see visiblePauses); PausedAll
+	// says whether one is for every tenant, which a user who sees only
+	// some tenants cannot lift.
+	Paused    []runtime.WorkflowPause
+	PausedAll bool
+	// Scoped says that the user sees only some tenants: the pause and
+	// resume buttons are for theirs.
+	Scoped  bool
 	Problem string
 }
 
@@ -131,7 +140,7 @@ func (d *Dashboard) workflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := d.newPage(w, r, "workflows", "Workflow "+name, data)
-	p.Notice = scheduleNotice(r.URL.Query().Get("done"))
+	p.Notice = cmp.Or(scheduleNotice(r.URL.Query().Get("done")), workflowPauseNotice(r.URL.Query().Get("done")))
 	d.render(w, r, http.StatusOK, "workflow", p)
 }
 
@@ -152,6 +161,8 @@ func (d *Dashboard) loadWorkflow(ctx context.Context, u User, name, version stri
 		return nil, http.StatusNotFound, fmt.Errorf("no version of a workflow %q is stored (a workflow is stored when its first run is triggered)", name)
 	}
 	data.Version = data.Versions[0]
+	data.Paused, data.Scoped = visiblePauses(u, data.Versions[0].Paused), u.Scoped()
+	data.PausedAll = slices.ContainsFunc(data.Paused, func(p runtime.WorkflowPause) bool { return p.Tenant == "" })
 	if version != "" {
 		i := slices.IndexFunc(data.Versions, func(v ops.WorkflowSummary) bool { return v.Version == version })
 		if i < 0 {
