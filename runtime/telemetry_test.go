@@ -637,3 +637,33 @@ func TestTagsInTelemetry(t *testing.T) {
 		}
 	}
 }
+
+// The leader reports the tasks each pause of a workflow holds, one series
+// per pause, for as long as the pause lasts.
+func TestPausedGauge(t *testing.T) {
+	tel := newTelemetry(t)
+	h := trellistest.New(t, trellistest.WithConfig(tel.configure))
+	shop, err := h.Engine.Register(shopSpec(), (&shopSteps{advance: h.Clock.Advance}).handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Engine.PauseWorkflow(t.Context(), shop.Name(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"acme", "acme", "beta"} {
+		if _, err := shop.Trigger(t.Context(), nil, runtime.WithTenant(tenant)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.RunUntilIdle() // beta's run goes on; acme's wait
+	ms := tel.metrics(t)
+	if got := ms.sum(t, "trellis.workflow.paused", "trellis.workflow.name="+shop.Name(), "trellis.tenant.id=acme"); got != 2 {
+		t.Errorf("tasks held by the pause of acme = %d, want 2", got)
+	}
+	if _, err := h.Engine.ResumeWorkflow(t.Context(), shop.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := tel.metrics(t)["trellis.workflow.paused"]; ok {
+		t.Errorf("after the resume, the paused gauge still reports %+v, want no series", m.Data)
+	}
+}
