@@ -9,7 +9,9 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
-      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -81,7 +83,9 @@ WITH running AS (
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
-          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
@@ -157,7 +161,9 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
-      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -175,7 +181,9 @@ WITH running AS (
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
-          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q

@@ -27,7 +27,9 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
-      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $2::int)
     FOR UPDATE SKIP LOCKED
@@ -309,7 +311,9 @@ WITH running AS (
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
-          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
         ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q
@@ -522,7 +526,9 @@ WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
-      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $2::int)
     FOR UPDATE SKIP LOCKED
@@ -573,7 +579,9 @@ WITH running AS (
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
         WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
-          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused)) OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = q.workflow AND p.tenant IN ('', q.tenant)))
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
+      OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+              OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
         ORDER BY qid, lane DESC
         LIMIT $2::int
     ) q

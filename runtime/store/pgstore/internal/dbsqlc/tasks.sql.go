@@ -199,7 +199,8 @@ WITH locked AS (
           AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
           AND (cardinality($13::text[]) = 0 OR r.workflow = ANY ($13::text[]))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
-               OR NOT EXISTS (SELECT FROM trellis_paused p WHERE p.workflow = r.workflow AND p.tenant IN ('', r.tenant)))
+               OR NOT ((r.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
+                       OR (r.workflow, r.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
           AND NOT EXISTS (SELECT 1 FROM head h WHERE h.tenant <> r.tenant)
           AND NOT EXISTS (SELECT 1 FROM trellis_ready q
                           WHERE q.tenant = r.tenant AND q.lane > trellis_lane(r.priority, true)
