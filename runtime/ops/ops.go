@@ -14,8 +14,8 @@
 // Retry or Rerun. Every action has one home, the engine (Admin.Engine):
 // Engine.CancelRun, RetryRun and RerunRun (which Cancel, Retry and Rerun
 // call a batch at a time), Events,
-// StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule
-// and DeleteSchedule; Trigger starts a run by workflow name through
+// StuckRuns, PurgeRuns, SendEvent, PauseSchedule, ResumeSchedule and
+// DeleteSchedule, and PauseWorkflow and ResumeWorkflow; Trigger starts a run by workflow name through
 // Workflow.Trigger. Records the store returns (workers, queue groups,
 // activity) are the store's own types, under ops names.
 //
@@ -112,8 +112,9 @@ func NewWithConfig(engine *runtime.Engine, cfg Config) (*Admin, error) {
 
 // Engine returns the engine the Admin works through. Its methods are the
 // one home of each operator action: CancelRun, RetryRun, Events,
-// StuckRuns, PurgeRuns, SendEvent, and PauseSchedule, ResumeSchedule and
-// DeleteSchedule; the trellis CLI and the dashboard call them there.
+// StuckRuns, PurgeRuns, SendEvent, PauseSchedule, ResumeSchedule and
+// DeleteSchedule, and PauseWorkflow and ResumeWorkflow; the trellis CLI and
+// the dashboard call them there.
 func (a *Admin) Engine() *runtime.Engine { return a.engine }
 
 // stepNames returns the step names of a workflow version by step index,
