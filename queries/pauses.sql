@@ -32,6 +32,6 @@ SELECT p.workflow, p.tenant, p.paused_at,
        (SELECT count(*) FROM trellis_ready q
         WHERE q.workflow = p.workflow
           AND (p.tenant = '' OR q.tenant = p.tenant
-               AND NOT EXISTS (SELECT 1 FROM trellis_paused a WHERE a.workflow = p.workflow AND a.tenant = '')))::bigint AS held
+               AND NOT EXISTS (SELECT 1 FROM trellis_paused a WHERE a.workflow = p.workflow AND a.tenant = '')))::bigint AS queued
 FROM trellis_paused p
 ORDER BY p.workflow COLLATE "C", p.tenant COLLATE "C";

@@ -85,7 +85,7 @@ func testPauseHolds(t *testing.T, newH newHarness) {
 		t.Errorf("start ran %d times while paused, want once (before the pause)", n)
 	}
 	pauses, err := h.Engine.PausedWorkflows(ctx)
-	if err != nil || len(pauses) != 1 || pauses[0].Workflow != "sleeps" || pauses[0].Held != 3 {
+	if err != nil || len(pauses) != 1 || pauses[0].Workflow != "sleeps" || pauses[0].Queued != 3 {
 		t.Errorf("PausedWorkflows = %+v, %v; want sleeps holding 3 tasks", pauses, err)
 	}
 

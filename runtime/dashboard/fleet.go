@@ -115,8 +115,11 @@ type queueData struct {
 	Steps                        *queueSteps
 	Groups                       []ops.QueueGroup
 	Queued, Held, Paced, Running int
-	Pager                        pager
-	Problem                      string
+	// PausedQueued counts the queued tasks of the groups a pause of
+	// their workflow holds.
+	PausedQueued int
+	Pager        pager
+	Problem      string
 }
 
 func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
@@ -162,6 +165,9 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 		data.Held += g.Held
 		data.Paced += g.Paced
 		data.Running += g.Running
+		if g.Paused {
+			data.PausedQueued += g.Queued
+		}
 	}
 	slices.SortStableFunc(groups, func(a, b ops.QueueGroup) int {
 		switch {

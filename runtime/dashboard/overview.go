@@ -44,10 +44,10 @@ type tenantQueue struct {
 	Queued         int
 	Running        int
 	OldestQueuedAt *time.Time
-	// Paused are its workflows a pause holds, and Held their queued
-	// tasks (counted in Queued too).
-	Paused []string
-	Held   int
+	// Paused are its workflows a pause holds, and PausedQueued their
+	// queued tasks (counted in Queued too).
+	Paused       []string
+	PausedQueued int
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +127,7 @@ func byTenant(groups []ops.QueueGroup) []tenantQueue {
 		t.Workflows = append(t.Workflows, g.Workflow)
 		if g.Paused {
 			t.Paused = append(t.Paused, g.Workflow)
-			t.Held += g.Queued
+			t.PausedQueued += g.Queued
 		}
 		t.Queued += g.Queued
 		t.Running += g.Running

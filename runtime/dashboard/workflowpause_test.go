@@ -66,7 +66,10 @@ func TestWorkflowPauseActions(t *testing.T) {
 	if list := b.page("/workflows", http.StatusOK); !strings.Contains(list, `data-paused="probe"`) {
 		t.Error("the workflows list does not mark probe paused")
 	}
-	if overview := b.page("/", http.StatusOK); !strings.Contains(overview, `data-paused="probe">probe paused</span>`) || !strings.Contains(overview, "(1 held)") {
+	if queue := b.page("/queue", http.StatusOK); !strings.Contains(queue, `data-paused="probe">paused</span>`) || !strings.Contains(queue, "1 of paused workflows") {
+		t.Error("the queue page does not mark probe paused with the task it holds")
+	}
+	if overview := b.page("/", http.StatusOK); !strings.Contains(overview, `data-paused="probe">probe paused</span>`) || !strings.Contains(overview, "(1 queued)") {
 		t.Error("the overview's queue does not mark probe paused with the task it holds")
 	}
 	if code, _, _ := b.post("/workflows/probe/resume", url.Values{"csrf": {token}, "confirm": {"yes"}}, nil); code != http.StatusSeeOther || len(b.pausesOf()) != 0 {

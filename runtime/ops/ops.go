@@ -13,9 +13,9 @@
 // steps started (ChildRuns), and the outcome per run of a bulk Cancel,
 // Retry or Rerun. Every action has one home, the engine (Admin.Engine):
 // Engine.CancelRun, RetryRun and RerunRun (which Cancel, Retry and Rerun
-// call a batch at a time), Events,
-// StuckRuns, PurgeRuns, SendEvent, PauseSchedule, ResumeSchedule and
-// DeleteSchedule, and PauseWorkflow and ResumeWorkflow; Trigger starts a run by workflow name through
+// call a batch at a time), Events, StuckRuns, PurgeRuns, SendEvent,
+// PauseSchedule, ResumeSchedule and DeleteSchedule, and PauseWorkflow and
+// ResumeWorkflow; Trigger starts a run by workflow name through
 // Workflow.Trigger. Records the store returns (workers, queue groups,
 // activity) are the store's own types, under ops names.
 //

@@ -45,8 +45,9 @@ type WorkflowPause struct {
 	Tenant string `json:"tenant"`
 	// PausedAt is when it was paused, by the pausing engine's clock.
 	PausedAt time.Time `json:"pausedAt"`
-	// Held counts the tasks the pause holds: queued, ready to be claimed
-	// but for it (ListPauses only). A task that two pauses hold (its
-	// tenant's and every tenant's) counts for the pause of every tenant.
-	Held int `json:"held"`
+	// Queued counts the tasks the pause holds: queued, ready to be
+	// claimed but for it (ListPauses only). A task that two pauses hold
+	// (its tenant's and every tenant's) counts for the pause of every
+	// tenant.
+	Queued int `json:"queued"`
 }

@@ -141,7 +141,7 @@ func (m *Metrics) observePauses(ctx context.Context, o metric.Observer, src Gaug
 		if tenant == "" {
 			tenant = allTenants
 		}
-		o.ObserveInt64(m.paused, int64(p.Held), metric.WithAttributes(attrWorkflow.String(p.Workflow), attrTenant.String(tenant)))
+		o.ObserveInt64(m.paused, int64(p.Queued), metric.WithAttributes(attrWorkflow.String(p.Workflow), attrTenant.String(tenant)))
 	}
 }
 

@@ -71,7 +71,7 @@ func (s *Store) ListPauses(_ context.Context) ([]store.WorkflowPause, error) {
 		for name, ts := range s.queue.tenants {
 			if (key.tenant == "" || key.tenant == name && !all) && ts.valid[key.workflow] != nil {
 				for _, n := range ts.valid[key.workflow] {
-					p.Held += n
+					p.Queued += n
 				}
 			}
 		}

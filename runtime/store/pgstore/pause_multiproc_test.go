@@ -76,7 +76,7 @@ func TestPausedWorkflowAcrossRestart(t *testing.T) {
 		t.Errorf("%d tasks of fulfil claimed while it was paused, want none", n)
 	}
 	pauses, err := c.engine.PausedWorkflows(ctx)
-	if err != nil || len(pauses) != 1 || pauses[0].Held == 0 {
+	if err != nil || len(pauses) != 1 || pauses[0].Queued == 0 {
 		t.Errorf("PausedWorkflows = %+v, %v; want fulfil holding tasks", pauses, err)
 	}
 

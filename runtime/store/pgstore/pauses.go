@@ -58,7 +58,7 @@ func (s *Store) ListPauses(ctx context.Context) ([]store.WorkflowPause, error) {
 	}
 	out := make([]store.WorkflowPause, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, store.WorkflowPause{Workflow: r.Workflow, Tenant: r.Tenant, PausedAt: r.PausedAt, Held: int(r.Held)})
+		out = append(out, store.WorkflowPause{Workflow: r.Workflow, Tenant: r.Tenant, PausedAt: r.PausedAt, Queued: int(r.Queued)})
 	}
 	return out, nil
 }

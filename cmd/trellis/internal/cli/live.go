@@ -163,7 +163,7 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 			return 0, err
 		}
 		if paused {
-			_, err = fmt.Fprintf(stdout, "\n%s held by paused workflows (trellis workflows resume NAME releases them)\n", plural(held, "queued task"))
+			_, err = fmt.Fprintf(stdout, "\n%s of paused workflows, claimed once resumed (trellis workflows resume NAME)\n", plural(held, "queued task"))
 		}
 		return -1, err
 	})

@@ -162,8 +162,9 @@ func scopeText(tenants ...string) string {
 	return "for tenants " + strings.Join(tenants, ", ")
 }
 
-// pausesText says a workflow's pauses in a cell: "every tenant (3
-// held)", "acme (1 held), beta (0 held)".
+// pausesText says a workflow's pauses in a cell, each with the queued
+// tasks it holds: "every tenant (3 queued)", "acme (1 queued), beta (0
+// queued)".
 func pausesText(pauses []runtime.WorkflowPause) string {
 	var parts []string
 	for _, p := range pauses {
@@ -171,7 +172,7 @@ func pausesText(pauses []runtime.WorkflowPause) string {
 		if p.Tenant == "" {
 			who = "every tenant"
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d held)", who, p.Held))
+		parts = append(parts, fmt.Sprintf("%s (%d queued)", who, p.Queued))
 	}
 	return strings.Join(parts, ", ")
 }

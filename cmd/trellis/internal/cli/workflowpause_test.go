@@ -12,7 +12,7 @@ func TestWorkflowsPauseResume(t *testing.T) {
 	e := newOpsEnv(t)
 	e.populate() // beta's ops run and a chain run are queued
 
-	if out := e.ok("workflows", "pause", "ops", "-tenant", "beta"); out != "paused ops for tenant beta\nops is paused for beta (1 held)\n" {
+	if out := e.ok("workflows", "pause", "ops", "-tenant", "beta"); out != "paused ops for tenant beta\nops is paused for beta (1 queued)\n" {
 		t.Errorf("workflows pause ops -tenant beta = %q", out)
 	}
 	e.golden("queue-paused.txt", e.ok("queue"))
@@ -30,7 +30,7 @@ func TestWorkflowsPauseResume(t *testing.T) {
 		t.Errorf("beta's ops run while paused: %v, want prepare QUEUED", got)
 	}
 
-	if out := e.ok("workflows", "pause", "ops", "-tenant", "beta"); out != "ops was already paused for tenant beta\nops is paused for beta (1 held)\n" {
+	if out := e.ok("workflows", "pause", "ops", "-tenant", "beta"); out != "ops was already paused for tenant beta\nops is paused for beta (1 queued)\n" {
 		t.Errorf("pausing again = %q", out)
 	}
 	var made []runtime.WorkflowPause
@@ -38,7 +38,7 @@ func TestWorkflowsPauseResume(t *testing.T) {
 	if len(made) != 1 || made[0].Workflow != "ops" || made[0].Tenant != "" || !made[0].PausedAt.Equal(e.h.Now()) {
 		t.Errorf("workflows pause ops -format json = %+v, want the pause of every tenant, made now", made)
 	}
-	if out := e.ok("workflows", "resume", "ops", "-tenant", "beta"); out != "resumed ops for tenant beta\nops is paused for every tenant (1 held)\n" {
+	if out := e.ok("workflows", "resume", "ops", "-tenant", "beta"); out != "resumed ops for tenant beta\nops is paused for every tenant (1 queued)\n" {
 		t.Errorf("workflows resume ops -tenant beta = %q", out)
 	}
 	if out := e.ok("workflows", "resume", "ops"); out != "resumed ops for every tenant\n" {

@@ -77,7 +77,7 @@ func pauseHoldsClaims(t *testing.T, f *fixture, capped bool) {
 	if got := runsOf(claim()); !cmp.Equal(got, []uuid.UUID{other}) {
 		t.Errorf("claimed the roots of %v while diamond is paused, want only the other workflow's %v", got, other)
 	}
-	want := []store.WorkflowPause{{Workflow: "diamond", PausedAt: f.now, Held: 2}}
+	want := []store.WorkflowPause{{Workflow: "diamond", PausedAt: f.now, Queued: 2}}
 	if diff := cmp.Diff(want, f.pauses()); diff != "" {
 		t.Errorf("ListPauses (-want +got):\n%s", diff)
 	}
@@ -98,7 +98,7 @@ func pauseHoldsClaims(t *testing.T, f *fixture, capped bool) {
 	if got := runsOf(claim()); !cmp.Equal(got, []uuid.UUID{beta}) {
 		t.Errorf("claimed the roots of %v, want beta's %v only (acme is paused)", got, beta)
 	}
-	want = []store.WorkflowPause{{Workflow: "diamond", Tenant: "acme", PausedAt: f.now, Held: 1}}
+	want = []store.WorkflowPause{{Workflow: "diamond", Tenant: "acme", PausedAt: f.now, Queued: 1}}
 	if diff := cmp.Diff(want, f.pauses()); diff != "" {
 		t.Errorf("ListPauses (-want +got):\n%s", diff)
 	}
@@ -134,7 +134,7 @@ func testPauseHoldsHandOff(t *testing.T, f *fixture) {
 	if got := f.claim(5); len(got) != 0 {
 		t.Errorf("claimed %v while paused, want nothing", keys(got))
 	}
-	if got := f.pauses(); len(got) != 1 || got[0].Held != 2 {
+	if got := f.pauses(); len(got) != 1 || got[0].Queued != 2 {
 		t.Errorf("ListPauses = %+v, want one pause holding B and C", got)
 	}
 	f.resume("diamond")

@@ -94,7 +94,7 @@ SELECT p.workflow, p.tenant, p.paused_at,
        (SELECT count(*) FROM trellis_ready q
         WHERE q.workflow = p.workflow
           AND (p.tenant = '' OR q.tenant = p.tenant
-               AND NOT EXISTS (SELECT 1 FROM trellis_paused a WHERE a.workflow = p.workflow AND a.tenant = '')))::bigint AS held
+               AND NOT EXISTS (SELECT 1 FROM trellis_paused a WHERE a.workflow = p.workflow AND a.tenant = '')))::bigint AS queued
 FROM trellis_paused p
 ORDER BY p.workflow COLLATE "C", p.tenant COLLATE "C"
 `
@@ -103,7 +103,7 @@ type PausedListRow struct {
 	Workflow string
 	Tenant   string
 	PausedAt time.Time
-	Held     int64
+	Queued   int64
 }
 
 // Every pause with the queued tasks it holds: a tenant's pause counts
@@ -121,7 +121,7 @@ func (q *Queries) PausedList(ctx context.Context) ([]PausedListRow, error) {
 			&i.Workflow,
 			&i.Tenant,
 			&i.PausedAt,
-			&i.Held,
+			&i.Queued,
 		); err != nil {
 			return nil, err
 		}
