@@ -242,3 +242,50 @@ func ExampleClient_CreateSchedule() {
 	// paused: true
 	// left: 0 <nil>
 }
+
+// Pause holds the workflow's runs for the tenants given (every tenant
+// when none is): they are created, but no step of them starts until
+// Resume, and then they run as if never held.
+func ExampleClient_Pause() {
+	ctx := context.Background()
+	engine, stop := memEngine(ctx)
+	greet, err := newGreetClient(engine)
+	if err != nil {
+		panic(err)
+	}
+	if err := engine.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer stop()
+
+	if _, err := greet.Pause(ctx, "acme"); err != nil {
+		panic(err)
+	}
+	ref, err := greet.RunNoWait(ctx, GreetInput{Name: "Ada"}, runtime.WithTenant("acme"))
+	if err != nil {
+		panic(err)
+	}
+	other, err := greet.Run(ctx, GreetInput{Name: "Grace"}, runtime.WithTenant("globex"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("globex's run:", other.Status)
+	pauses, err := engine.PausedWorkflows(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("paused: %s for %s, %d queued\n", pauses[0].Workflow, pauses[0].Tenant, pauses[0].Queued)
+
+	if _, err := greet.Resume(ctx, "acme"); err != nil {
+		panic(err)
+	}
+	res, err := greet.Wait(ctx, ref.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("acme's run, resumed:", res.Status, res.Hello.Message)
+	// Output:
+	// globex's run: COMPLETED
+	// paused: greet for acme, 1 queued
+	// acme's run, resumed: COMPLETED hello Ada
+}
