@@ -184,7 +184,7 @@ WITH locked AS (
     -- Which children go to the worker (see store.HandOff): up to hand_off
     -- of those this batch makes ready as of this statement's snapshot (the
     -- update below reads the latest rows, and hands off only those still
-    -- ready there), plain, unlimited, not paused (see schema/0019), where
+    -- ready there), plain, unlimited, not paused (see schema/0020), where
     -- the queue would have put them first. Each child is looked up by itself (a join with a list of
     -- those offered would be rescanned for every child: the planner
     -- cannot count the rows of a CTE), and not at all without hand_off.
