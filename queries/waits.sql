@@ -94,15 +94,19 @@ FROM (
 -- their workflows.
 SELECT id, workflow FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY UPDATE;
 
--- name: EventInsert :one
--- Stores one sent event.
+-- name: EventInsert :many
+-- Stores one sent event, unless it is a repeat: an event with an id
+-- (event_id, empty for none) that an event of the same workflow, tenant
+-- and name holds already (0021), for which it returns no row.
 -- An event sent with a key has the nil run id; one sent to a run has no
--- tenant or key.
-INSERT INTO trellis_sent_events (workflow, name, run_id, tenant, key, payload, sent_at)
+-- tenant, key or id.
+INSERT INTO trellis_sent_events (workflow, name, run_id, tenant, key, event_id, payload, sent_at)
 VALUES (@workflow, @name, nullif(@run_id::uuid, '00000000-0000-0000-0000-000000000000'),
         CASE WHEN @run_id::uuid = '00000000-0000-0000-0000-000000000000' THEN @tenant::text END,
         CASE WHEN @run_id::uuid = '00000000-0000-0000-0000-000000000000' THEN @key::text END,
+        CASE WHEN @run_id::uuid = '00000000-0000-0000-0000-000000000000' THEN nullif(@event_id::text, '') END,
         @payload, @sent_at)
+ON CONFLICT (workflow, tenant, name, event_id) WHERE event_id IS NOT NULL DO NOTHING
 RETURNING id;
 
 -- name: EventDeliverToRun :many

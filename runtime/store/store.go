@@ -217,6 +217,13 @@ type NewEvent struct {
 	// Name whose key is Key, in runs of Workflow and Tenant, receive it.
 	Tenant string
 	Key    string
+	// ID, when set on an event sent with a key, names the event (a
+	// published event's id): an event whose ID the store already holds
+	// for the same Workflow, Tenant and Name is a repeat, of which
+	// SendEvents stores nothing and which wakes nothing. The store holds
+	// an ID as long as it keeps the event (Retention.PurgeEvents). An
+	// event sent to a run takes no ID.
+	ID string
 	// Payload is the event's JSON payload, already validated.
 	Payload []byte
 }
@@ -225,6 +232,9 @@ type NewEvent struct {
 type SentEvent struct {
 	// Woken is how many waiting tasks the event woke.
 	Woken int
+	// Repeat reports an event whose ID the store held already: it was
+	// dropped.
+	Repeat bool
 }
 
 // Tasks moves tasks through their lives. Every result is guarded: it

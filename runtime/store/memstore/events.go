@@ -17,6 +17,7 @@ type sent struct {
 	name    string
 	run     uuid.UUID // for an event sent to a run
 	key     string    // for an event sent with a key
+	id      string    // its ID, if any (see store.NewEvent)
 	at      time.Time
 	payload []byte
 }
@@ -24,6 +25,10 @@ type sent struct {
 // keyAddr addresses the waits with a key in runs of one workflow and
 // tenant.
 type keyAddr struct{ workflow, tenant, name, key string }
+
+// sentID names an event sent with a key and an ID: a second one is a
+// repeat (see store.NewEvent).
+type sentID struct{ workflow, tenant, name, id string }
 
 // awaiting is what a WAITING wait task waits for.
 type awaiting struct {
@@ -60,6 +65,15 @@ func (s *Store) SendEvents(_ context.Context, p store.SendEvents) ([]store.SentE
 				}
 			}
 		} else {
+			if ev.ID != "" {
+				id := sentID{workflow: ev.Workflow, tenant: ev.Tenant, name: ev.Name, id: ev.ID}
+				if s.sentIDs[id] {
+					out[i].Repeat = true
+					continue
+				}
+				s.sentIDs[id] = true
+				e.id = ev.ID
+			}
 			addr := keyAddr{workflow: ev.Workflow, tenant: ev.Tenant, name: ev.Name, key: ev.Key}
 			s.byKey[addr] = append(s.byKey[addr], e)
 			for _, w := range s.keyWaits[addr] {
@@ -201,7 +215,12 @@ func (s *Store) PurgeEvents(_ context.Context, sentBefore time.Time, limit int) 
 		gone[e] = true
 	}
 	for addr, list := range s.byKey {
-		list = slices.DeleteFunc(list, func(e *sent) bool { return gone[e] })
+		list = slices.DeleteFunc(list, func(e *sent) bool {
+			if gone[e] && e.id != "" {
+				delete(s.sentIDs, sentID{workflow: addr.workflow, tenant: addr.tenant, name: addr.name, id: e.id})
+			}
+			return gone[e]
+		})
 		if len(list) == 0 {
 			delete(s.byKey, addr)
 		} else {

@@ -41,6 +41,7 @@ type Store struct {
 	// order they were sent, and the waits for them.
 	byRun    map[uuid.UUID][]*sent
 	byKey    map[keyAddr][]*sent
+	sentIDs  map[sentID]bool // the IDs of the events in byKey
 	waits    map[store.TaskKey]*awaiting
 	keyWaits map[keyAddr]map[store.TaskKey]*awaiting
 }
@@ -97,6 +98,7 @@ func New() *Store {
 		children:       map[store.TaskKey][]*run{},
 		byRun:          map[uuid.UUID][]*sent{},
 		byKey:          map[keyAddr][]*sent{},
+		sentIDs:        map[sentID]bool{},
 		waits:          map[store.TaskKey]*awaiting{},
 		keyWaits:       map[keyAddr]map[store.TaskKey]*awaiting{},
 	}

@@ -18,9 +18,9 @@ import (
 // its workflow.
 var errEventRun = errors.New("no such run of the workflow")
 
-// SendEvents implements store.Events: per event, one insert, one update
-// that gives its payload to the waits it reaches, and one statement that
-// wakes them, all in one transaction that first locks the runs events
+// SendEvents implements store.Events: per event, one insert (which finds
+// a repeat, by its ID), one update that gives its payload to the waits it
+// reaches, and one statement that wakes them, all in one transaction that first locks the runs events
 // are sent to and the addresses of those sent with keys (schema/0013).
 func (s *Store) SendEvents(ctx context.Context, p store.SendEvents) ([]store.SentEvent, error) {
 	var out []store.SentEvent
@@ -80,9 +80,14 @@ func sendEvents(ctx context.Context, q *dbsqlc.Queries, p store.SendEvents) ([]s
 	out := make([]store.SentEvent, len(p.Events))
 	for i, ev := range p.Events {
 		ins := dbsqlc.EventInsertParams{Workflow: ev.Workflow, Name: ev.Name, RunID: ev.Run, Tenant: ev.Tenant, Key: ev.Key,
-			Payload: ev.Payload, SentAt: p.Now}
-		if _, err := q.EventInsert(ctx, ins); err != nil {
+			EventID: ev.ID, Payload: ev.Payload, SentAt: p.Now}
+		ids, err := q.EventInsert(ctx, ins)
+		if err != nil {
 			return nil, err
+		}
+		if len(ids) == 0 {
+			out[i].Repeat = true
+			continue
 		}
 		var wake dbsqlc.TasksWakeParams
 		add := func(run uuid.UUID, step int16) {

@@ -238,3 +238,65 @@ func testPurgeEvents(t *testing.T, f *fixture) {
 	// Oldest first: k1's {"v":2} went, k2's two remain ({"v":3} predates the run).
 	f.wokenWith(id2, `{"v":4}`)
 }
+
+// testSendRepeat sends events with IDs: a second event with the ID of
+// one the store holds, for the same workflow, tenant and name (whatever
+// its key), is a repeat, stored nowhere and waking nothing, until the
+// first is purged.
+func testSendRepeat(t *testing.T, f *fixture) {
+	withID := func(key, id, payload string) store.NewEvent {
+		ev := byKey(key, payload)
+		ev.ID = id
+		return ev
+	}
+	sendAll := func(events ...store.NewEvent) []store.SentEvent {
+		t.Helper()
+		res, err := f.s.SendEvents(f.ctx, store.SendEvents{Events: events, Now: f.now})
+		if err != nil {
+			t.Fatalf("SendEvents: %v", err)
+		}
+		return res
+	}
+	first, _ := f.awaitA("k1", time.Time{})
+	f.tick(time.Second)
+	// The second of one batch is a repeat of the first.
+	got := sendAll(withID("k1", "e1", `{"v":1}`), withID("k1", "e1", `{"v":2}`))
+	if want := []store.SentEvent{{Woken: 1}, {Repeat: true}}; !slices.Equal(got, want) {
+		t.Fatalf("sent %+v, want %+v", got, want)
+	}
+	f.wokenWith(first, `{"v":1}`)
+
+	// A wait that begins after a repeat does not receive it: the repeat
+	// was not kept.
+	f.tick(time.Second)
+	later := f.createDiamond(runOpts{kindA: store.KindWait, tenant: "acme"})
+	f.tick(time.Second)
+	if got := sendAll(withID("k1", "e1", `{"v":3}`), withID("k2", "e1", `{"v":4}`)); !slices.Equal(got, []store.SentEvent{{Repeat: true}, {Repeat: true}}) {
+		t.Fatalf("sent the same ID again, with its key and another: %+v, want two repeats", got)
+	}
+	a := f.claimOne(later, stepA)
+	f.finish(store.Results{Awaits: []store.Await{{Attempt: attempt(a), Event: "done", Keyed: true, EventKey: "k1"}}})
+	if got := f.task(later, stepA).Status; got != store.TaskWaiting {
+		t.Fatalf("a wait that began after a repeat is %s, want WAITING", got)
+	}
+
+	// The same ID in another tenant, or of another event, is another
+	// event; so is an event without an ID.
+	elsewhere := withID("k1", "e1", `{}`)
+	elsewhere.Tenant = "umbrella"
+	named := withID("k1", "e1", `{}`)
+	named.Name = "started"
+	if got := sendAll(elsewhere, named, byKey("k9", `{}`), byKey("k9", `{}`)); slices.ContainsFunc(got, func(s store.SentEvent) bool { return s.Repeat }) {
+		t.Fatalf("sent %+v, want no repeat", got)
+	}
+
+	// Purged, the first is forgotten: its ID may come again.
+	f.tick(time.Hour)
+	if _, err := f.s.PurgeEvents(f.ctx, f.now.Add(-time.Minute), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := sendAll(withID("k1", "e1", `{"v":5}`)); got[0].Repeat || got[0].Woken != 1 {
+		t.Fatalf("sent the ID of a purged event: %+v, want it delivered to the wait", got)
+	}
+	f.wokenWith(later, `{"v":5}`)
+}

@@ -117,6 +117,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SendToUnknownRun", testSendToUnknownRun},
 		{"SendRacesAwait", testSendRacesAwait},
 		{"PurgeEvents", testPurgeEvents},
+		{"SendRepeat", testSendRepeat},
 		{"ChildFailureWakesAtOnce", testChildFailureWakesAtOnce},
 		{"ChildRunPreviews", testChildRunPreviews},
 		{"ParentEndCancelsChildren", testParentEndCancelsChildren},

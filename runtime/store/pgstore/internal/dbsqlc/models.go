@@ -129,6 +129,7 @@ type TrellisSentEvent struct {
 	Key      pgtype.Text
 	Payload  []byte
 	SentAt   time.Time
+	EventID  pgtype.Text
 }
 
 type TrellisTask struct {

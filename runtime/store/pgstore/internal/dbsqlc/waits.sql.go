@@ -135,12 +135,14 @@ func (q *Queries) EventDeliverToRun(ctx context.Context, arg EventDeliverToRunPa
 	return items, nil
 }
 
-const eventInsert = `-- name: EventInsert :one
-INSERT INTO trellis_sent_events (workflow, name, run_id, tenant, key, payload, sent_at)
+const eventInsert = `-- name: EventInsert :many
+INSERT INTO trellis_sent_events (workflow, name, run_id, tenant, key, event_id, payload, sent_at)
 VALUES ($1, $2, nullif($3::uuid, '00000000-0000-0000-0000-000000000000'),
         CASE WHEN $3::uuid = '00000000-0000-0000-0000-000000000000' THEN $4::text END,
         CASE WHEN $3::uuid = '00000000-0000-0000-0000-000000000000' THEN $5::text END,
-        $6, $7)
+        CASE WHEN $3::uuid = '00000000-0000-0000-0000-000000000000' THEN nullif($6::text, '') END,
+        $7, $8)
+ON CONFLICT (workflow, tenant, name, event_id) WHERE event_id IS NOT NULL DO NOTHING
 RETURNING id
 `
 
@@ -150,26 +152,43 @@ type EventInsertParams struct {
 	RunID    uuid.UUID
 	Tenant   string
 	Key      string
+	EventID  string
 	Payload  []byte
 	SentAt   time.Time
 }
 
-// Stores one sent event.
+// Stores one sent event, unless it is a repeat: an event with an id
+// (event_id, empty for none) that an event of the same workflow, tenant
+// and name holds already (0021), for which it returns no row.
 // An event sent with a key has the nil run id; one sent to a run has no
-// tenant or key.
-func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) (int64, error) {
-	row := q.db.QueryRow(ctx, eventInsert,
+// tenant, key or id.
+func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, eventInsert,
 		arg.Workflow,
 		arg.Name,
 		arg.RunID,
 		arg.Tenant,
 		arg.Key,
+		arg.EventID,
 		arg.Payload,
 		arg.SentAt,
 	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventLocks = `-- name: EventLocks :exec
