@@ -73,6 +73,7 @@ func runAcceptance(t *testing.T, newH newHarness) {
 		{"ChildWorkflowsAndEvents", testDelivery},
 		{"EventsStartRuns", testStartEvents},
 		{"TagsKeptAndInherited", testTags},
+		{"PublishStartsRunsAndWakesWaits", testPublishWakesWaits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newH) })

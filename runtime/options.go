@@ -32,6 +32,10 @@ type RunOptions struct {
 	// that support transactions accept it (on Postgres, pgstore.Tx(tx)
 	// wraps a pgx.Tx).
 	Tx store.Tx
+	// EventKey, set by WithEventKey, is the key a publish delivers its
+	// event with to the steps that wait for it by key. Only a publish
+	// takes it; a trigger, Signal and Send refuse it.
+	EventKey string
 }
 
 // RunOption sets a trigger option.
@@ -79,6 +83,16 @@ func WithTx(tx store.Tx) RunOption {
 	return func(o *RunOptions) { o.Tx = tx }
 }
 
+// WithEventKey makes a publish (Engine.PublishEvent, a generated
+// client's Publish<Event>) deliver its event with key, too, to the steps
+// that wait for it by key, in every workflow that has such steps: as
+// Send<Event> with key would, workflow by workflow, and once per event
+// id. Only a publish takes it: a trigger, Signal and Send refuse it. An
+// empty key delivers nothing.
+func WithEventKey(key string) RunOption {
+	return func(o *RunOptions) { o.EventKey = key }
+}
+
 func runOptions(opts []RunOption) RunOptions {
 	o := RunOptions{Tenant: DefaultTenant}
 	for _, opt := range opts {
@@ -94,6 +108,9 @@ func runOptions(opts []RunOption) RunOptions {
 func (o *RunOptions) check(workflow string) error {
 	if o.Priority != 0 && !ValidPriority(o.Priority) {
 		return fmt.Errorf("triggering %s: WithPriority(%d): a priority is PriorityLow (1), PriorityNormal (2) or PriorityHigh (3)", workflow, o.Priority)
+	}
+	if o.EventKey != "" {
+		return fmt.Errorf("triggering %s: WithEventKey is the key a publish delivers its event with; a trigger takes none", workflow)
 	}
 	return nil
 }

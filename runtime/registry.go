@@ -19,7 +19,7 @@ type registry struct {
 	names      []string                 // registered workflow names, sorted
 	known      map[string]*Definition   // by workflow name: the latest registered or compiled with Workflow, the runs child workflow steps start
 	saved      map[string]bool          // versions known to be in the store
-	startsOn   map[string][]string      // by stored version: the events that start it (startevents.go)
+	events     map[string]versionEvents // by stored version: the events that start it, and those it waits for by key (startevents.go)
 	closed     bool                     // Start closed registration
 }
 
@@ -35,7 +35,7 @@ func newRegistry() *registry {
 		registered: map[string]*registration{},
 		known:      map[string]*Definition{},
 		saved:      map[string]bool{},
-		startsOn:   map[string][]string{},
+		events:     map[string]versionEvents{},
 	}
 }
 
@@ -194,18 +194,19 @@ func (r *registry) markSaved(version string) {
 	r.saved[version] = true
 }
 
-// startEvents returns the events that start a stored version, when this
-// engine has read them; setStartEvents records them. A version never
-// changes, so a publish decodes each stored spec once per process.
-func (r *registry) startEvents(version string) ([]string, bool) {
+// versionEvents returns the events that start a stored version and those
+// it waits for by key, when this engine has read them; setVersionEvents
+// records them. A version never changes, so a publish decodes each stored
+// spec once per process.
+func (r *registry) versionEvents(version string) (versionEvents, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	events, ok := r.startsOn[version]
+	events, ok := r.events[version]
 	return events, ok
 }
 
-func (r *registry) setStartEvents(version string, events []string) {
+func (r *registry) setVersionEvents(version string, events versionEvents) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.startsOn[version] = events
+	r.events[version] = events
 }

@@ -18,11 +18,13 @@ import (
 // Events that start runs. A workflow's startOn names events (declared
 // under its events, with their payload schemas) that start it: publishing
 // one (Engine.PublishEvent) starts a run of every workflow that starts on
-// it, whose filter matches, with an input built from the payload. The
-// listeners are the workflows this engine registered and the newest
-// stored version of every other workflow, so a process that publishes
-// need not have their code. All the runs one publish starts are created
-// in one store call: all, or none.
+// it, whose filter matches, with an input built from the payload, and,
+// published with a key, delivers it to the steps waiting for it by key
+// (through the machinery of Send, waits.go). The listeners are the
+// workflows this engine registered and the newest stored version of every
+// other workflow, so a process that publishes need not have their code.
+// All the runs one publish starts are created in one store call, all or
+// none, and the event delivered in a second.
 
 // startOn is a compiled startOn entry.
 type startOn struct {
@@ -136,16 +138,23 @@ type Published struct {
 	Event string `json:"event"`
 	// ID is the event's id, which makes publishing idempotent; empty
 	// when none was given.
-	ID     string `json:"id,omitempty"`
+	ID string `json:"id,omitempty"`
+	// Key is the key the event was delivered with to the steps waiting
+	// for it by key (WithEventKey); empty when none was given.
+	Key    string `json:"key,omitempty"`
 	Tenant string `json:"tenant"`
-	// Listeners are the workflows that start on the event, by name.
+	// Listeners are the workflows the event reaches, by name: those that
+	// start on it and, with a key, those with steps that wait for it by
+	// key.
 	Listeners []Listener `json:"listeners"`
 }
 
-// Listener is a workflow that starts on a published event, and what the
-// event did to it: started a run (Run), found the run an earlier publish
-// of the same event id started (Run, with Existing), matched no filter
-// (Filtered), or was refused (Refused says why).
+// Listener is a workflow a published event reaches, and what the event
+// did to it. To a workflow that starts on it: started a run (Run), found
+// the run an earlier publish of the same event id started (Run, with
+// Existing), matched no filter (Filtered), or was refused (Refused says
+// why). To a workflow with steps that wait for it by key, when the
+// publish has a key: Delivered.
 type Listener struct {
 	Workflow string `json:"workflow"`
 	// Version is the version of the workflow the event was checked
@@ -155,6 +164,20 @@ type Listener struct {
 	Existing bool   `json:"existing,omitempty"`
 	Filtered bool   `json:"filtered,omitempty"`
 	Refused  string `json:"refused,omitempty"`
+	// Delivered is what the event did to the workflow's waits, when it
+	// was delivered to them; nil when it was not (no key, no step of the
+	// workflow waits for it by key, or the workflow refused the payload).
+	Delivered *Delivered `json:"delivered,omitempty"`
+}
+
+// Delivered is what a published event with a key did to the steps of one
+// workflow that wait for it by key, as Send<Event> with that key does:
+// woke Woken waiting steps (those that begin to wait later receive it
+// then); or nothing, when an earlier publish of the same event id
+// delivered it (Repeat).
+type Delivered struct {
+	Woken  int  `json:"woken"`
+	Repeat bool `json:"repeat,omitempty"`
 }
 
 // Started returns the runs the publish started, or found started by an
@@ -169,10 +192,23 @@ func (p Published) Started() []RunID {
 	return out
 }
 
+// Woken returns how many waiting steps the publish woke, in every
+// workflow.
+func (p Published) Woken() int {
+	n := 0
+	for _, l := range p.Listeners {
+		if l.Delivered != nil {
+			n += l.Delivered.Woken
+		}
+	}
+	return n
+}
+
 // PublishError is returned by a publish that some listeners refused: the
 // payload fails the schema of their event, or their filter or input
 // could not be evaluated, or the input built fails their input schema.
-// The other listeners' runs were started; Published says which.
+// The other listeners' runs were started, and the event delivered to
+// their waits; Published says which.
 type PublishError struct {
 	Event   string
 	Refused []Listener
@@ -193,24 +229,38 @@ func (e *PublishError) Error() string {
 // workflows, their newest stored version: a process may publish events
 // of workflows whose code it does not have.
 //
+// With a key (WithEventKey), it also delivers the event with that key to
+// the steps that wait for it by key, in every listener with such steps
+// (whether or not it starts on the event): what Send<Event> with the key
+// does for one workflow, with the same rules (the first event a wait
+// receives wins; a step that begins to wait later, in a run created
+// before the event, receives it then). A run the publish starts is
+// created before the event is delivered, so its own keyed waits for the
+// event receive it too. Without a key, publishing wakes no waiting step.
+//
 // With an id, publishing is idempotent: a second publish of the same
 // event id (for the same tenant) starts nothing new, and reports the runs
 // the first one started (Listener.Existing): each run's idempotency key
-// is trellis:event:<event>:<id>, unique per workflow and tenant. Without
-// one, every publish starts runs.
+// is trellis:event:<event>:<id>, unique per workflow and tenant. It
+// delivers nothing either (Delivered.Repeat), as long as the store keeps
+// the event delivered first (the events retention, seven days by
+// default). Without one, every publish starts runs and delivers.
 //
 // Each listener checks the payload against its own schema of the event;
 // the runs of the listeners that accept it are created together, in one
-// store call, and those that refuse it are reported in Published and in
-// a *PublishError. Options: WithTenant, the tenant of the runs;
-// WithTags and WithTag, their tags (see Tags); WithTx, to create them in
-// the caller's transaction on Postgres (they exist if and only if it
-// commits). Publishing wakes no waiting step:
-// Signal and Send do.
+// store call, and the event is delivered to their waits in a second one;
+// those that refuse it are reported in Published and in a *PublishError.
+// Options: WithTenant, the tenant of the runs started and of the waits
+// reached; WithTags and WithTag, the runs' tags (see Tags); WithEventKey;
+// WithTx, to do both in the caller's transaction on Postgres: the runs
+// exist and the event is delivered if and only if it commits. Without
+// WithTx, a publish that fails between its two store calls has started
+// its runs without delivering the event: publishing it again with the
+// same id delivers it, once.
 func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload json.RawMessage, opts ...RunOption) (out Published, err error) {
 	o := runOptions(opts)
 	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
-		return Published{}, fmt.Errorf("publishing event %s: only WithTenant, WithTags and WithTx apply to a publish", clip(event))
+		return Published{}, fmt.Errorf("publishing event %s: only WithTenant, WithTags, WithEventKey and WithTx apply to a publish", clip(event))
 	}
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
@@ -230,13 +280,16 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 	if err := e.cfg.SizeLimits.checkTenant(o.Tenant); err != nil {
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 	}
-	defs, err := e.listeners(ctx, event)
+	keyed := o.EventKey != ""
+	defs, err := e.listeners(ctx, event, keyed)
 	if err != nil {
 		return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
 	}
-	out = Published{Event: event, ID: id, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
+	out = Published{Event: event, ID: id, Key: o.EventKey, Tenant: o.Tenant, Listeners: make([]Listener, len(defs))}
 	var runs []store.NewRun
 	var of []int // of[i] is the listener of runs[i]
+	var events []store.NewEvent
+	var to []int // to[i] is the listener of events[i]
 	var refused []Listener
 	// Each listener's run has a trigger span, as a trigger's does; they
 	// end when the runs are created, or not.
@@ -261,6 +314,20 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		// publish without its code (see listeners).
 		if err := e.saveDefinition(ctx, def); err != nil {
 			return Published{}, fmt.Errorf("publishing event %s: %w", clip(event), err)
+		}
+		if keyed && def.waitsByKey(event) {
+			switch err := def.checkEvent(event, payload); {
+			case err == nil:
+				events = append(events, store.NewEvent{Workflow: def.Name(), Name: event, Tenant: o.Tenant, Key: storedKey(o.EventKey), ID: id, Payload: payload})
+				to = append(to, i)
+			case !def.StartsOn(event):
+				l.Refused = err.Error()
+				refused = append(refused, *l)
+				continue
+			} // else startRun refuses it, by the same check
+		}
+		if !def.StartsOn(event) {
+			continue
 		}
 		spanCtx, span, traceContext := e.startTrigger(ctx, def.Name(), o.Tenant, 1, o.Tags)
 		spans[i] = span
@@ -289,6 +356,19 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 		}
 		e.started(ctx, runs, res, o.Tenant)
 	}
+	if len(events) > 0 {
+		res, err := e.deliver(ctx, events, o.Tx)
+		if err != nil {
+			err = fmt.Errorf("publishing event %s: delivering it to the waits: %w", clip(event), err)
+			if len(runs) > 0 && o.Tx == nil {
+				err = fmt.Errorf("%w (its runs were started: publish it again with the same id to deliver it once)", err)
+			}
+			return out, err
+		}
+		for j, r := range res {
+			out.Listeners[to[j]].Delivered = &Delivered{Woken: r.Woken, Repeat: r.Repeat}
+		}
+	}
 	if len(refused) > 0 {
 		return out, &PublishError{Event: event, Refused: refused}
 	}
@@ -299,16 +379,8 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 // that no startOn filter of def holds for it. An error says why def
 // refuses the event.
 func (e *Engine) startRun(ctx context.Context, def *Definition, event string, payload json.RawMessage, keys []string, o RunOptions, traceContext string) (store.NewRun, bool, error) {
-	sch, ok := def.events[event]
-	if !ok {
-		return store.NewRun{}, false, fmt.Errorf("declares no event %q", clip(event))
-	}
-	problems, err := sch.problems("payload", payload)
-	if err != nil {
+	if err := def.checkEvent(event, payload); err != nil {
 		return store.NewRun{}, false, err
-	}
-	if len(problems) > 0 {
-		return store.NewRun{}, false, &EventError{Workflow: def.Name(), Event: event, Problems: problems}
 	}
 	input, ok, err := def.startInput(ctx, event, payload)
 	if err != nil || !ok {
@@ -322,9 +394,10 @@ func (e *Engine) startRun(ctx context.Context, def *Definition, event string, pa
 }
 
 // listeners returns the definitions of the workflows that start on
-// event, by name: the registered definition of each workflow this engine
+// event, and when keyed of those with steps that wait for it by key, by
+// name: the registered definition of each workflow this engine
 // registered, and the newest stored version of every other workflow.
-func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, error) {
+func (e *Engine) listeners(ctx context.Context, event string, keyed bool) ([]*Definition, error) {
 	versions, err := e.store.ListWorkflows(ctx)
 	if err != nil {
 		return nil, err
@@ -342,11 +415,11 @@ func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, er
 		if _, ok := byName[v.Name]; ok {
 			continue
 		}
-		events, err := e.storedStartEvents(v)
+		events, err := e.storedEvents(v)
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(events, event) {
+		if !slices.Contains(events.starts, event) && (!keyed || !slices.Contains(events.keyedWaits, event)) {
 			continue
 		}
 		def, err := e.definition(ctx, v.Version)
@@ -357,7 +430,7 @@ func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, er
 	}
 	var out []*Definition
 	for _, def := range byName {
-		if def.StartsOn(event) {
+		if def.StartsOn(event) || keyed && def.waitsByKey(event) {
 			out = append(out, def)
 		}
 	}
@@ -365,24 +438,49 @@ func (e *Engine) listeners(ctx context.Context, event string) ([]*Definition, er
 	return out, nil
 }
 
-// storedStartEvents returns the events that start a stored version.
-func (e *Engine) storedStartEvents(v store.WorkflowVersion) ([]string, error) {
-	if events, ok := e.registry.startEvents(v.Version); ok {
+// waitsByKey reports whether a step of the workflow waits for the event
+// named event with a key: whether a keyed publish of it reaches its
+// waits.
+func (d *Definition) waitsByKey(event string) bool {
+	return slices.ContainsFunc(d.spec.Steps, func(s StepSpec) bool {
+		return s.IsWait() && s.WaitFor.Event == event && s.WaitFor.Key != ""
+	})
+}
+
+// versionEvents are the events that start a stored version, and those
+// its steps wait for by key.
+type versionEvents struct{ starts, keyedWaits []string }
+
+// storedEvents returns the events that start a stored version, and
+// those its steps wait for by key, decoding its spec once per process.
+func (e *Engine) storedEvents(v store.WorkflowVersion) (versionEvents, error) {
+	if events, ok := e.registry.versionEvents(v.Version); ok {
 		return events, nil
 	}
 	var spec struct {
 		StartOn []struct {
 			Event string `json:"event"`
 		} `json:"startOn"`
+		Steps []struct {
+			WaitFor *struct {
+				Event string `json:"event"`
+				Key   string `json:"key"`
+			} `json:"waitFor"`
+		} `json:"steps"`
 	}
 	if err := json.Unmarshal(v.Spec, &spec); err != nil {
-		return nil, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
+		return versionEvents{}, fmt.Errorf("decoding workflow version %s: %w", v.Version, err)
 	}
-	events := []string{} // not nil: read
+	var events versionEvents
 	for _, s := range spec.StartOn {
-		events = append(events, s.Event)
+		events.starts = append(events.starts, s.Event)
 	}
-	e.registry.setStartEvents(v.Version, events)
+	for _, s := range spec.Steps {
+		if s.WaitFor != nil && s.WaitFor.Key != "" {
+			events.keyedWaits = append(events.keyedWaits, s.WaitFor.Event)
+		}
+	}
+	e.registry.setVersionEvents(v.Version, events)
 	return events, nil
 }
 

@@ -222,43 +222,24 @@ func (e *Engine) SendEvent(ctx context.Context, ev EventByName) (Sent, error) {
 // waits they woke.
 func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store.NewEvent, opts []RunOption) (int, error) {
 	o := runOptions(opts)
-	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 {
+	if o.IdempotencyKey != "" || o.IdempotencyKeys != nil || o.Priority != 0 || o.EventKey != "" {
 		return 0, fmt.Errorf("sending events of %s: only WithTenant and WithTx apply to events", def.Name())
 	}
 	if err := e.cfg.SizeLimits.checkTenant(o.Tenant); err != nil {
 		return 0, fmt.Errorf("sending events of %s: %w", def.Name(), err)
 	}
 	for i, ev := range events {
-		sch, ok := def.events[ev.Name]
-		if !ok {
-			return 0, fmt.Errorf("sending event %q: workflow %s declares no such event", clip(ev.Name), def.Name())
-		}
 		if len(ev.Payload) == 0 {
 			events[i].Payload = json.RawMessage(`{}`)
 		}
 		if err := e.cfg.SizeLimits.checkEvent(ev.Name, events[i].Payload); err != nil {
-			return 0, fmt.Errorf("sending event %s of %s: %w", ev.Name, def.Name(), err)
+			return 0, fmt.Errorf("sending event %s of %s: %w", clip(ev.Name), def.Name(), err)
 		}
-		problems, err := sch.problems("payload", events[i].Payload)
-		if err != nil {
-			return 0, fmt.Errorf("validating event %s of %s: %w", ev.Name, def.Name(), err)
-		}
-		if len(problems) > 0 {
-			return 0, &EventError{Workflow: def.Name(), Event: ev.Name, Problems: problems}
+		if err := def.checkEvent(ev.Name, events[i].Payload); err != nil {
+			return 0, err
 		}
 	}
-	send := func() (res []store.SentEvent, err error) {
-		return e.store.SendEvents(ctx, store.SendEvents{Events: events, Now: e.clock.Now(), Tx: o.Tx})
-	}
-	var res []store.SentEvent
-	var err error
-	if o.Tx != nil {
-		res, err = send()
-	} else {
-		// A retried send may deliver twice; a wait takes the first event,
-		// so a repeat changes nothing.
-		err = retryTransient(ctx, e.clock, func() (err error) { res, err = send(); return err })
-	}
+	res, err := e.deliver(ctx, events, o.Tx)
 	if err != nil {
 		if len(events) == 1 && events[0].Run != uuid.Nil {
 			return 0, fmt.Errorf("sending event %s: %w", events[0].Name, storeErr(err, events[0].Run))
@@ -269,8 +250,50 @@ func (e *Engine) sendEvents(ctx context.Context, def *Definition, events []store
 	for _, r := range res {
 		woken += r.Woken
 	}
-	if woken > 0 {
-		e.wake()
-	}
 	return woken, nil
+}
+
+// checkEvent checks a payload of the event named event of d against its
+// schema: an *EventError says where it does not satisfy it.
+func (d *Definition) checkEvent(event string, payload json.RawMessage) error {
+	sch, ok := d.events[event]
+	if !ok {
+		return fmt.Errorf("sending event %q: workflow %s declares no such event", clip(event), d.Name())
+	}
+	problems, err := sch.problems("payload", payload)
+	if err != nil {
+		return fmt.Errorf("validating event %s of %s: %w", clip(event), d.Name(), err)
+	}
+	if len(problems) > 0 {
+		return &EventError{Workflow: d.Name(), Event: event, Problems: problems}
+	}
+	return nil
+}
+
+// deliver sends validated events, in tx when not nil, and nudges the
+// claim loop when they woke waits. Signal, Send and a publish with a key
+// deliver through it.
+func (e *Engine) deliver(ctx context.Context, events []store.NewEvent, tx store.Tx) ([]store.SentEvent, error) {
+	send := func() (res []store.SentEvent, err error) {
+		return e.store.SendEvents(ctx, store.SendEvents{Events: events, Now: e.clock.Now(), Tx: tx})
+	}
+	var res []store.SentEvent
+	var err error
+	if tx != nil {
+		res, err = send()
+	} else {
+		// A retried send may deliver twice; a wait takes the first event,
+		// so a repeat changes nothing (and one with an id is dropped).
+		err = retryTransient(ctx, e.clock, func() (err error) { res, err = send(); return err })
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		if r.Woken > 0 {
+			e.wake()
+			break
+		}
+	}
+	return res, nil
 }

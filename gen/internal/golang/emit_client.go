@@ -167,7 +167,7 @@ func (e *emitter) events() {
 			jen.Return(jen.Qual(runtimePkg, "SignalEvent").Call(jen.Id("ctx"), workflow.Clone(), jen.Id("id"), jen.Lit(name), jen.Id("payload"), jen.Id("opts").Op("..."))),
 		))
 		if ep.starts {
-			text = fmt.Sprintf("Publish%s publishes event %s: it starts a run of every workflow that starts on %s (%s and others, by their startOn) whose filter matches payload. With an id, publishing is idempotent: the same id again starts nothing new. runtime.WithTenant sets the runs' tenant, runtime.WithTx creates them in the caller's transaction (on Postgres). See runtime.Engine.PublishEvent.", ep.goName, name, name, w)
+			text = fmt.Sprintf("Publish%s publishes event %s: it starts a run of every workflow that starts on %s (%s and others, by their startOn) whose filter matches payload and, with runtime.WithEventKey, delivers it with that key to the steps that wait for it by key, in every workflow. With an id, publishing is idempotent: the same id again starts and delivers nothing new. runtime.WithTenant sets the tenant, runtime.WithTx does it all in the caller's transaction (on Postgres). See runtime.Engine.PublishEvent.", ep.goName, name, name, w)
 			e.f.Add(doc(text).
 				Func().Params(recv.Clone()).Id("Publish"+ep.goName).Params(
 				ctx.Clone(), jen.Id("id").String(), jen.Id("payload").Id(payload), opts.Clone(),

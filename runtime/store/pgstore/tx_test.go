@@ -262,3 +262,73 @@ func TestPublishInCallerTransaction(t *testing.T) {
 type receipts struct{}
 
 func (receipts) Mail(context.Context, acceptance.ReceiptsInput) error { return nil }
+
+type followups struct{}
+
+func (followups) Thank(context.Context, acceptance.OrderFollowupInput, acceptance.OrderFollowupThankParents) (acceptance.OrderFollowupThankOutput, error) {
+	return acceptance.OrderFollowupThankOutput{Note: "ok"}, nil
+}
+
+// A publish with a key in the caller's transaction starts its runs and
+// delivers its event to the waits if and only if the transaction
+// commits: rolled back, it did neither.
+func TestPublishWithKeyInCallerTransaction(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	h := trellistest.New(t, trellistest.WithStore(pgstore.New(pool)))
+	if _, err := acceptance.RegisterReceipts(h.Engine, receipts{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := acceptance.RegisterOrderFollowup(h.Engine, followups{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := client.RunNoWait(ctx, acceptance.OrderFollowupInput{OrderID: "o-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	h.Advance(time.Second)
+	payload := json.RawMessage(`{"id": "o-1", "total": 10, "customer": "ada"}`)
+	publish := func(tx pgx.Tx) (runtime.Published, error) {
+		return h.Engine.PublishEvent(ctx, "order-placed", "evt-1", payload, runtime.WithEventKey("o-1"), runtime.WithTx(pgstore.Tx(tx)))
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := publish(tx)
+	if err != nil || len(gone.Started()) != 1 || gone.Woken() != 1 {
+		t.Fatalf("publish = %+v, %v; want one run started and one wait woken", gone, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Engine.Result(ctx, gone.Started()[0]); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Fatalf("after rollback, Result = %v; want ErrRunNotFound", err)
+	}
+	if n := h.RunUntilIdle(); n != 0 {
+		t.Fatalf("a rolled-back publish queued %d tasks", n)
+	}
+	if got := h.Steps(waiting.ID)["placed"]; got != runtime.TaskWaiting {
+		t.Fatalf("after rollback, the wait is %s; want WAITING", got)
+	}
+
+	// The same event id again, committed: the rolled-back publish held
+	// nothing, neither the run nor the event's id.
+	var kept runtime.Published
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		kept, err = publish(tx)
+		return err
+	})
+	if err != nil || len(kept.Started()) != 1 || kept.Listeners[1].Existing || kept.Woken() != 1 {
+		t.Fatalf("committed publish = %+v, %v; want a new run and the wait woken", kept, err)
+	}
+	h.RunUntilIdle()
+	for _, id := range []runtime.RunID{kept.Started()[0], waiting.ID} {
+		if res := h.Result(id); res.Status != runtime.RunCompleted {
+			t.Fatalf("run %s = %s; want completed", res.Workflow, res.Status)
+		}
+	}
+}

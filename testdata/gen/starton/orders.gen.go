@@ -202,10 +202,12 @@ func (c *BigOrdersClient) SignalOrderPlaced(ctx context.Context, id runtime.RunI
 
 // PublishOrderPlaced publishes event order-placed: it starts a run of every
 // workflow that starts on order-placed (big-orders and others, by their
-// startOn) whose filter matches payload. With an id, publishing is idempotent:
-// the same id again starts nothing new. runtime.WithTenant sets the runs'
-// tenant, runtime.WithTx creates them in the caller's transaction (on
-// Postgres). See runtime.Engine.PublishEvent.
+// startOn) whose filter matches payload and, with runtime.WithEventKey,
+// delivers it with that key to the steps that wait for it by key, in every
+// workflow. With an id, publishing is idempotent: the same id again starts and
+// delivers nothing new. runtime.WithTenant sets the tenant, runtime.WithTx
+// does it all in the caller's transaction (on Postgres). See
+// runtime.Engine.PublishEvent.
 func (c *BigOrdersClient) PublishOrderPlaced(ctx context.Context, id string, payload BigOrdersOrderPlacedEvent, opts ...runtime.RunOption) (runtime.Published, error) {
 	return runtime.PublishEvent(ctx, c.Workflow(), "order-placed", id, payload, opts...)
 }
