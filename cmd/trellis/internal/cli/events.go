@@ -13,8 +13,9 @@ import (
 )
 
 // EventsCommand is trellis events: it publishes an event, starting the
-// workflows that start on it, or sends one to the waits of a run, or by
-// key, as a workflow's generated client would.
+// workflows that start on it (and, with a key, waking the steps waiting
+// for it by key in every workflow), or sends one workflow's event to the
+// waits of a run, or by key, as a workflow's generated client would.
 type EventsCommand struct {
 	// Clock stamps the events sent; nil is the system clock.
 	Clock clock.Clock
@@ -33,7 +34,8 @@ type EventsSendOptions struct {
 	OpsOptions
 	Workflow, Event string
 	// Run is the id of the run to send the event to, or a unique start of
-	// it; Key the key to send it with (one of them).
+	// it; Key the key to send it with (one of them). A published event
+	// takes a Key too: it wakes the steps waiting for it with that key.
 	Run, Key string
 	// Tenant is the tenant of the runs a keyed event reaches, or that a
 	// published event starts.
@@ -48,8 +50,9 @@ type EventsSendOptions struct {
 	Tags TagFlags
 }
 
-// publishes reports whether the options publish the event (no workflow,
-// run or key: the workflows that start on it) rather than send it.
+// publishes reports whether the options publish the event (no workflow:
+// to the workflows that start on it, and with a key to the waits for it)
+// rather than send it.
 func (o EventsSendOptions) publishes() bool { return o.Workflow == "" }
 
 // Validate reports what is wrong with the options, naming each flag.
@@ -57,8 +60,8 @@ func (o EventsSendOptions) Validate() error {
 	var errs []error
 	switch {
 	case o.publishes():
-		if o.Run != "" || o.Key != "" {
-			errs = append(errs, errors.New("-run and -key send an event of a workflow: give the workflow, the event and its payload"))
+		if o.Run != "" {
+			errs = append(errs, errors.New("-run sends an event of a workflow to one run: give the workflow, the event and its payload"))
 		}
 	case o.ID != "":
 		errs = append(errs, errors.New("-id goes with a published event (trellis events send EVENT PAYLOAD): an event sent to a run or by key has none"))
@@ -103,7 +106,9 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		fs := newFlagSet("events send", "[flags] [WORKFLOW] EVENT PAYLOAD",
 			"With EVENT and PAYLOAD (a JSON object), publish the event: start a run of every\n"+
 				"workflow that starts on it (its startOn) and whose filter matches, in the tenant\n"+
-				"(-tenant), once per event id (-id). It prints what the event did to each.\n"+
+				"(-tenant), once per event id (-id). With -key, also wake the steps waiting for it\n"+
+				"with that key, in every workflow, as sending it by key to each would, once per\n"+
+				"event id. It prints what the event did to each workflow.\n"+
 				"\n"+
 				"With WORKFLOW too, send event EVENT of workflow WORKFLOW, checked against\n"+
 				"the event's schema in the workflow's newest stored version: to one run (-run),\n"+
@@ -112,7 +117,7 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 				"wait later receives it then. It prints how many waiting steps it woke.")
 		addOpsFlags(fs, &o.OpsOptions)
 		fs.StringVar(&o.Run, "run", "", "send the event to this `run` (its id, or a unique start of it)")
-		fs.StringVar(&o.Key, "key", "", "send the event with this `key`")
+		fs.StringVar(&o.Key, "key", "", "send the event with this `key`; a published event wakes the steps waiting for it with it")
 		fs.StringVar(&o.Tenant, "tenant", "", "the `tenant` of the runs a published event starts, or with -key of the runs it reaches (default: the default tenant)")
 		fs.StringVar(&o.ID, "id", "", "the `id` of a published event: publishing the same id again starts nothing new")
 		fs.Var(&o.Tags, "tag", "a tag, `key=value`, of the runs a published event starts (repeatable)")
@@ -130,7 +135,7 @@ func (c EventsCommand) Run(ctx context.Context, args []string, stdout, stderr io
 		case 3:
 			o.Workflow, o.Event, o.Payload = positional[0], positional[1], positional[2]
 		default:
-			fmt.Fprintln(stderr, "trellis events send: give an event and its payload to publish it (trellis events send [-id ID] EVENT PAYLOAD), or a workflow, an event and its payload to send it (trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD)")
+			fmt.Fprintln(stderr, "trellis events send: give an event and its payload to publish it (trellis events send [-id ID] [-key KEY] EVENT PAYLOAD), or a workflow, an event and its payload to send it (trellis events send [-run RUN | -key KEY] WORKFLOW EVENT PAYLOAD)")
 			return ExitUsage
 		}
 		return EventsSend(ctx, o, stdout, stderr)
@@ -145,6 +150,7 @@ func (EventsCommand) usage(w io.Writer) {
 
 	trellis events send [-id ID] [-tenant T] EVENT PAYLOAD           start the workflows that start on it
 	trellis events send EVENT -payload PAYLOAD [-id ID] [-tenant T]  the same
+	trellis events send -id ID -key KEY EVENT PAYLOAD                the same, and wake waits by key
 	trellis events send -run RUN WORKFLOW EVENT PAYLOAD              to one run
 	trellis events send -key KEY [-tenant T] WORKFLOW EVENT PAYLOAD  by key
 
@@ -189,8 +195,8 @@ func EventsSend(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writ
 }
 
 // eventsPublish publishes an event: trellis events send EVENT PAYLOAD.
-// It prints what the event did to each workflow that starts on it, and
-// fails when one of them refused it.
+// It prints what the event did to each workflow it reached, and fails
+// when one of them refused it.
 func eventsPublish(ctx context.Context, o EventsSendOptions, stdout, stderr io.Writer) int {
 	return opsRun(ctx, "events send", o.OpsOptions, o.Validate(), 0, stderr, func(a *ops.Admin) (int, error) {
 		var opts []runtime.RunOption
@@ -199,6 +205,9 @@ func eventsPublish(ctx context.Context, o EventsSendOptions, stdout, stderr io.W
 		}
 		if tags, _ := o.Tags.tags(); len(tags) > 0 {
 			opts = append(opts, runtime.WithTags(tags))
+		}
+		if o.Key != "" {
+			opts = append(opts, runtime.WithEventKey(o.Key))
 		}
 		pub, err := a.Engine().PublishEvent(ctx, o.Event, o.ID, json.RawMessage(o.Payload), opts...)
 		var refused *runtime.PublishError
@@ -220,16 +229,29 @@ func eventsPublish(ctx context.Context, o EventsSendOptions, stdout, stderr io.W
 }
 
 // printPublished prints what a published event did, workflow by
-// workflow.
+// workflow: to the workflows that start on it (RESULT) and, published
+// with a key, to the waits for it (WAITS).
 func printPublished(w io.Writer, pub runtime.Published) error {
 	if len(pub.Listeners) == 0 {
-		_, err := fmt.Fprintf(w, "published %s: no workflow starts on it\n", oneLine(pub.Event))
+		none := "no workflow starts on it"
+		if pub.Key != "" {
+			none = "no workflow starts on it or waits for it by key"
+		}
+		_, err := fmt.Fprintf(w, "published %s: %s\n", oneLine(pub.Event), none)
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "published %s to %s:\n", oneLine(pub.Event), plural(len(pub.Listeners), "workflow")); err != nil {
+	with := ""
+	if pub.Key != "" {
+		with = " with key " + oneLine(pub.Key)
+	}
+	if _, err := fmt.Fprintf(w, "published %s%s to %s:\n", oneLine(pub.Event), with, plural(len(pub.Listeners), "workflow")); err != nil {
 		return err
 	}
-	t := newTable(w, "WORKFLOW", "VERSION", "RUN", "RESULT")
+	header := []string{"WORKFLOW", "VERSION", "RUN", "RESULT"}
+	if pub.Key != "" {
+		header = append(header, "WAITS")
+	}
+	t := newTable(w, header...)
 	for _, l := range pub.Listeners {
 		run, result, st := "", "", plain
 		switch {
@@ -239,11 +261,28 @@ func printPublished(w io.Writer, pub runtime.Published) error {
 			result = "filtered out"
 		case l.Existing:
 			result, run = "already started", l.Run.String()
-		default:
+		case l.Run != runtime.RunID{}:
 			result, run, st = "started", l.Run.String(), good
 		}
-		t.row(l.Workflow, l.Version, run, result)
+		if pub.Key == "" {
+			t.row(l.Workflow, l.Version, run, result)
+			t.paint(3, st)
+			continue
+		}
+		waits, wst := "", plain
+		switch d := l.Delivered; {
+		case d == nil:
+		case d.Repeat:
+			waits = "already delivered"
+		default:
+			waits = "woke " + plural(d.Woken, "waiting step")
+			if d.Woken > 0 {
+				wst = good
+			}
+		}
+		t.row(l.Workflow, l.Version, run, result, waits)
 		t.paint(3, st)
+		t.paint(4, wst)
 	}
 	return t.flush()
 }

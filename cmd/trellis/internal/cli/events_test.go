@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/ops"
@@ -172,6 +173,63 @@ func TestEventsPublishTags(t *testing.T) {
 		code, _, stderr := e.exec(append([]string{"events", "send"}, tt.args...)...)
 		if code == ExitOK || !strings.Contains(stderr, tt.want) {
 			t.Errorf("events send %s = %d %q, want %q", strings.Join(tt.args, " "), code, stderr, tt.want)
+		}
+	}
+}
+
+type thanker struct{}
+
+func (thanker) Thank(context.Context, wf.OrderFollowupInput, wf.OrderFollowupThankParents) (wf.OrderFollowupThankOutput, error) {
+	return wf.OrderFollowupThankOutput{Note: "ok"}, nil
+}
+
+// TestEventsPublishWithKey publishes order-placed with a key from the
+// command line: it starts receipts and wakes order-followup's wait for
+// the order, once per event id, and says what it did to each.
+func TestEventsPublishWithKey(t *testing.T) {
+	e := newOpsEnv(t)
+	if _, err := wf.RegisterReceipts(e.h.Engine, mailer{}); err != nil {
+		t.Fatal(err)
+	}
+	followups, err := wf.RegisterOrderFollowup(e.h.Engine, thanker{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// receipts is stored by a run of its own; order-followup's runs wait
+	// for o-1 and o-2.
+	if _, err := e.h.Engine.PublishEvent(t.Context(), "order-placed", "", []byte(`{"id": "o-0", "total": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	var waiting []runtime.RunID
+	for _, order := range []string{"o-1", "o-2"} {
+		ref, err := followups.RunNoWait(t.Context(), wf.OrderFollowupInput{OrderID: order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, ref.ID)
+	}
+	e.h.RunUntilIdle()
+	e.h.Advance(time.Second)
+	uuids := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	versions := regexp.MustCompile(`@[0-9a-f]{16}`)
+	transcriptOf(t, "events-publish-key.txt", func(args ...string) (int, string, string) {
+		code, out, errOut := e.exec(args...)
+		n := 0
+		out = uuids.ReplaceAllStringFunc(out, func(string) string { n++; return fmt.Sprintf("<run %d>", n) })
+		return code, versions.ReplaceAllString(out, "@<version>"), errOut
+	},
+		[]string{"events", "send", "-id", "evt-1", "-key", "o-1", "order-placed", `{"id": "o-1", "total": 250, "customer": "ada"}`},
+		[]string{"events", "send", "-id", "evt-1", "-key", "o-1", "order-placed", `{"id": "o-1", "total": 250, "customer": "ada"}`},
+		[]string{"events", "send", "-id", "evt-2", "-key", "o-9", "order-placed", `{"id": "o-9", "total": 5, "customer": "bob"}`},
+		[]string{"events", "send", "-id", "evt-3", "-key", "o-2", "order-placed", `{"id": "o-2", "total": 5}`},
+		[]string{"events", "send", "-format", "json", "-id", "evt-4", "-key", "o-2", "order-placed", `{"id": "o-2", "total": 5, "customer": "cy"}`},
+		[]string{"events", "send", "-key", "o-2", "order-shipped", `{}`},
+		[]string{"events", "send", "-run", "0190", "order-placed", `{}`},
+	)
+	e.h.RunUntilIdle()
+	for _, id := range waiting {
+		if res := e.h.Result(id); res.Status != runtime.RunCompleted {
+			t.Errorf("order-followup run %s is %s; want completed by its event", id, res.Status)
 		}
 	}
 }
