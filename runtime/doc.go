@@ -56,7 +56,9 @@
 // Triggers take RunOptions: WithTenant (the scheduler is fair across
 // tenants), WithIdempotencyKey (WithIdempotencyKeys for TriggerMany, one
 // key per input), and WithTx to create a run inside the caller's
-// database transaction (runtime.WithTx(pgstore.Tx(tx))).
+// database transaction (runtime.WithTx(pgstore.Tx(tx))). A publish
+// (PublishEvent) takes WithTenant and WithTx, and WithEventKey, which
+// only it takes: the key it wakes the steps waiting for its event with.
 //
 // # Observability
 //

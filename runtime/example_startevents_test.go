@@ -74,3 +74,62 @@ func ExampleEngine_PublishEvent() {
 	// evt-2 review filtered out
 	// evt-1 review already started
 }
+
+// WithEventKey makes a publish also deliver its event, with the key, to
+// the steps that wait for it by key, in every workflow: here it starts a
+// review and completes the wait of a follow-up run for the order.
+func ExampleWithEventKey() {
+	ctx := context.Background()
+	engine, err := runtime.New(runtime.Config{Store: memstore.New(), Clock: clock.NewVirtual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if err != nil {
+		panic(err)
+	}
+	driver, err := runtime.NewDriver(engine)
+	if err != nil {
+		panic(err)
+	}
+	checked := runtime.RootStepNoOutput(func(ctx context.Context, in struct{ OrderID string }) error { return nil })
+	if _, err := engine.Register(reviewSpec, runtime.Handlers{Steps: map[string]runtime.StepFunc{"check": checked}}); err != nil {
+		panic(err)
+	}
+	followup, err := engine.Register(&runtime.WorkflowSpec{
+		Name:        "followup",
+		InputSchema: `{"type":"object","required":["orderId"],"properties":{"orderId":{"type":"string"}}}`,
+		Events:      reviewSpec.Events,
+		Steps: []runtime.StepSpec{{
+			Name: "placed", WaitFor: &runtime.WaitForSpec{Event: "order-placed", Key: "input.orderId"},
+		}},
+	}, runtime.Handlers{})
+	if err != nil {
+		panic(err)
+	}
+	run, err := followup.Trigger(ctx, json.RawMessage(`{"orderId":"o-1"}`))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := driver.RunUntilIdle(ctx); err != nil { // the run begins to wait
+		panic(err)
+	}
+
+	pub, err := engine.PublishEvent(ctx, "order-placed", "evt-1", json.RawMessage(`{"id":"o-1","total":250}`), runtime.WithEventKey("o-1"))
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range pub.Listeners {
+		switch {
+		case l.Delivered != nil:
+			fmt.Println(l.Workflow, "woke", l.Delivered.Woken)
+		case l.Run != runtime.RunID{}:
+			fmt.Println(l.Workflow, "started a run")
+		}
+	}
+	res, err := followup.Wait(ctx, run.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("followup", res.Status)
+	// Output:
+	// followup woke 1
+	// review started a run
+	// followup COMPLETED
+}
