@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
+	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/runtime/store/memstore"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -191,4 +195,64 @@ func testPublishWakesWaits(t *testing.T, newH newHarness) {
 			t.Error("a Send with WithEventKey was accepted")
 		}
 	})
+}
+
+// failingSends fails the next fail calls to SendEvents, before they take
+// effect, with an error that is not transient: a publish that fails
+// between creating its runs and delivering its event.
+type failingSends struct {
+	store.Store
+	fail atomic.Int32
+}
+
+func (f *failingSends) SendEvents(ctx context.Context, p store.SendEvents) ([]store.SentEvent, error) {
+	if take(&f.fail) {
+		return nil, errors.New("test: the database went away")
+	}
+	return f.Store.SendEvents(ctx, p)
+}
+
+// Without a transaction, a publish that fails after starting its runs
+// says so, and publishing it again with the same id delivers the event
+// once and finds the runs.
+func TestPublishFailingBetweenRunsAndDelivery(t *testing.T) {
+	st := &failingSends{Store: memstore.New()}
+	h := trellistest.New(t, trellistest.WithStore(st))
+	ctx := t.Context()
+	mails, thanks := &receiptSteps{}, &followupSteps{}
+	if _, err := wf.RegisterReceipts(h.Engine, mails); err != nil {
+		t.Fatal(err)
+	}
+	followups, err := wf.RegisterOrderFollowup(h.Engine, thanks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := followups.RunNoWait(ctx, wf.OrderFollowupInput{OrderID: "o-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle()
+	h.Advance(time.Second)
+	payload := json.RawMessage(`{"id": "o-1", "total": 5, "customer": "ada"}`)
+
+	st.fail.Store(1)
+	pub, err := h.Engine.PublishEvent(ctx, "order-placed", "evt-1", payload, runtime.WithEventKey("o-1"))
+	if err == nil || !strings.Contains(err.Error(), "publish it again with the same id") {
+		t.Fatalf("publish = %v; want an error saying the runs were started", err)
+	}
+	if len(pub.Started()) != 1 || pub.Woken() != 0 {
+		t.Fatalf("failed publish = %+v; want the run it started, and no wait woken", pub)
+	}
+	again, err := h.Engine.PublishEvent(ctx, "order-placed", "evt-1", payload, runtime.WithEventKey("o-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reached{{Workflow: "order-followup", Delivered: &runtime.Delivered{Woken: 1}}, {Workflow: "receipts", Existing: true}}
+	if diff := cmp.Diff(want, reachedOf(again)); diff != "" {
+		t.Fatalf("publish again (-want +got):\n%s", diff)
+	}
+	h.RunUntilIdle()
+	if got := h.Result(waiting.ID).Status; got != runtime.RunCompleted || mails.calls.count("mail o-1") != 1 || thanks.calls.count("thank ada for o-1") != 1 {
+		t.Fatalf("followup %s, mails %v, thanks %v; want completed, one of each", got, mails.calls.list(), thanks.calls.list())
+	}
 }

@@ -300,11 +300,13 @@ func (e *Engine) PublishEvent(ctx context.Context, event, id string, payload jso
 				continue
 			}
 			var refs []RunRef
+			failed := cmp.Or(refusals[i], err)
 			if i < len(out.Listeners) && out.Listeners[i].Run != (RunID{}) {
 				l := out.Listeners[i]
 				refs = []RunRef{{ID: l.Run, Workflow: l.Workflow, Existing: l.Existing}}
+				failed = nil // created, whatever the delivery did
 			}
-			e.endTrigger(span, refs, cmp.Or(refusals[i], err))
+			e.endTrigger(span, refs, failed)
 		}
 	}()
 	for i, def := range defs {
