@@ -26,7 +26,7 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- bounded; the last row tells where to go on.
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at, tags
+           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
     FROM trellis_runs
     WHERE (@workflow::text = '' OR workflow = @workflow::text)
       AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -49,7 +49,7 @@ WITH scanned AS (
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM checked
 ORDER BY created_at DESC, id DESC;
 
@@ -209,11 +209,11 @@ WITH parents AS (
     SELECT DISTINCT unnest(@parents::uuid[]) AS id
 )
 SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
-       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags, c.start_at, c.deadline
 FROM parents p
 CROSS JOIN LATERAL (
     SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
-           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags, r.start_at, r.deadline
     FROM trellis_runs r
     WHERE r.parent_run_id = p.id
     ORDER BY r.parent_step, r.parent_index, r.created_at, r.id

@@ -52,7 +52,7 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE id = @id;
 
@@ -64,7 +64,7 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 -- The given runs that exist, ordered by id.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
@@ -141,16 +141,16 @@ WITH target AS MATERIALIZED (
     FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::int[]) AS step, unnest(@errors::text[]) AS error) AS f
     JOIN target t ON t.id = f.run_id AND t.status = 'RUNNING'
     WHERE r.id = f.run_id
-    RETURNING r.id
+    RETURNING r.id, r.workflow, r.tenant
 )
-SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed;
+SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed;
 
 
 -- name: RunsChildren :many
 -- The runs started by a task, in index order and then by creation.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;

@@ -133,6 +133,7 @@ func (p *planner) spawnChild(ctx context.Context, c store.ClaimedTask, def *Defi
 		ID: id, Workflow: child.Name(), Version: child.Version(), Tenant: c.Tenant, Priority: priority,
 		Input: input, TraceContext: c.TraceContext,
 		Parent: &store.ParentRun{ID: c.Key.Run, StepIndex: c.Key.Step, Index: c.Attempt}, Tasks: tasks,
+		Timeout: child.spec.Timeout,
 	}}
 	if step.Timeout > 0 {
 		sp.Deadline = now.Add(step.Timeout)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -116,18 +117,29 @@ func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
 // RunFailedError tells which step made a run fail, and why.
 type RunFailedError struct {
 	RunID RunID
-	// Step is the name of the step that failed permanently.
+	// Step is the name of the step that failed permanently; empty when
+	// no step did: the run's deadline passed (see Deadline).
 	Step string
-	// Message is the error the step's last attempt returned.
+	// Message is the error the step's last attempt returned, or, for a
+	// run whose deadline passed, "run deadline of 1h0m0s passed".
 	Message string
+	// Deadline is true when the run failed because its deadline (the
+	// workflow's timeout, or WithTimeout) passed.
+	Deadline bool
 }
 
 func (e *RunFailedError) Error() string {
+	if e.Deadline {
+		return fmt.Sprintf("run %s failed: %s", e.RunID, e.Message)
+	}
 	return fmt.Sprintf("run %s failed: step %s: %s", e.RunID, e.Step, e.Message)
 }
 
-// Is makes errors.Is(err, ErrRunFailed) true.
-func (e *RunFailedError) Is(target error) bool { return target == ErrRunFailed }
+// Is makes errors.Is(err, ErrRunFailed) true, and, for a run whose
+// deadline passed, errors.Is(err, context.DeadlineExceeded).
+func (e *RunFailedError) Is(target error) bool {
+	return target == ErrRunFailed || e.Deadline && target == context.DeadlineExceeded
+}
 
 // NonRetryableError marks a step error that must not be retried.
 type NonRetryableError struct{ Err error }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
@@ -110,4 +111,39 @@ func ExampleWithPriority() {
 	}
 	fmt.Println(res.Priority == runtime.PriorityHigh)
 	// Output: true
+}
+
+// WithTimeout gives a run a deadline, or shortens its workflow's
+// timeout: a run still running when it passes fails with "run deadline
+// of ... passed" (errors.Is(err, context.DeadlineExceeded)).
+func ExampleWithTimeout() {
+	ctx := context.Background()
+	_, greet, stop := startGreet(ctx)
+	defer stop()
+
+	res, err := greet.Run(ctx, json.RawMessage(`{"name":"Ada"}`), runtime.WithTimeout(time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status)
+	// Output: COMPLETED
+}
+
+// WithStartAfter (and WithStartAt) creates the run at once but starts it
+// later: until then it can be cancelled, and its idempotency key finds it.
+func ExampleWithStartAfter() {
+	ctx := context.Background()
+	engine, greet, stop := startGreet(ctx)
+	defer stop()
+
+	ref, err := greet.Trigger(ctx, json.RawMessage(`{"name":"Ada"}`), runtime.WithStartAfter(time.Hour))
+	if err != nil {
+		panic(err)
+	}
+	cancelled, err := engine.CancelRun(ctx, ref.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("cancelled before it started:", cancelled)
+	// Output: cancelled before it started: true
 }

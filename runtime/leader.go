@@ -28,7 +28,7 @@ func (e *Engine) newLeaderServices() leaderServices {
 	cfg := &e.cfg
 	health := &maintenance.StoreHealth{}
 	timers := maintenance.NewTimerFirer(maintenance.TimerConfig{
-		Interval: cfg.TimerInterval, Fired: e.afterTimers,
+		Interval: cfg.TimerInterval, Fired: e.afterTimers, RunsFired: e.afterRunTimers,
 		Store: e.store, Clock: e.clock, Metrics: e.metrics, Faults: e.faults, Health: health,
 	})
 	services := []maintenance.Service{
@@ -138,4 +138,36 @@ func (e *Engine) afterTimers(ctx context.Context, fired []store.FiredTimer) {
 	if completed {
 		e.wake()
 	}
+}
+
+// afterRunTimers does for the runs whose deadline failed them what the
+// executor does for failed runs: it counts them and wakes whoever waits
+// on them; and it wakes the claim loop (delayed runs' roots and failure
+// handlers are queued).
+func (e *Engine) afterRunTimers(ctx context.Context, fired []store.FiredRunTimer) {
+	for _, r := range fired {
+		if !r.Started {
+			e.metrics.RunFinished(ctx, r.Workflow, r.Tenant, telemetry.OutcomeFailed)
+			e.waiters.runFinished(r.ID)
+		}
+	}
+	if len(fired) > 0 {
+		e.wake()
+	}
+}
+
+// endCause says why a run ended when its deadline passed: the cause its
+// running steps' contexts see, which matches context.DeadlineExceeded.
+// It is nil for a run that ended otherwise, and when the run cannot be
+// read (the steps then see that the run ended, without why).
+func (e *Engine) endCause(ctx context.Context, id RunID) error {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		e.log.Debug("reading why a run ended", "run", id, "error", err)
+		return nil // the cause is a nicety: the steps stop with ErrRunEnded
+	}
+	if run.Status != store.RunFailed || run.Failure == nil || run.Failure.StepIndex >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", run.Failure.Error, context.DeadlineExceeded)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -27,6 +28,13 @@ type RunOptions struct {
 	// Tags are the runs' tags (see Tags), set by WithTags and WithTag;
 	// nil for none.
 	Tags map[string]string
+	// Timeout, when positive, bounds the run as a whole (see WithTimeout).
+	Timeout time.Duration
+	// StartAt, when not zero, delays the run's start to then (see
+	// WithStartAt); StartAfter, when positive, by that long after the
+	// trigger (see WithStartAfter). The later of the two applies.
+	StartAt    time.Time
+	StartAfter time.Duration
 	// Tx is a store transaction to create the run in, so that the run
 	// exists if and only if the caller's transaction commits. Only stores
 	// that support transactions accept it (on Postgres, pgstore.Tx(tx)
@@ -75,6 +83,55 @@ func WithPriority(p int) RunOption {
 	return func(o *RunOptions) { o.Priority = p }
 }
 
+// WithTimeout gives the runs triggered a deadline: a run still running
+// d after it started fails ("run deadline of 1m0s passed"), its running
+// steps have their context cancelled, its other unfinished steps and its
+// child runs are cancelled, and its onFailure handler runs. It can only
+// shorten the workflow's own timeout field: the run's deadline is the
+// shorter of the two. For a workflow without one, it sets one.
+func WithTimeout(d time.Duration) RunOption {
+	return func(o *RunOptions) { o.Timeout = d }
+}
+
+// WithStartAt delays the runs triggered until t: each exists at once,
+// RUNNING (shown as scheduled, with its start time, by trellis runs and
+// the dashboard), can be cancelled, and is found again by its
+// idempotency key, but none of its steps is queued before t. At t the
+// leader queues its first steps, which then meet the workflow's
+// concurrency limits, rate limits and priorities as any run's do; its
+// deadline (the workflow's timeout, WithTimeout) counts from then. A
+// time not after the trigger's starts the run at once.
+func WithStartAt(t time.Time) RunOption {
+	return func(o *RunOptions) { o.StartAt = t }
+}
+
+// WithStartAfter delays the runs triggered by d: WithStartAt(now + d),
+// now by the engine's clock.
+func WithStartAfter(d time.Duration) RunOption {
+	return func(o *RunOptions) { o.StartAfter = d }
+}
+
+// startAt is when a run triggered at now starts: zero for at once.
+func (o *RunOptions) startAt(now time.Time) time.Time {
+	at := o.StartAt
+	if o.StartAfter > 0 && now.Add(o.StartAfter).After(at) {
+		at = now.Add(o.StartAfter)
+	}
+	if !at.After(now) {
+		return time.Time{}
+	}
+	return at
+}
+
+// timeout is the timeout of a run of a workflow whose timeout field says
+// declared (zero for none): the shorter of that and WithTimeout's.
+func (o *RunOptions) timeout(declared time.Duration) time.Duration {
+	if o.Timeout > 0 && (declared <= 0 || o.Timeout < declared) {
+		return o.Timeout
+	}
+	return declared
+}
+
 // WithTx creates the run inside the caller's store transaction: on
 // Postgres, runtime.WithTx(pgstore.Tx(tx)) with tx a pgx.Tx. The run
 // exists if and only if tx commits; use it with RunNoWait (Run would wait
@@ -111,6 +168,12 @@ func (o *RunOptions) check(workflow string) error {
 	}
 	if o.EventKey != "" {
 		return fmt.Errorf("triggering %s: WithEventKey is the key a publish delivers its event with; a trigger takes none", workflow)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("triggering %s: WithTimeout(%s): a timeout is positive", workflow, o.Timeout)
+	}
+	if o.StartAfter < 0 {
+		return fmt.Errorf("triggering %s: WithStartAfter(%s): a delay is positive", workflow, o.StartAfter)
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func (r *RunResult) Err() error {
 		if r.Failure != nil {
 			f = *r.Failure
 		}
-		return &RunFailedError{RunID: r.ID, Step: f.Step, Message: f.Error}
+		return &RunFailedError{RunID: r.ID, Step: f.Step, Message: f.Error, Deadline: r.Failure != nil && f.StepIndex < 0}
 	case RunCancelled:
 		return fmt.Errorf("run %s: %w", r.ID, ErrRunCancelled)
 	case RunRunning:

@@ -113,6 +113,8 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 	}
 	runs := make([]store.NewRun, len(inputs))
+	now := e.clock.Now()
+	startAt := o.startAt(now)
 	for i, in := range inputs {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -120,7 +122,7 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 		runs[i] = store.NewRun{
 			ID: id, Workflow: def.Name(), Version: def.Version(), Tenant: o.Tenant, Priority: priorities[i],
-			Input: in, Tasks: tasks, TraceContext: traceContext, Tags: o.Tags,
+			Input: in, Tasks: tasks, TraceContext: traceContext, Tags: o.Tags, Timeout: o.timeout(def.spec.Timeout), StartAt: startAt,
 		}
 		if perRun[i] != nil {
 			runs[i].Tasks = perRun[i]
@@ -265,6 +267,8 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	if f := run.Failure; run.Status == store.RunFailed && f != nil && f.StepIndex >= 0 && f.StepIndex < len(def.graph.Steps) {
 		f.Step = def.graph.Steps[f.StepIndex].Name
 		res.Failure = f
+	} else if run.Status == store.RunFailed && f != nil && f.StepIndex < 0 {
+		res.Failure = f // its deadline passed: no step failed it
 	}
 	return res
 }

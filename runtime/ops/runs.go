@@ -225,9 +225,15 @@ func listed(r store.Run, names []string) Run {
 	if !r.FinishedAt.IsZero() {
 		r.FinishedAt = r.FinishedAt.UTC()
 	}
+	if !r.StartAt.IsZero() {
+		r.StartAt = r.StartAt.UTC()
+	}
+	if !r.Deadline.IsZero() {
+		r.Deadline = r.Deadline.UTC()
+	}
 	if r.Status != runtime.RunFailed {
 		r.Failure = nil
-	} else if r.Failure != nil {
+	} else if r.Failure != nil && r.Failure.StepIndex >= 0 {
 		r.Failure.Step = stepName(names, r.Failure.StepIndex)
 	}
 	return r

@@ -52,6 +52,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -321,8 +323,23 @@ type Timers interface {
 	// timers it fired, in no particular order, each with the time it was
 	// due, so that the caller can tell how late they fired.
 	FireTimers(ctx context.Context, now time.Time, limit int) ([]FiredTimer, error)
-	// NextTimer returns when the earliest pending timer is due, or false
-	// when there is none.
+	// FireRunTimers takes up to Limit run timers due at Now and acts on
+	// their runs, if still RUNNING. A delayed run's start (NewRun.StartAt)
+	// queues its roots as CreateRuns queues those of a run started at
+	// once (QUEUED events with detail "run started"), under their limits,
+	// and sets its deadline, Timeout from Now. A deadline (NewRun.Timeout)
+	// fails the run as a step's permanent failure would: the run becomes
+	// FAILED with a Failure whose StepIndex is -1 and whose Error is
+	// DeadlineError of its timeout, every unfinished task of it is
+	// CANCELLED (detail DeadlineDetail), its child runs are cancelled and
+	// its failure handler is queued; RunFinished is signalled. A timer
+	// fires once; a run that ended first is left as it is, and so is a
+	// delayed run whose roots were queued already (it was cancelled
+	// before its start, then retried). It returns the timers that acted
+	// on their runs.
+	FireRunTimers(ctx context.Context, now time.Time, limit int) ([]FiredRunTimer, error)
+	// NextTimer returns when the earliest pending timer or run deadline
+	// is due, or false when there is none.
 	NextTimer(ctx context.Context) (time.Time, bool, error)
 }
 
@@ -410,8 +427,17 @@ type NewRun struct {
 	// run a Spawn creates carries its parent run's tags too, its own
 	// taking the place of the parent's where a key is in both: the store
 	// merges them, so that the engine needs no read of the parent's.
-	Tags  map[string]string
-	Tasks []NewTask // one per step, in step order
+	Tags map[string]string
+	// StartAt, when after CreateRuns.Now, delays the run: it is created
+	// RUNNING, but its roots wait, PENDING, until a durable timer starts
+	// it at StartAt (see FireRunTimers).
+	StartAt time.Time
+	// Timeout, when positive, gives the run a deadline: Timeout after it
+	// starts (CreateRuns.Now, or when it starts if delayed), the run, if
+	// still RUNNING, fails (see FireRunTimers). The store keeps the
+	// deadline as a durable timer.
+	Timeout time.Duration
+	Tasks   []NewTask // one per step, in step order
 }
 
 // ParentRun names the run whose step started a run (an item of a map
@@ -521,24 +547,44 @@ type Run struct {
 	// Tags are the run's tags (see NewRun.Tags); nil for none. A store
 	// never changes them once the run is created.
 	Tags map[string]string `json:"tags,omitempty"`
+	// StartAt is when a delayed run starts, or started (see
+	// NewRun.StartAt); zero for a run started when it was triggered.
+	StartAt time.Time `json:"startAt,omitzero"`
+	// Deadline is when the run fails if it is still running (see
+	// NewRun.Timeout); zero for a run without one, and for a delayed run
+	// until it starts.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
-// Duration is how long the run took, from creation to its end; false
-// while it runs.
+// Scheduled reports whether the run waits for its delayed start at now:
+// it runs, and its start is later. (The leader starts it when due, by
+// its timer interval.)
+func (r *Run) Scheduled(now time.Time) bool {
+	return r.Status == RunRunning && r.StartAt.After(now)
+}
+
+// Duration is how long the run took, from creation (or, for a delayed
+// run, its start) to its end; false while it runs.
 func (r *Run) Duration() (time.Duration, bool) {
 	if r.FinishedAt.IsZero() {
 		return 0, false
 	}
-	return r.FinishedAt.Sub(r.CreatedAt), true
+	from := r.CreatedAt
+	if !r.StartAt.IsZero() && r.StartAt.Before(r.FinishedAt) {
+		from = r.StartAt
+	}
+	return r.FinishedAt.Sub(from), true
 }
 
-// RunFailure is the permanent failure of a step that failed a run. A
-// store keeps the step's index; the engine names the step.
+// RunFailure is the permanent failure of a step that failed a run, or
+// the run's deadline passing. A store keeps the step's index; the engine
+// names the step.
 type RunFailure struct {
-	// StepIndex is the failed step's index in its workflow version.
+	// StepIndex is the failed step's index in its workflow version, or -1
+	// when no step failed the run: its deadline passed.
 	StepIndex int `json:"-"`
-	// Step is the name of the step that failed.
-	Step string `json:"step"`
+	// Step is the name of the step that failed; empty when no step did.
+	Step string `json:"step,omitempty"`
 	// Error is the error its last attempt returned.
 	Error string `json:"error"`
 }
@@ -911,6 +957,42 @@ type FiredTimer struct {
 	Completed, RunFinished    bool
 	Workflow, Version, Tenant string
 }
+
+// FiredRunTimer is a run timer FireRunTimers fired on a running run.
+type FiredRunTimer struct {
+	ID       uuid.UUID
+	Workflow string
+	Tenant   string
+	// Started is true for a delayed run's start, false for a deadline,
+	// which failed the run.
+	Started bool
+	// Due is when the timer was due: it fired late by FireRunTimers's now
+	// less Due.
+	Due time.Time
+}
+
+// DeadlineError is the error of a run whose deadline of timeout passed,
+// as its Failure records it.
+func DeadlineError(timeout time.Duration) string {
+	return fmt.Sprintf("run deadline of %s passed", shortDuration(timeout))
+}
+
+// shortDuration writes d as time.Duration does, without its zero minutes
+// and seconds: 1h rather than 1h0m0s, 1h30m rather than 1h30m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// DeadlineDetail is the detail of the CANCELLED events of the tasks a
+// run's deadline cancelled.
+const DeadlineDetail = "run deadline passed"
 
 // QueueDepth is what QueueDepth counts.
 type QueueDepth struct {

@@ -255,6 +255,10 @@ func (c *checker) cycles(parents [][]int) {
 func (c *checker) settings() {
 	c.events()
 	c.startOn()
+	if c.w.Timeout < 0 {
+		c.add(Problem{Rule: RuleDuration, Step: -1, Field: "timeout", Index: -1, Other: -1,
+			Message: fmt.Sprintf("timeout %s is negative", c.w.Timeout)})
+	}
 	for i := range c.w.Steps {
 		s := &c.w.Steps[i]
 		c.kind(i)

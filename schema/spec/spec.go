@@ -38,6 +38,11 @@ type Workflow struct {
 	// RateLimit, when set, limits how often the workflow's code steps
 	// start, by key; a step's own RateLimit replaces it.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// Timeout, when positive, bounds each run as a whole: a run still
+	// running Timeout after it started fails ("run deadline of 1h
+	// passed"), its running steps are cancelled and its failure handler
+	// runs. A trigger's WithTimeout may shorten it. Zero means no limit.
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Steps are the steps in the order the file lists them.
 	Steps []Step `json:"steps"`
 	// OnFailure, when set, names a handler run once when a run fails.

@@ -37,6 +37,9 @@ func (e *emitter) spec() {
 	if w.RateLimit != nil {
 		fields = append(fields, kv("RateLimit", rateLimitCode(w.RateLimit)))
 	}
+	if w.Timeout > 0 {
+		fields = append(fields, kv("Timeout", durationCode(w.Timeout)))
+	}
 	steps := make([]jen.Code, 0, len(w.Steps))
 	for _, s := range w.Steps {
 		steps = append(steps, stepSpec(s))

@@ -25,7 +25,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "timeout", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -43,6 +43,9 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := root.Get("rateLimit"); f != nil {
 		w.RateLimit = d.rateLimit(f.Value, "rateLimit")
+	}
+	if f := root.Get("timeout"); f != nil {
+		w.Timeout = d.duration(f.Value, "timeout")
 	}
 	if f := root.Get("defaults"); f != nil {
 		d.decodeDefaults(f.Value)

@@ -21,6 +21,7 @@ func (w *Workflow) Spec() *spec.Workflow {
 	}
 	out.Concurrency = w.Concurrency.spec()
 	out.RateLimit = w.RateLimit.spec()
+	out.Timeout = w.Timeout
 	for _, s := range w.Steps {
 		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {

@@ -38,6 +38,8 @@ type Workflow struct {
 	Concurrency *Concurrency
 	// RateLimit is the workflow's rate limit, or nil.
 	RateLimit *RateLimit
+	// Timeout bounds each run as a whole; zero for none.
+	Timeout time.Duration
 	// Steps are the steps in file order.
 	Steps []*Step
 	// OnFailure is the failure handler, or nil.

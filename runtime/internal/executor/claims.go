@@ -180,6 +180,13 @@ func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
 // stopRun cancels the running steps of a run (but not its failure
 // handler), and marks its other tasks so that those waiting for a slot
 // are not started.
+// holdsRun reports whether the engine runs tasks of run.
+func (c *claims) holdsRun(run uuid.UUID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[run] > 0
+}
+
 func (c *claims) stopRun(run uuid.UUID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

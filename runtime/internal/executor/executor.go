@@ -51,6 +51,11 @@ type Config struct {
 	RunEnded func(run uuid.UUID)
 	// TimerSet is told that a recorded batch set a durable timer.
 	TimerSet func()
+	// EndCause, when set, says why a run whose steps this engine runs
+	// ended elsewhere, when the steps should see more than ErrRunEnded
+	// (its deadline passed); nil keeps ErrRunEnded. It is asked only for
+	// runs this engine runs steps of.
+	EndCause func(ctx context.Context, run uuid.UUID) error
 
 	Store   store.Store
 	Clock   clock.Clock
@@ -123,8 +128,25 @@ func (x *Executor) Wake() {
 
 // StopRun cancels the running steps of a run that ended (but not its
 // failure handler), and keeps its tasks waiting for a slot from
-// starting.
-func (x *Executor) StopRun(run uuid.UUID) { x.claims.stopRun(run, ErrRunEnded) }
+// starting. The steps' context's cause is ErrRunEnded, or what EndCause
+// says.
+func (x *Executor) StopRun(run uuid.UUID) { x.claims.stopRun(run, x.endCause(run)) }
+
+// endCauseTimeout bounds how long StopRun asks why a run ended.
+const endCauseTimeout = 5 * time.Second
+
+// endCause is the cause StopRun cancels a run's steps with.
+func (x *Executor) endCause(run uuid.UUID) error {
+	if x.cfg.EndCause == nil || !x.claims.holdsRun(run) {
+		return ErrRunEnded
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), endCauseTimeout)
+	defer cancel()
+	if cause := x.cfg.EndCause(ctx, run); cause != nil {
+		return cause
+	}
+	return ErrRunEnded
+}
 
 // AttemptLog returns the log with the attributes of an owned attempt, as
 // far as the executor knows them.

@@ -125,7 +125,7 @@ func (h *Hand) follow(ctx context.Context) (<-chan store.Notification, error) {
 	}
 	for id, status := range statuses {
 		if status.Terminal() {
-			x.claims.stopRun(id, ErrRunEnded)
+			x.StopRun(id)
 		}
 	}
 	return notes, nil
@@ -166,7 +166,7 @@ func (h *Hand) blocked(ctx context.Context, d Drive, notes <-chan store.Notifica
 		return nil, d.FireSchedules(ctx)
 	case n := <-notes:
 		if n.Kind == store.RunFinished {
-			x.claims.stopRun(n.Run, ErrRunEnded)
+			x.StopRun(n.Run)
 			x.cfg.RunEnded(n.Run)
 		}
 	case <-ctx.Done():

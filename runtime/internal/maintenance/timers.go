@@ -18,6 +18,9 @@ type TimerConfig struct {
 	// Fired is told about the timers that fired (the engine counts the
 	// sleeps that completed and wakes whoever waits on their runs).
 	Fired func(ctx context.Context, fired []store.FiredTimer)
+	// RunsFired is told about the run timers that fired: the delayed runs
+	// that started and the runs whose deadline failed them.
+	RunsFired func(ctx context.Context, fired []store.FiredRunTimer)
 
 	Store   store.Store
 	Clock   clock.Clock
@@ -37,7 +40,8 @@ func (c *TimerConfig) setDefaults() {
 const timerBatch = 1000
 
 // TimerFirer fires durable timers as they fall due: sleeping tasks wake,
-// and retrying tasks are queued for their next attempt.
+// retrying tasks are queued for their next attempt, delayed runs start,
+// and runs whose deadline passed fail.
 type TimerFirer struct {
 	cfg  TimerConfig
 	loop loop
@@ -104,9 +108,41 @@ func (s *TimerFirer) run(ctx context.Context) {
 	}
 }
 
-// FireDue fires every timer that is due and returns how many fired. The
-// firer calls it each round; a test Driver calls it directly.
+// FireDue fires every timer and run deadline that is due and returns
+// how many fired. The firer calls it each round; a test Driver calls it
+// directly.
+//
+// Run timers go first: a run whose deadline passed while its sleep
+// ended too (the leader was down for both) fails rather than runs on.
 func (s *TimerFirer) FireDue(ctx context.Context) (int, error) {
+	total, err := s.fireRunTimers(ctx)
+	if err != nil {
+		return total, err
+	}
+	n, err := s.fireTimers(ctx)
+	return total + n, err
+}
+
+// fireRunTimers starts every delayed run and fails every run whose
+// deadline is due. (A round that fires a full batch of timers of runs
+// that ended first acts on none, and leaves the rest to the next round,
+// which NextTimer makes immediate.)
+func (s *TimerFirer) fireRunTimers(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		fired, err := s.cfg.Store.FireRunTimers(ctx, s.cfg.Clock.Now(), timerBatch)
+		if s.cfg.RunsFired != nil && len(fired) > 0 {
+			s.cfg.RunsFired(ctx, fired)
+		}
+		total += len(fired)
+		if err != nil || len(fired) < timerBatch {
+			return total, err
+		}
+	}
+}
+
+// fireTimers fires every task timer that is due.
+func (s *TimerFirer) fireTimers(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now := s.cfg.Clock.Now()

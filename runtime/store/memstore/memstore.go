@@ -30,6 +30,7 @@ type Store struct {
 	limits         map[string]*limitLine // by limit key (see limits.go)
 	rates          map[string]time.Time  // due time by rate key (see rates.go)
 	timers         timerQueue
+	runTimers      map[uuid.UUID]*runTimer // each run's pending start or deadline (see runtimers.go)
 	eventSeq       int64
 	subs           map[int]chan store.Notification
 	subSeq         int
@@ -53,9 +54,10 @@ type idemKey struct{ workflow, tenant, key string }
 type run struct {
 	rec        store.Run
 	tasks      []*task
-	pending    []int // per step: parents still to resolve
-	unresolved int   // tasks (failure handler excluded) not yet COMPLETED or SKIPPED
-	onFailure  int   // step index of the failure handler, or -1
+	pending    []int         // per step: parents still to resolve
+	unresolved int           // tasks (failure handler excluded) not yet COMPLETED or SKIPPED
+	onFailure  int           // step index of the failure handler, or -1
+	timeout    time.Duration // NewRun.Timeout, for the deadline's message
 	events     []store.Event
 }
 
@@ -96,6 +98,7 @@ func New() *Store {
 		schedules:      map[scheduleKey]store.Schedule{},
 		pauses:         map[pauseKey]time.Time{},
 		children:       map[store.TaskKey][]*run{},
+		runTimers:      map[uuid.UUID]*runTimer{},
 		byRun:          map[uuid.UUID][]*sent{},
 		byKey:          map[keyAddr][]*sent{},
 		sentIDs:        map[sentID]bool{},

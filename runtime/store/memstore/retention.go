@@ -37,6 +37,7 @@ func (s *Store) PurgeRuns(_ context.Context, p store.Purge) (store.PurgeResult, 
 	}
 	for _, r := range picked {
 		delete(s.runs, r.rec.ID)
+		s.forgetRunTimer(r.rec.ID)
 		delete(s.byRun, r.rec.ID) // the events sent to it
 		s.forgetWaits(r)
 		for _, t := range r.tasks {

@@ -92,13 +92,24 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		}
 	}
 	s.runs[nr.ID] = r
+	s.setRunTimers(r, nr, now)
 	if nr.Parent != nil {
 		s.children[nr.Parent.Task()] = append(s.children[nr.Parent.Task()], r)
 	}
+	if !r.rec.StartAt.IsZero() {
+		return false // delayed: its timer starts it
+	}
+	return s.queueRoots(r, now, "")
+}
+
+// queueRoots queues the tasks of a run that wait for no parent (the
+// failure handler excepted), reporting whether it queued any. Callers
+// hold s.mu.
+func (s *Store) queueRoots(r *run, now time.Time, detail string) bool {
 	queued := false
 	for i, t := range r.tasks {
-		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure {
-			s.event(r, i, store.EventQueued, 0, s.admit(t, true, now), "")
+		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure && t.rec.Status == store.TaskPending {
+			s.event(r, i, store.EventQueued, 0, s.admit(t, true, now), detail)
 			queued = true
 		}
 	}
@@ -306,6 +317,12 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 // unfinished task is cancelled and the failure handler queued. Callers
 // hold s.mu. It reports whether the run was running.
 func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
+	return s.failRunBecause(r, step, msg, "run failed", now)
+}
+
+// failRunBecause is failRun with the detail of the cancelled tasks'
+// events.
+func (s *Store) failRunBecause(r *run, step int, msg, detail string, now time.Time) bool {
 	if r.rec.Status != store.RunRunning {
 		return false
 	}
@@ -315,7 +332,7 @@ func (s *Store) failRun(r *run, step int, msg string, now time.Time) bool {
 			continue
 		}
 		at := s.setStatus(t, store.TaskCancelled, now)
-		s.event(r, i, store.EventCancelled, t.rec.Attempt, at, "run failed")
+		s.event(r, i, store.EventCancelled, t.rec.Attempt, at, detail)
 	}
 	s.endRun(r, store.RunFailed, now)
 	if r.onFailure >= 0 && r.tasks[r.onFailure].rec.Status == store.TaskPending {

@@ -62,11 +62,11 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 func (s *Store) NextTimer(_ context.Context) (time.Time, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tm, ok := s.timers.next()
-	if !ok {
-		return time.Time{}, false, nil
+	next, ok := s.nextRunTimer()
+	if tm, queued := s.timers.next(); queued && (!ok || tm.at.Before(next)) {
+		next, ok = tm.at, true
 	}
-	return tm.at, true, nil
+	return next, ok, nil
 }
 
 // childrenOf returns the steps of t's run that name t among their parents.

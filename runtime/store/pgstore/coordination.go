@@ -101,13 +101,24 @@ func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]sto
 // NextTimer implements store.Timers.
 func (s *Store) NextTimer(ctx context.Context) (time.Time, bool, error) {
 	at, err := s.q.TimerNext(ctx)
+	found := err == nil
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, false, nil
+		err = nil
 	}
 	if err != nil {
 		return time.Time{}, false, wrap(err, "reading next timer")
 	}
-	return at, true, nil
+	deadline, err := s.q.RunTimerNext(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return at, found, nil
+	}
+	if err != nil {
+		return time.Time{}, false, wrap(err, "reading next run timer")
+	}
+	if !found || deadline.Before(at) {
+		at, found = deadline, true
+	}
+	return at, found, nil
 }
 
 // Leadership implements store.Coordination with a session advisory lock
@@ -379,4 +390,110 @@ func (s *Store) catchUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// FireRunTimers implements store.Timers: the due run timers, then their
+// runs (skipping those another transaction holds, as FireTimers does),
+// in one transaction. Starts queue the roots of the runs still running
+// and set their deadlines; deadlines fail the runs still running as a
+// step's failure fails them (fail).
+func (s *Store) FireRunTimers(ctx context.Context, now time.Time, limit int) ([]store.FiredRunTimer, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var fired []store.FiredRunTimer
+	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
+		fired = nil
+		due, err := q.RunTimersDue(ctx, dbsqlc.RunTimersDueParams{Now: now, Lim: int32(limit)})
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		ids := make([]uuid.UUID, len(due))
+		for i, d := range due {
+			ids[i] = d.RunID
+		}
+		locked, err := q.TimersLockRuns(ctx, ids)
+		if err != nil || len(locked) == 0 {
+			return err
+		}
+		held := make(map[uuid.UUID]bool, len(locked))
+		for _, id := range locked {
+			held[id] = true
+		}
+		var firing, starts []uuid.UUID
+		fail := dbsqlc.RunsFailParams{Now: now}
+		timers := make(map[uuid.UUID]dbsqlc.TrellisRunTimer, len(locked))
+		for _, d := range due {
+			if !held[d.RunID] {
+				continue
+			}
+			firing = append(firing, d.RunID)
+			timers[d.RunID] = d
+			if d.Start {
+				starts = append(starts, d.RunID)
+				continue
+			}
+			fail.RunIds = append(fail.RunIds, d.RunID)
+			fail.Steps = append(fail.Steps, -1)
+			fail.Errors = append(fail.Errors, store.DeadlineError(time.Duration(d.Timeout)*time.Microsecond))
+		}
+		if err := q.RunTimersDelete(ctx, firing); err != nil {
+			return err
+		}
+		if fired, err = startRuns(ctx, q, starts, timers, now); err != nil {
+			return err
+		}
+		if len(fail.RunIds) == 0 {
+			return nil
+		}
+		failed, err := q.RunsFail(ctx, fail)
+		if err != nil || len(failed) == 0 {
+			return err
+		}
+		runs := make([]uuid.UUID, len(failed))
+		for i, f := range failed {
+			runs[i] = f.ID
+			fired = append(fired, store.FiredRunTimer{ID: f.ID, Workflow: f.Workflow, Tenant: f.Tenant, Due: timers[f.ID].WakeAt})
+		}
+		if err := cancelUnfinished(ctx, q, runs, false, now, store.DeadlineDetail); err != nil {
+			return err
+		}
+		_, err = q.TasksQueueHandlers(ctx, dbsqlc.TasksQueueHandlersParams{Now: now, RunIds: runs})
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "firing run timers")
+	}
+	return fired, nil
+}
+
+// startRuns starts the delayed runs of ids still running, whose timers
+// the caller has deleted and whose locks it holds: their roots are
+// queued, and those with a timeout get their deadline.
+func startRuns(ctx context.Context, q *dbsqlc.Queries, ids []uuid.UUID, timers map[uuid.UUID]dbsqlc.TrellisRunTimer, now time.Time) ([]store.FiredRunTimer, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	started, err := q.RunsStart(ctx, dbsqlc.RunsStartParams{RunIds: ids, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	var fired []store.FiredRunTimer
+	var deadlines dbsqlc.RunTimersSetParams
+	for _, r := range started {
+		tm := timers[r.ID]
+		fired = append(fired, store.FiredRunTimer{ID: r.ID, Workflow: r.Workflow, Tenant: r.Tenant, Started: true, Due: tm.WakeAt})
+		if tm.Timeout > 0 {
+			deadlines.RunIds = append(deadlines.RunIds, r.ID)
+			deadlines.WakeAts = append(deadlines.WakeAts, now.Add(time.Duration(tm.Timeout)*time.Microsecond))
+			deadlines.Starts = append(deadlines.Starts, false)
+			deadlines.Timeouts = append(deadlines.Timeouts, tm.Timeout)
+		}
+	}
+	if len(deadlines.RunIds) > 0 {
+		if err := q.RunTimersSet(ctx, deadlines); err != nil {
+			return nil, err
+		}
+	}
+	return fired, nil
 }

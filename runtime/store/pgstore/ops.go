@@ -154,6 +154,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
 			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
+			StartAt: deref(r.StartAt), Deadline: deref(r.Deadline),
 		})
 	}
 	return out, reached, nil
@@ -362,6 +363,7 @@ func (s *Store) ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first
 			IdempotencyKey: r.IdempotencyKey.String, Priority: int(r.Priority), Status: store.RunStatus(r.Status),
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
 			Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
+			StartAt: deref(r.StartAt), Deadline: deref(r.Deadline),
 		})
 	}
 	var out []store.ChildRunPreview

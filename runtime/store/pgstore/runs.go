@@ -115,12 +115,16 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			tasks.Priorities = append(tasks.Priorities, priority(r))
 			sink := sinks(r.Tasks)
 			for i, t := range r.Tasks {
+				pending := t.Pending
+				if pending == 0 && delayed(r, now) {
+					pending = 1 // the run's start, which RunsStart resolves
+				}
 				tasks.Sinks = append(tasks.Sinks, sink[i])
 				tasks.RunIds = append(tasks.RunIds, r.ID)
 				tasks.Steps = append(tasks.Steps, int16(t.Step))
 				tasks.Kinds = append(tasks.Kinds, kindToDB(t.Kind))
 				tasks.Parents = append(tasks.Parents, arrayLiteral(t.Parents))
-				tasks.Pendings = append(tasks.Pendings, int16(t.Pending))
+				tasks.Pendings = append(tasks.Pendings, int16(pending))
 				tasks.Plains = append(tasks.Plains, t.Plain)
 				tasks.MaxAttempts = append(tasks.MaxAttempts, int32(t.MaxAttempts))
 				tasks.LimitKeys = append(tasks.LimitKeys, t.Limit.Key)
@@ -137,8 +141,35 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, setRunTimers(ctx, q, runs, created, now)
 }
+
+// setRunTimers gives the runs created now that are delayed or have a
+// timeout their timers: nothing for the others.
+func setRunTimers(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, created map[uuid.UUID]bool, now time.Time) error {
+	var p dbsqlc.RunTimersSetParams
+	for _, r := range runs {
+		if !created[r.ID] || (r.Timeout <= 0 && !delayed(r, now)) {
+			continue
+		}
+		p.RunIds = append(p.RunIds, r.ID)
+		p.Timeouts = append(p.Timeouts, r.Timeout.Microseconds())
+		p.Starts = append(p.Starts, delayed(r, now))
+		if delayed(r, now) {
+			p.WakeAts = append(p.WakeAts, r.StartAt)
+		} else {
+			p.WakeAts = append(p.WakeAts, now.Add(r.Timeout))
+		}
+	}
+	if len(p.RunIds) == 0 {
+		return nil
+	}
+	return q.RunTimersSet(ctx, p)
+}
+
+// delayed reports whether r starts later than now: its roots wait for its
+// start timer.
+func delayed(r store.NewRun, now time.Time) bool { return r.StartAt.After(now) }
 
 // byKey returns runs ordered by workflow, tenant and idempotency key, in
 // byte order (runs without a key first, in the order given).
@@ -281,6 +312,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),
 		Tags:    tagsFromDB(row.Tags),
+		StartAt: deref(row.StartAt), Deadline: deref(row.Deadline),
 	}
 }
 
@@ -292,11 +324,15 @@ func parentRun(run pgtype.UUID, step pgtype.Int2, index pgtype.Int4) *store.Pare
 	return &store.ParentRun{ID: run.Bytes, StepIndex: int(step.Int16), Index: int(index.Int32)}
 }
 
-// failure reads a run's failure columns: failed_step is -1 unless the run
-// failed.
+// failure reads a run's failure columns: failed_step is -1 unless a step
+// failed the run, and error is NULL unless the run failed (its deadline
+// passed, when failed_step is -1).
 func failure(step int32, msg pgtype.Text) *store.RunFailure {
-	if step < 0 {
+	if step < 0 && !msg.Valid {
 		return nil
+	}
+	if step < 0 {
+		return &store.RunFailure{StepIndex: -1, Error: msg.String}
 	}
 	return &store.RunFailure{StepIndex: int(step), Error: msg.String}
 }

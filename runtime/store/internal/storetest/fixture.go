@@ -61,6 +61,8 @@ type runOpts struct {
 	input                 string     // {"n":1} when empty
 	kindA                 store.Kind // of the root, step A: code unless set
 	tags                  map[string]string
+	startAt               time.Time     // NewRun.StartAt
+	timeout               time.Duration // NewRun.Timeout
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -107,6 +109,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
 		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tags: o.tags, Tasks: tasks,
+		StartAt: o.startAt, Timeout: o.timeout,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)

@@ -122,6 +122,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"ChildRunPreviews", testChildRunPreviews},
 		{"ParentEndCancelsChildren", testParentEndCancelsChildren},
 		{"ReleaseWokenParent", testReleaseWokenParent},
+		{"DelayedRunStartsWhenDue", testDelayedStart},
+		{"DeadlineFailsRunningRun", testDeadlineFails},
+		{"RunTimerOfEndedRunDoesNothing", testRunTimerOfEndedRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -106,6 +106,15 @@ type TrellisRun struct {
 	ParentIndex     pgtype.Int4
 	RerunAt         *time.Time
 	Tags            []byte
+	StartAt         *time.Time
+	Deadline        *time.Time
+}
+
+type TrellisRunTimer struct {
+	RunID   uuid.UUID
+	WakeAt  time.Time
+	Start   bool
+	Timeout int64
 }
 
 type TrellisSchedule struct {

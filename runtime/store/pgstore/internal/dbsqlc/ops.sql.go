@@ -224,11 +224,11 @@ WITH parents AS (
     SELECT DISTINCT unnest($2::uuid[]) AS id
 )
 SELECT c.id, c.workflow, c.version, c.tenant, c.idempotency_key, c.priority, c.status, c.failed_step, c.error,
-       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags
+       c.created_at, c.finished_at, c.parent_run_id, c.parent_step, c.parent_index, c.rerun_at, c.tags, c.start_at, c.deadline
 FROM parents p
 CROSS JOIN LATERAL (
     SELECT r.id, r.workflow, r.version, r.tenant, r.idempotency_key, r.priority, r.status, r.failed_step, r.error,
-           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags
+           r.created_at, r.finished_at, r.parent_run_id, r.parent_step, r.parent_index, r.rerun_at, r.tags, r.start_at, r.deadline
     FROM trellis_runs r
     WHERE r.parent_run_id = p.id
     ORDER BY r.parent_step, r.parent_index, r.created_at, r.id
@@ -259,6 +259,8 @@ type OpsFirstChildRunsRow struct {
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
 	Tags           []byte
+	StartAt        *time.Time
+	Deadline       *time.Time
 }
 
 // The first lim runs the steps of each run of parents started, by step,
@@ -290,6 +292,8 @@ func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsPa
 			&i.ParentIndex,
 			&i.RerunAt,
 			&i.Tags,
+			&i.StartAt,
+			&i.Deadline,
 		); err != nil {
 			return nil, err
 		}
@@ -464,7 +468,7 @@ func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at, tags
+           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -482,12 +486,12 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT $17
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, s.tags, (cardinality($18::jsonb[]) = 0 OR s.input::jsonb @> ANY ($18::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, s.tags, s.start_at, s.deadline, (cardinality($18::jsonb[]) = 0 OR s.input::jsonb @> ANY ($18::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM checked
 ORDER BY created_at DESC, id DESC
 `
@@ -532,6 +536,8 @@ type OpsRunsScanRow struct {
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
 	Tags           []byte
+	StartAt        *time.Time
+	Deadline       *time.Time
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -598,6 +604,8 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.ParentIndex,
 			&i.RerunAt,
 			&i.Tags,
+			&i.StartAt,
+			&i.Deadline,
 		); err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE id = $1
 `
@@ -51,6 +51,8 @@ type RunGetRow struct {
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
 	Tags           []byte
+	StartAt        *time.Time
+	Deadline       *time.Time
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -75,6 +77,8 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.ParentIndex,
 		&i.RerunAt,
 		&i.Tags,
+		&i.StartAt,
+		&i.Deadline,
 	)
 	return i, err
 }
@@ -185,7 +189,7 @@ func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsC
 const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
@@ -215,6 +219,8 @@ type RunsChildrenRow struct {
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
 	Tags           []byte
+	StartAt        *time.Time
+	Deadline       *time.Time
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -246,6 +252,8 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.ParentIndex,
 			&i.RerunAt,
 			&i.Tags,
+			&i.StartAt,
+			&i.Deadline,
 		); err != nil {
 			return nil, err
 		}
@@ -291,9 +299,9 @@ WITH target AS MATERIALIZED (
     FROM (SELECT unnest($1::uuid[]) AS run_id, unnest($3::int[]) AS step, unnest($4::text[]) AS error) AS f
     JOIN target t ON t.id = f.run_id AND t.status = 'RUNNING'
     WHERE r.id = f.run_id
-    RETURNING r.id
+    RETURNING r.id, r.workflow, r.tenant
 )
-SELECT id, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed
+SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::text)::text AS notified FROM failed
 `
 
 type RunsFailParams struct {
@@ -305,6 +313,8 @@ type RunsFailParams struct {
 
 type RunsFailRow struct {
 	ID       uuid.UUID
+	Workflow string
+	Tenant   string
 	Notified string
 }
 
@@ -326,7 +336,12 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 	items := []RunsFailRow{}
 	for rows.Next() {
 		var i RunsFailRow
-		if err := rows.Scan(&i.ID, &i.Notified); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Workflow,
+			&i.Tenant,
+			&i.Notified,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -340,7 +355,7 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -365,6 +380,8 @@ type RunsGetRow struct {
 	ParentIndex    pgtype.Int4
 	RerunAt        *time.Time
 	Tags           []byte
+	StartAt        *time.Time
+	Deadline       *time.Time
 }
 
 // The given runs that exist, ordered by id.
@@ -396,6 +413,8 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.ParentIndex,
 			&i.RerunAt,
 			&i.Tags,
+			&i.StartAt,
+			&i.Deadline,
 		); err != nil {
 			return nil, err
 		}
