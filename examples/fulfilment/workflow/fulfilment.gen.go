@@ -156,6 +156,7 @@ func FulfilmentSpec() *runtime.WorkflowSpec {
 		Description: "Charges every line item of an order (a map step), ships the order through the shipment workflow (a child workflow), then waits up to three days for the customer to confirm delivery (an event). Started by the shop's order-placed event for the orders of its web shop.",
 		Source:      "fulfilment.yaml",
 		InputSchema: `{"properties":{"address":{"properties":{"city":{"type":"string"},"street":{"type":"string"}},"required":["street","city"],"type":"object"},"customer":{"minLength":1,"type":"string"},"lines":{"items":{"properties":{"quantity":{"minimum":1,"type":"integer"},"sku":{"type":"string"},"unitCents":{"minimum":0,"type":"integer"}},"required":["sku","quantity","unitCents"],"type":"object"},"minItems":1,"type":"array"},"orderId":{"minLength":1,"type":"string"}},"required":["orderId","customer","address","lines"],"type":"object"}`,
+		Timeout:     336 * time.Hour,
 		Steps: []runtime.StepSpec{
 			{
 				Name:         "charge-line",
