@@ -338,10 +338,16 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 			took := "-"
 			if d, ok := r.Duration(); ok {
 				took = shortDuration(d)
+			} else if r.Scheduled(now) {
+				took = "starts in " + shortDuration(r.StartAt.Sub(now))
 			}
 			failure := ""
 			if r.Failure != nil {
-				failure = truncate(r.Failure.Step+": "+r.Failure.Error, 40)
+				failure = r.Failure.Error
+				if r.Failure.Step != "" {
+					failure = r.Failure.Step + ": " + failure
+				}
+				failure = truncate(failure, 40)
 			}
 			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), ago(now, r.CreatedAt), took, failure)
 			t.paint(3, statusStyle(string(r.Status)))
@@ -431,7 +437,7 @@ func RunsShow(ctx context.Context, o RunsShowOptions, stdout, stderr io.Writer) 
 		if o.Format == "json" {
 			return -1, printJSON(stdout, r)
 		}
-		return -1, writeRun(stdout, r)
+		return -1, writeRun(stdout, r, o.now())
 	})
 }
 
@@ -461,9 +467,19 @@ func childrenNote(counts map[runtime.RunStatus]int) string {
 	return fmt.Sprintf("%d %s: %s", total, noun, strings.Join(parts, ", "))
 }
 
+// failureText says what failed a run: "step work: boom", or, for a run
+// whose deadline passed, "run deadline of 1h passed".
+func failureText(f *runtime.Failure) string {
+	if f.StepIndex < 0 && f.Step == "" {
+		return f.Error
+	}
+	return "step " + f.Step + ": " + f.Error
+}
+
 // writeRun prints a run: a header, the failure, the steps as a table, then
-// the input and outputs as indented JSON.
-func writeRun(w io.Writer, r *ops.RunDetail) error {
+// the input and outputs as indented JSON. now tells a delayed run that
+// has not started from one that has.
+func writeRun(w io.Writer, r *ops.RunDetail, now time.Time) error {
 	h := newTable(w)
 	h.row("Run:", r.ID.String())
 	h.row("Workflow:", r.Workflow+" ("+r.Version+")")
@@ -488,11 +504,21 @@ func writeRun(w io.Writer, r *ops.RunDetail) error {
 	if !r.RerunAt.IsZero() {
 		h.row("Rerun:", timestamp(&r.RerunAt)+" (from a step: runs events shows which steps ran again)")
 	}
+	if !r.StartAt.IsZero() {
+		label := "Started:"
+		if r.Scheduled(now) {
+			label = "Starts:"
+		}
+		h.row(label, timestamp(&r.StartAt)+" (delayed)")
+	}
+	if !r.Deadline.IsZero() {
+		h.row("Deadline:", timestamp(&r.Deadline))
+	}
 	if d, ok := r.Duration(); ok {
 		h.row("Finished:", timestamp(&r.FinishedAt)+" (after "+shortDuration(d)+")")
 	}
 	if r.Failure != nil {
-		h.row("Failure:", "step "+r.Failure.Step+": "+r.Failure.Error)
+		h.row("Failure:", failureText(r.Failure))
 	}
 	if err := h.flush(); err != nil {
 		return err
