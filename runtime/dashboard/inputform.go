@@ -2,10 +2,13 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/schema/spec"
 )
 
@@ -61,6 +64,10 @@ type inputForm struct {
 	Key     string
 	// Tags is the tags area's text: a key=value a line.
 	Tags string
+	// StartAfter and Timeout are the optional delay of the run's start
+	// (WithStartAfter) and its deadline (WithTimeout), as typed: Go
+	// durations such as 30m.
+	StartAfter, Timeout string
 }
 
 // newInputForm reads an input schema (JSON text) into form fields.
@@ -170,6 +177,8 @@ func (f *inputForm) read(form url.Values) (json.RawMessage, bool) {
 	f.Tenant = strings.TrimSpace(form.Get("tenant"))
 	f.Key = form.Get("idempotency-key")
 	f.Tags = form.Get("tags")
+	f.StartAfter = strings.TrimSpace(form.Get("start-after"))
+	f.Timeout = strings.TrimSpace(form.Get("timeout"))
 	if strings.TrimSpace(f.JSON) != "" {
 		return json.RawMessage(f.JSON), true
 	}
@@ -249,4 +258,29 @@ func placeIn(fields []inputField, field, message string) bool {
 		return true
 	}
 	return false
+}
+
+// runOptions are the trigger options of the form's delay and timeout,
+// or the problems of those that are not positive Go durations.
+func (f *inputForm) runOptions() ([]runtime.RunOption, []string) {
+	var opts []runtime.RunOption
+	var problems []string
+	for _, field := range []struct {
+		label, value string
+		option       func(time.Duration) runtime.RunOption
+	}{
+		{"start after", f.StartAfter, runtime.WithStartAfter},
+		{"timeout", f.Timeout, runtime.WithTimeout},
+	} {
+		if field.value == "" {
+			continue
+		}
+		d, err := time.ParseDuration(field.value)
+		if err != nil || d <= 0 {
+			problems = append(problems, fmt.Sprintf("%s: %q is not a positive duration; write a number and a unit such as 30s, 5m or 24h", field.label, truncate(field.value, 40)))
+			continue
+		}
+		opts = append(opts, field.option(d))
+	}
+	return opts, problems
 }

@@ -76,8 +76,13 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request) {
 		form.Problems = append(form.Problems, tagProblems...)
 		ok = false
 	}
+	timing, problems := form.runOptions()
+	if len(problems) > 0 {
+		form.Problems = append(form.Problems, problems...)
+		ok = false
+	}
 	if ok {
-		opts := []runtime.RunOption{runtime.WithTenant(tenant)}
+		opts := append([]runtime.RunOption{runtime.WithTenant(tenant)}, timing...)
 		if form.Key != "" {
 			opts = append(opts, runtime.WithIdempotencyKey(form.Key))
 		}
