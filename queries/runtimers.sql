@@ -1,5 +1,5 @@
 -- name: RunTimersSet :exec
--- Sets run timers (see schema/0020): a delayed run's start, or a run's
+-- Sets run timers (see schema/0022): a delayed run's start, or a run's
 -- deadline, and the run's start_at or deadline column with it; tells the
 -- leader to look at its next timer again (a 'timer' notification).
 WITH d AS (

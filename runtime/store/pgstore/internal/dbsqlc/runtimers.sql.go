@@ -101,7 +101,7 @@ type RunTimersSetParams struct {
 	Timeouts []int64
 }
 
-// Sets run timers (see schema/0020): a delayed run's start, or a run's
+// Sets run timers (see schema/0022): a delayed run's start, or a run's
 // deadline, and the run's start_at or deadline column with it; tells the
 // leader to look at its next timer again (a 'timer' notification).
 func (q *Queries) RunTimersSet(ctx context.Context, arg RunTimersSetParams) error {
