@@ -124,11 +124,17 @@ func liveEngine(t *testing.T, configure ...func(*dashboard.Options)) (*probe, *r
 func runStable(ctx context.Context, actions ...chromedp.Action) error {
 	var err error
 	for range 3 {
-		if err = chromedp.Run(ctx, actions...); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+		if err = chromedp.Run(ctx, actions...); err == nil || !lostNode(err) {
 			return err
 		}
 	}
 	return err
+}
+
+// lostNode says whether err is the browser's answer about a node a live
+// update replaced while an action held it. Chrome words it two ways.
+func lostNode(err error) bool {
+	return strings.Contains(err.Error(), "Could not find node") || strings.Contains(err.Error(), "No node with given id")
 }
 
 // A user opens a failed run from the overview, sees the failed step
