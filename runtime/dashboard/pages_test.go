@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/dashboard"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	"github.com/effectivelabs/trellis/testdata/acceptance"
+	"github.com/google/uuid"
 )
 
 // What a newcomer looks for: which runs failed, at which step, with what
@@ -464,5 +466,42 @@ func TestRunsListByTag(t *testing.T) {
 		if !strings.Contains(body, "The <strong>tag</strong> filter cannot be used") || !strings.Contains(body, want) {
 			t.Errorf("/runs?%s does not name the tag field's problem %s", q, want)
 		}
+	}
+}
+
+// TestBrowserWorkflowStartEvents: from the workflows list a user opens a
+// workflow that events start, reads the events, filters and inputs that
+// start it, and finds the run a published event started.
+func TestBrowserWorkflowStartEvents(t *testing.T) {
+	b := setup(t, dashboard.Options{})
+	ctx := browser(t, 1280, 900)
+	if _, err := acceptance.RegisterBigOrders(b.h.Engine, bigOrders{}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := b.h.Engine.PublishEvent(t.Context(), "order-placed", "e-1", []byte(`{"id":"o-1","total":500}`))
+	if err != nil || len(pub.Listeners) != 1 || pub.Listeners[0].Run == uuid.Nil {
+		t.Fatalf("publishing order-placed: %+v, %v; want one run started", pub, err)
+	}
+	started := pub.Listeners[0].Run.String()
+	var starts, runs string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(b.base+"/workflows"),
+		chromedp.Click(`a[href$="/workflows/big-orders"]`),
+		chromedp.WaitVisible(`tr[data-event="order-placed"]`),
+		chromedp.Text(`tr[data-event="order-placed"]`, &starts),
+		chromedp.Navigate(b.base+"/runs?workflow=big-orders"),
+		chromedp.WaitVisible(`table.runs`),
+		chromedp.Evaluate(`document.querySelector("table.runs").innerText`, &runs),
+	)
+	if err != nil {
+		t.Fatalf("opening the workflow's page: %v", err)
+	}
+	for _, want := range []string{"order-placed", "payload.total > 100", "orderId: payload.id"} {
+		if !strings.Contains(starts, want) {
+			t.Errorf("the workflow page's start events say %q, want %q", starts, want)
+		}
+	}
+	if !strings.Contains(runs, started) {
+		t.Errorf("the runs of big-orders do not list the run the event started (%s):\n%s", started, runs)
 	}
 }
