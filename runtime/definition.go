@@ -35,6 +35,8 @@ type Definition struct {
 	// rates holds each step's rate limit (its own, or the workflow's);
 	// nil for steps without one.
 	rates []*rate
+	// runLimit is the workflow's limit on whole runs; nil for none.
+	runLimit *runLimit
 	// schedules are the compiled cron schedules (see schedules.go).
 	schedules []schedule
 	// items holds the compiled forEach of each map step, and itemDefs
@@ -52,6 +54,16 @@ type Definition struct {
 	waitKeys []*condition.KeyExpr
 	// startOn are the compiled startOn entries (see startevents.go).
 	startOn []startOn
+}
+
+// runLimit is a compiled run concurrency limit: runs whose key values
+// are equal share its max slots (see store.RunLimit). Its scope is the
+// workflow's name and "@runs", which no step limit's scope can be.
+type runLimit struct {
+	scope    string
+	key      *condition.KeyExpr
+	max      int
+	strategy string
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are
@@ -166,6 +178,13 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		if d.rates, err = compileRates(spec, len(g.Steps), env); err != nil {
 			return nil, err
 		}
+		if l := spec.RunConcurrency; l != nil {
+			x, issues := env.CompileKey(l.Key)
+			if len(issues) > 0 {
+				return nil, fmt.Errorf("compiling workflow %s: runConcurrency: key %q: %s", spec.Name, l.Key, issues[0].Message)
+			}
+			d.runLimit = &runLimit{scope: spec.Name + "@runs", key: x, max: l.Max, strategy: string(l.Effective())}
+		}
 	}
 	if err := d.compileSchedules(); err != nil {
 		return nil, err
@@ -275,7 +294,7 @@ func compilePriority(spec *WorkflowSpec, env *condition.InputEnv) (*condition.In
 // hasLimits reports whether a spec declares a concurrency or a rate
 // limit.
 func hasLimits(spec *WorkflowSpec) bool {
-	return spec.Concurrency != nil || spec.RateLimit != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool {
+	return spec.Concurrency != nil || spec.RateLimit != nil || spec.RunConcurrency != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool {
 		return s.Concurrency != nil || s.RateLimit != nil
 	})
 }
@@ -408,6 +427,20 @@ func (d *Definition) taskLimits(ctx context.Context, input json.RawMessage, task
 		tasks[i].Rate = store.Rate{Key: r.scope + ":" + storedKey(v), Interval: r.interval, Burst: r.burst}
 	}
 	return nil
+}
+
+// runLimitOf is the run concurrency limit of a run of d with the given
+// (valid) input; zero when d has none.
+func (d *Definition) runLimitOf(ctx context.Context, input json.RawMessage) (store.RunLimit, error) {
+	l := d.runLimit
+	if l == nil {
+		return store.RunLimit{}, nil
+	}
+	v, err := l.key.Eval(ctx, input)
+	if err != nil {
+		return store.RunLimit{}, fmt.Errorf("workflow %s: runConcurrency key: %w", d.spec.Name, err)
+	}
+	return store.RunLimit{Key: l.scope + ":" + storedKey(v), Max: l.max, Strategy: l.strategy}, nil
 }
 
 // runPriority is the priority of a run of d with the given (valid)

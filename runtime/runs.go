@@ -83,6 +83,10 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 	priorities := make([]int, len(inputs))
 	tasks := newTasks(def)
 	perRun := make([][]store.NewTask, len(inputs))
+	var runLimits []store.RunLimit
+	if def.runLimit != nil {
+		runLimits = make([]store.RunLimit, len(inputs))
+	}
 	for i, in := range inputs {
 		if len(in) == 0 {
 			inputs[i] = json.RawMessage(`{}`)
@@ -100,6 +104,9 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		if err == nil && def.hasLimits() {
 			perRun[i] = slices.Clone(tasks)
 			err = def.taskLimits(ctx, inputs[i], perRun[i])
+		}
+		if err == nil && runLimits != nil {
+			runLimits[i], err = def.runLimitOf(ctx, inputs[i])
 		}
 		if err != nil {
 			if len(inputs) > 1 {
@@ -126,6 +133,9 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 		if perRun[i] != nil {
 			runs[i].Tasks = perRun[i]
+		}
+		if runLimits != nil {
+			runs[i].RunLimit = runLimits[i]
 		}
 		if keys != nil {
 			runs[i].IdempotencyKey = keys[i]

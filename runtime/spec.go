@@ -21,6 +21,10 @@ type ScheduleSpec = spec.Schedule
 // ConcurrencySpec is a concurrency limit by key (see spec.Concurrency).
 type ConcurrencySpec = spec.Concurrency
 
+// RunConcurrencySpec is a concurrency limit on whole runs by key (see
+// spec.RunConcurrency).
+type RunConcurrencySpec = spec.RunConcurrency
+
 // RateLimitSpec is a rate limit by key (see spec.RateLimit).
 type RateLimitSpec = spec.RateLimit
 

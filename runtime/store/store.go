@@ -437,7 +437,10 @@ type NewRun struct {
 	// still RUNNING, fails (see FireRunTimers). The store keeps the
 	// deadline as a durable timer.
 	Timeout time.Duration
-	Tasks   []NewTask // one per step, in step order
+	// RunLimit, when its Key is set, bounds the runs in progress that
+	// share its key (see RunLimit).
+	RunLimit RunLimit
+	Tasks    []NewTask // one per step, in step order
 }
 
 // ParentRun names the run whose step started a run (an item of a map
@@ -507,6 +510,38 @@ type Limit struct {
 	Max int
 }
 
+// RunLimit is a concurrency limit on whole runs: at most Max runs with
+// the same Key are in progress at once, across every worker. A run takes
+// a slot of its key when it is created and gives it back when it ends
+// (COMPLETED, FAILED or CANCELLED); a run a retry reopens takes one
+// again, even when its key has none free. When a new run finds its key's
+// slots all taken, Strategy decides:
+//
+//   - "queue" (or empty): the run is created and waits, its roots QUEUED
+//     but not claimable, in its key's line (Run.Waiting); runs are let
+//     in, oldest first, as slots are given back. A run that ends while it
+//     waits leaves the line.
+//   - "cancelInProgress": the oldest runs holding the key's slots are
+//     cancelled, with their unfinished tasks (the CANCELLED events'
+//     detail names the new run), and the new run takes a slot.
+//   - "cancelNewest": the new run is created and cancelled at once (its
+//     tasks' CANCELLED events say why); it never holds a slot.
+//
+// Keys share nothing with Limit's keys: a store keeps both, and the
+// engine gives run keys a scope no task key has.
+type RunLimit struct {
+	Key      string
+	Max      int
+	Strategy string
+}
+
+// The strategies of a RunLimit.
+const (
+	RunLimitQueue            = "queue"
+	RunLimitCancelInProgress = "cancelInProgress"
+	RunLimitCancelNewest     = "cancelNewest"
+)
+
 // CreateRunResult reports the run CreateRuns created or found.
 type CreateRunResult struct {
 	ID      uuid.UUID
@@ -554,6 +589,9 @@ type Run struct {
 	// NewRun.Timeout); zero for a run without one, and for a delayed run
 	// until it starts.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Waiting is true while a RUNNING run waits in its RunLimit key's
+	// line for a slot: none of its tasks can be claimed yet.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // Scheduled reports whether the run waits for its delayed start at now:

@@ -25,6 +25,7 @@ const (
 	RuleRetry         Rule = "retry"          // a retry policy that is not consistent
 	RuleDuration      Rule = "duration"       // a negative sleep or timeout
 	RuleConcurrency   Rule = "concurrency"    // a concurrency limit without a key, or below 1, or on a sleep step
+	RuleRunLimit      Rule = "runConcurrency" // a run concurrency limit without a key, below 1, or with an unknown strategy
 	RuleRateLimit     Rule = "rateLimit"      // a rate limit below 1 or over no time, or on a sleep step
 	RuleForEach       Rule = "forEach"        // a map step without items, with a negative bound, or on a sleep step
 	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
@@ -315,6 +316,11 @@ func (c *checker) settings() {
 	if l := c.w.Concurrency; l != nil {
 		for _, m := range l.problems() {
 			c.add(Problem{Rule: RuleConcurrency, Step: -1, Field: "concurrency", Index: -1, Other: -1, Message: m})
+		}
+	}
+	if l := c.w.RunConcurrency; l != nil {
+		for _, m := range l.problems() {
+			c.add(Problem{Rule: RuleRunLimit, Step: -1, Field: "runConcurrency", Index: -1, Other: -1, Message: m})
 		}
 	}
 	if l := c.w.RateLimit; l != nil {
@@ -611,6 +617,28 @@ func (l *Concurrency) problems() []string {
 		out = append(out, fmt.Sprintf("max %d is below 1: at least one task of a key must be able to run", l.Max))
 	}
 	return out
+}
+
+func (l *RunConcurrency) problems() []string {
+	var out []string
+	if strings.TrimSpace(l.Key) == "" {
+		out = append(out, "a run concurrency limit needs a key, a CEL expression over the input such as input.customerId")
+	}
+	if l.Max < 1 {
+		out = append(out, fmt.Sprintf("max %d is below 1: at least one run of a key must be able to run", l.Max))
+	}
+	if l.Strategy != "" && !slices.Contains(RunStrategies(), l.Strategy) {
+		out = append(out, fmt.Sprintf("strategy %q is not one of %s", l.Strategy, strategyList()))
+	}
+	return out
+}
+
+func strategyList() string {
+	names := make([]string, 0, 3)
+	for _, s := range RunStrategies() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
 }
 
 func (l *RateLimit) problems() []string {

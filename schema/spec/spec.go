@@ -35,6 +35,9 @@ type Workflow struct {
 	// Concurrency, when set, limits the steps of the workflow's runs in
 	// progress at once by key; a step's own Concurrency replaces it.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// RunConcurrency, when set, limits the workflow's whole runs in
+	// progress at once by key, and says what a run beyond the limit does.
+	RunConcurrency *RunConcurrency `json:"runConcurrency,omitempty"`
 	// RateLimit, when set, limits how often the workflow's code steps
 	// start, by key; a step's own RateLimit replaces it.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
@@ -275,6 +278,52 @@ type Concurrency struct {
 	Max int `json:"max"`
 }
 
+// RunConcurrency is a concurrency limit on whole runs by key: at most Max
+// runs of the workflow with the same key are in progress (from their
+// start until they complete, fail or are cancelled) at once, across every
+// worker. Strategy says what a run triggered beyond the limit does.
+type RunConcurrency struct {
+	// Key is a CEL expression over input, the run input, whose value (a
+	// string, an int or a bool) is the key, such as input.customerId.
+	Key string `json:"key"`
+	// Max is the number of runs with one key in progress at once (>= 1).
+	Max int `json:"max"`
+	// Strategy is what happens to a run triggered while Max runs of its
+	// key are in progress; empty means StrategyQueue.
+	Strategy RunStrategy `json:"strategy,omitempty"`
+}
+
+// RunStrategy is what a run triggered beyond its RunConcurrency does.
+type RunStrategy string
+
+// The strategies of a RunConcurrency.
+const (
+	// StrategyQueue: the run is created and waits, its steps queued but
+	// not claimable, until a run of its key ends; runs of a key start in
+	// the order they were triggered.
+	StrategyQueue RunStrategy = "queue"
+	// StrategyCancelInProgress: the newest run wins; the oldest runs of
+	// the key in progress are cancelled to make room for it.
+	StrategyCancelInProgress RunStrategy = "cancelInProgress"
+	// StrategyCancelNewest: the runs in progress win; the new run is
+	// created and cancelled at once.
+	StrategyCancelNewest RunStrategy = "cancelNewest"
+)
+
+// RunStrategies returns the valid strategies, in the order docs list
+// them.
+func RunStrategies() []RunStrategy {
+	return []RunStrategy{StrategyQueue, StrategyCancelInProgress, StrategyCancelNewest}
+}
+
+// Effective returns the limit's strategy, StrategyQueue when unset.
+func (l *RunConcurrency) Effective() RunStrategy {
+	if l.Strategy == "" {
+		return StrategyQueue
+	}
+	return l.Strategy
+}
+
 // RateLimit is a rate limit by key: tasks whose runs have the same key
 // start (first attempts and retries alike) at most Limit times per Per,
 // spaced Per/Limit apart, except that up to Burst may start at once after
@@ -377,6 +426,10 @@ func (w *Workflow) Clone() Workflow {
 	if w.RateLimit != nil {
 		r := *w.RateLimit
 		out.RateLimit = &r
+	}
+	if w.RunConcurrency != nil {
+		r := *w.RunConcurrency
+		out.RunConcurrency = &r
 	}
 	if w.OnFailure != nil {
 		f := *w.OnFailure

@@ -34,6 +34,10 @@ func (e *emitter) spec() {
 	if w.Concurrency != nil {
 		fields = append(fields, kv("Concurrency", concurrencyCode(w.Concurrency)))
 	}
+	if l := w.RunConcurrency; l != nil {
+		fields = append(fields, kv("RunConcurrency", jen.Op("&").Qual(runtimePkg, "RunConcurrencySpec").Values(
+			kv("Key", jen.Lit(l.Key)), kv("Max", jen.Lit(l.Max)), kv("Strategy", jen.Lit(string(l.Effective()))))))
+	}
 	if w.RateLimit != nil {
 		fields = append(fields, kv("RateLimit", rateLimitCode(w.RateLimit)))
 	}

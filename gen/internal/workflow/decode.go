@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "rateLimit", "timeout", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "runConcurrency", "rateLimit", "timeout", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -40,6 +41,9 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := root.Get("concurrency"); f != nil {
 		w.Concurrency = d.concurrency(f.Value, "concurrency")
+	}
+	if f := root.Get("runConcurrency"); f != nil {
+		w.RunConcurrency = d.runConcurrency(f.Value)
 	}
 	if f := root.Get("rateLimit"); f != nil {
 		w.RateLimit = d.rateLimit(f.Value, "rateLimit")
@@ -448,6 +452,51 @@ func (d *decoder) concurrency(v *Value, what string) *Concurrency {
 		ok = false
 	} else if c.Max = d.atLeastOne(f.Value, "max of "+what, "at least one task of a key must be able to run"); c.Max == 0 {
 		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+// runConcurrency reads a limit on whole runs: {key: <CEL over the
+// input>, max: <whole number >= 1>, strategy: queue | cancelInProgress |
+// cancelNewest}. The key is type-checked by checkInputExprs.
+func (d *decoder) runConcurrency(v *Value) *RunConcurrency {
+	const what = "runConcurrency"
+	if !d.isMap(v, what, `a mapping such as {key: "input.customerId", max: 1, strategy: queue}`) {
+		return nil
+	}
+	d.keys(v, what, "key", "max", "strategy")
+	c := &RunConcurrency{Pos: v.Pos, Strategy: spec.StrategyQueue}
+	ok := false
+	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f != nil {
+		c.Key, ok = d.keyExpr(f, what)
+	}
+	if f := d.required(v, "max", what+" has no max: add max: <how many runs of one key may be in progress at once>"); f == nil {
+		ok = false
+	} else if c.Max = d.atLeastOne(f.Value, "max of "+what, "at least one run of a key must be able to run"); c.Max == 0 {
+		ok = false
+	}
+	if f := v.Get("strategy"); f != nil {
+		name := d.str(f.Value, "strategy of "+what)
+		var names []string
+		for _, s := range spec.RunStrategies() {
+			names = append(names, string(s))
+		}
+		switch {
+		case slices.Contains(names, name):
+			c.Strategy = spec.RunStrategy(name)
+		case f.Value.Kind == KindString:
+			hint := ""
+			if guess := suggest.Closest(name, names); guess != "" {
+				hint = fmt.Sprintf("; did you mean %q?", guess)
+			}
+			d.probs.Add(f.Value.Pos, "enum", "strategy of %s must be one of %s, not %q%s", what, strings.Join(names, ", "), name, hint)
+			ok = false
+		default:
+			ok = false
+		}
 	}
 	if !ok {
 		return nil

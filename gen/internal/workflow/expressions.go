@@ -28,6 +28,9 @@ func checkInputExprs(w *Workflow, lines [][]byte, probs *Problems) {
 	if w.Concurrency != nil {
 		exprs = append(exprs, inputExpr{&w.Concurrency.Key, "concurrency key"})
 	}
+	if w.RunConcurrency != nil {
+		exprs = append(exprs, inputExpr{&w.RunConcurrency.Key, "run concurrency key"})
+	}
 	if w.RateLimit != nil && w.RateLimit.Key != nil {
 		exprs = append(exprs, inputExpr{w.RateLimit.Key, "rate limit key"})
 	}

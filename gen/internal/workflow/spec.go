@@ -22,6 +22,7 @@ func (w *Workflow) Spec() *spec.Workflow {
 	out.Concurrency = w.Concurrency.spec()
 	out.RateLimit = w.RateLimit.spec()
 	out.Timeout = w.Timeout
+	out.RunConcurrency = w.RunConcurrency.spec()
 	for _, s := range w.Steps {
 		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {
@@ -116,6 +117,13 @@ func (c *Concurrency) spec() *spec.Concurrency {
 		return nil
 	}
 	return &spec.Concurrency{Key: c.Key.Source, Max: c.Max}
+}
+
+func (c *RunConcurrency) spec() *spec.RunConcurrency {
+	if c == nil {
+		return nil
+	}
+	return &spec.RunConcurrency{Key: c.Key.Source, Max: c.Max, Strategy: c.Strategy}
 }
 
 func (r *RateLimit) spec() *spec.RateLimit {

@@ -36,6 +36,8 @@ type Workflow struct {
 	Priority *Expr
 	// Concurrency is the workflow's concurrency limit, or nil.
 	Concurrency *Concurrency
+	// RunConcurrency is the workflow's limit on whole runs, or nil.
+	RunConcurrency *RunConcurrency
 	// RateLimit is the workflow's rate limit, or nil.
 	RateLimit *RateLimit
 	// Timeout bounds each run as a whole; zero for none.
@@ -220,6 +222,16 @@ type Expr struct {
 type Concurrency struct {
 	Key Expr
 	Max int
+	// Pos is where the limit is written.
+	Pos Pos
+}
+
+// RunConcurrency is a limit on whole runs: its key expression, max and
+// strategy.
+type RunConcurrency struct {
+	Key      Expr
+	Max      int
+	Strategy spec.RunStrategy
 	// Pos is where the limit is written.
 	Pos Pos
 }

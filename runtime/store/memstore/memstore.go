@@ -28,6 +28,7 @@ type Store struct {
 	workerVersions map[string][]string
 	queue          readyQueue
 	limits         map[string]*limitLine // by limit key (see limits.go)
+	runLines       map[string]*runLine   // by run limit key (see runlimits.go)
 	rates          map[string]time.Time  // due time by rate key (see rates.go)
 	timers         timerQueue
 	runTimers      map[uuid.UUID]*runTimer // each run's pending start or deadline (see runtimers.go)
@@ -59,6 +60,9 @@ type run struct {
 	onFailure  int           // step index of the failure handler, or -1
 	timeout    time.Duration // NewRun.Timeout, for the deadline's message
 	events     []store.Event
+	limit      store.RunLimit // see runlimits.go
+	holds      bool           // holds a slot of its limit's key
+	parked     []int          // while it waits in its key's line: its roots, QUEUED, to admit when let in
 }
 
 type task struct {
@@ -87,6 +91,7 @@ func New() *Store {
 	return &Store{
 		workflows:      map[string]store.WorkflowVersion{},
 		limits:         map[string]*limitLine{},
+		runLines:       map[string]*runLine{},
 		rates:          map[string]time.Time{},
 		runs:           map[uuid.UUID]*run{},
 		idem:           map[idemKey]uuid.UUID{},

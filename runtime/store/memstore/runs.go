@@ -97,9 +97,27 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 		s.children[nr.Parent.Task()] = append(s.children[nr.Parent.Task()], r)
 	}
 	if !r.rec.StartAt.IsZero() {
-		return false // delayed: its timer starts it
+		return false // delayed: its timer starts it (the engine delays no run with a run limit)
 	}
-	return s.queueRoots(r, now, "")
+	r.limit = nr.RunLimit
+	cancelled := ""
+	let := true
+	if r.limit.Key != "" {
+		let, cancelled = s.admitRun(r, now)
+	}
+	if let {
+		return s.queueRoots(r, now, "")
+	}
+	for i, t := range r.tasks {
+		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure && t.rec.Status == store.TaskPending {
+			s.event(r, i, store.EventQueued, 0, s.setStatus(t, store.TaskQueued, now), "")
+			r.parked = append(r.parked, i)
+		}
+	}
+	if cancelled != "" {
+		s.cancelRun(r, now, cancelled)
+	}
+	return false
 }
 
 // queueRoots queues the tasks of a run that wait for no parent (the
@@ -149,6 +167,7 @@ func (r *run) row() store.Run {
 	}
 	rec.Parent = cloneParent(rec.Parent)
 	rec.Tags = maps.Clone(rec.Tags)
+	rec.Waiting = r.rec.Status == store.RunRunning && r.parked != nil
 	return rec
 }
 
@@ -254,6 +273,7 @@ func (s *Store) RetryRuns(_ context.Context, p store.RetryRuns) ([]uuid.UUID, er
 		if rr.From != "" {
 			r.rec.RerunAt = p.Now
 		}
+		s.reopenRun(r)
 		reopened = append(reopened, rr.Run)
 		for _, reset := range rr.Reset {
 			t := r.tasks[reset.Step]
@@ -304,6 +324,9 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	r.rec.Status = status
 	r.rec.FinishedAt = now
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
+	if r.limit.Key != "" {
+		s.releaseRun(r, now)
+	}
 	if status != store.RunCompleted {
 		s.cancelChildren(r, now)
 		s.forgetWaits(r)
