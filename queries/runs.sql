@@ -52,9 +52,17 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 -- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE id = @id;
+
+-- name: RunLimitAdmit :one
+-- Gives a new run a slot of its run limit's key, or says what its
+-- strategy wants done (see trellis_run_limit_admit).
+SELECT decision::text AS decision, coalesce(others, '{}')::uuid[] AS others
+FROM trellis_run_limit_admit(@run_id::uuid, @key::text, @max::integer, @strategy::text);
 
 -- name: RunsStatus :many
 -- The status of each of the given runs that exists.
@@ -64,7 +72,9 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 -- The given runs that exist, ordered by id.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
@@ -150,7 +160,9 @@ SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::tex
 -- The runs started by a task, in index order and then by creation.
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;

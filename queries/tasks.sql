@@ -1,7 +1,9 @@
 -- name: TasksInsert :one
 -- Creates the tasks of new runs and queues those waiting for no parent
 -- (the failure handler excepted), each in its run's new lane, under its
--- limit (trellis_admit). Returns how many were put on the ready queue.
+-- limit (trellis_admit). The roots of runs with a run limit (limited) are
+-- written QUEUED but left off the queue: trellis_run_limit_admit lets
+-- them in. Returns how many were put on the ready queue.
 -- Rate limits apply when tasks are claimed (trellis_pace).
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
@@ -30,7 +32,7 @@ WITH inserted AS (
     JOIN (SELECT unnest(@runs::uuid[]) AS id, unnest(@tenants::text[]) AS tenant, unnest(@workflows::text[]) AS workflow,
                  unnest(@priorities::smallint[]) AS priority) AS r
         ON r.id = i.run_id
-    WHERE i.status = 'QUEUED'
+    WHERE i.status = 'QUEUED' AND NOT (i.run_id = ANY (@limited::uuid[]))
 )
 SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
                      array_agg(limit_key), array_agg(limit_max))::bigint

@@ -31,10 +31,10 @@ var FunctionsTable string
 // functions applied by a binary of a higher FunctionsVersion, which a
 // binary of the previous release, started during a rolling upgrade,
 // would otherwise do.
-const FunctionsVersion = 1
+const FunctionsVersion = 2
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "c274f0103ed25cb340376cf60dab5f20b3cd100c77ac13aa3c03159541b26fed"
+const checksumAtVersion = "62dfe5f9290ffdd0355961610f5c0cdf8300cad951b2414183c429456231693c"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {
@@ -69,6 +69,8 @@ func functionOrder() []string {
 		"trellis_wake.sql",
 		"trellis_cancel_children.sql",
 		"trellis_run_ended.sql",
+		"trellis_run_limit.sql",
+		"trellis_run_limit_release.sql",
 		"trellis_event_lock.sql",
 	}
 }

@@ -103,11 +103,16 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			return nil, err
 		}
 	}
+	var limited []store.NewRun // created runs with a run limit
 	for chunk := range slices.Chunk(runs, createChunk) {
-		tasks := dbsqlc.TasksInsertParams{Now: now}
+		tasks := dbsqlc.TasksInsertParams{Now: now, Limited: []uuid.UUID{}}
 		for _, r := range chunk {
 			if !created[r.ID] {
 				continue
+			}
+			if r.RunLimit.Key != "" {
+				tasks.Limited = append(tasks.Limited, r.ID)
+				limited = append(limited, r)
 			}
 			tasks.Runs = append(tasks.Runs, r.ID)
 			tasks.Tenants = append(tasks.Tenants, r.Tenant)
@@ -141,6 +146,9 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			return nil, err
 		}
 	}
+	if err := admitRuns(ctx, q, limited, now); err != nil {
+		return nil, err
+	}
 	return out, setRunTimers(ctx, q, runs, created, now)
 }
 
@@ -170,6 +178,65 @@ func setRunTimers(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, c
 // delayed reports whether r starts later than now: its roots wait for its
 // start timer.
 func delayed(r store.NewRun, now time.Time) bool { return r.StartAt.After(now) }
+
+// admitRuns gives new runs with a run limit, whose tasks are written, a
+// slot of their key or applies their strategy (store.RunLimit), in the
+// order of their keys and then of the caller: a key's row is locked
+// first, so that two batches sharing keys wait for each other rather
+// than deadlock. A cancelInProgress may still deadlock with the end of
+// a run it cancels (which locks the run, then its key): Postgres breaks
+// the tie, and the trigger is retried as a transient failure.
+func admitRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now time.Time) error {
+	slices.SortStableFunc(runs, func(a, b store.NewRun) int { return strings.Compare(a.RunLimit.Key, b.RunLimit.Key) })
+	for _, r := range runs {
+		l := r.RunLimit
+		p := dbsqlc.RunLimitAdmitParams{RunID: r.ID, Key: l.Key, Max: int32(l.Max), Strategy: l.Strategy}
+		for range 2 {
+			res, err := q.RunLimitAdmit(ctx, p)
+			if err != nil {
+				return err
+			}
+			switch res.Decision {
+			case "make-room":
+				detail := fmt.Sprintf("cancelled by a newer run %s of key %s", r.ID, l.Key)
+				if err := cancelRunsFor(ctx, q, res.Others, now, detail); err != nil {
+					return err
+				}
+				continue // the slots are back: take one
+			case "cancel":
+				detail := fmt.Sprintf("cancelled: key %s has %d runs in progress, its max", l.Key, l.Max)
+				if len(res.Others) > 0 {
+					detail = fmt.Sprintf("cancelled: key %s has %d runs in progress, its max (the newest: %s)", l.Key, l.Max, res.Others[0])
+				}
+				if err := cancelRunsFor(ctx, q, []uuid.UUID{r.ID}, now, detail); err != nil {
+					return err
+				}
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// cancelRunsFor cancels running runs inside a transaction, with detail
+// as the reason their tasks' CANCELLED events give.
+func cancelRunsFor(ctx context.Context, q *dbsqlc.Queries, ids []uuid.UUID, now time.Time, detail string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := q.RunsLock(ctx, ids); err != nil {
+		return err
+	}
+	rows, err := q.RunsCancel(ctx, dbsqlc.RunsCancelParams{Ids: ids, Now: now})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	cancelled := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		cancelled[i] = r.ID
+	}
+	return cancelUnfinished(ctx, q, cancelled, true, now, detail)
+}
 
 // byKey returns runs ordered by workflow, tenant and idempotency key, in
 // byte order (runs without a key first, in the order given).
@@ -308,6 +375,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
+		Waiting: row.Waiting,
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),

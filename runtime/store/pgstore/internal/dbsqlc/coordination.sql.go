@@ -86,6 +86,7 @@ DELETE FROM trellis_limits l
 WHERE l.key IN (
     SELECT i.key FROM trellis_limits i
     WHERE i.held = 0 AND NOT EXISTS (SELECT 1 FROM trellis_waiting w WHERE w.key = i.key)
+      AND NOT EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.key = i.key)
     FOR UPDATE SKIP LOCKED
 )
 `

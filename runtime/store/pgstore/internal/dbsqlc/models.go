@@ -108,6 +108,8 @@ type TrellisRun struct {
 	Tags            []byte
 	StartAt         *time.Time
 	Deadline        *time.Time
+	LimitKey        pgtype.Text
+	LimitMax        pgtype.Int4
 }
 
 type TrellisRunTimer struct {
@@ -115,6 +117,13 @@ type TrellisRunTimer struct {
 	WakeAt  time.Time
 	Start   bool
 	Timeout int64
+}
+
+type TrellisRunWaiting struct {
+	RunID uuid.UUID
+	Key   string
+	Seq   pgtype.Int8
+	Max   int32
 }
 
 type TrellisSchedule struct {

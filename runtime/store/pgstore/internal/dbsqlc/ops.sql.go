@@ -554,7 +554,7 @@ type OpsRunsScanRow struct {
 // the index yields), and its input only then, and only with with_input.
 // With tags (a jsonb object, '{}' for none), the runs carry those tags:
 // planned with the value, a filter on tags can read the GIN index of
-// schema/0019 and sort what it finds, when few runs carry the tags.
+// schema/0021 and sort what it finds, when few runs carry the tags.
 // The scan reads lim runs whatever the documents match, so its cost is
 // bounded; the last row tells where to go on.
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {

@@ -27,7 +27,9 @@ func (q *Queries) RunExists(ctx context.Context, id uuid.UUID) (bool, error) {
 const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE id = $1
 `
@@ -53,6 +55,7 @@ type RunGetRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
+	Waiting        bool
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -79,7 +82,39 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.Tags,
 		&i.StartAt,
 		&i.Deadline,
+		&i.Waiting,
 	)
+	return i, err
+}
+
+const runLimitAdmit = `-- name: RunLimitAdmit :one
+SELECT decision::text AS decision, coalesce(others, '{}')::uuid[] AS others
+FROM trellis_run_limit_admit($1::uuid, $2::text, $3::integer, $4::text)
+`
+
+type RunLimitAdmitParams struct {
+	RunID    uuid.UUID
+	Key      string
+	Max      int32
+	Strategy string
+}
+
+type RunLimitAdmitRow struct {
+	Decision string
+	Others   []uuid.UUID
+}
+
+// Gives a new run a slot of its run limit's key, or says what its
+// strategy wants done (see trellis_run_limit_admit).
+func (q *Queries) RunLimitAdmit(ctx context.Context, arg RunLimitAdmitParams) (RunLimitAdmitRow, error) {
+	row := q.db.QueryRow(ctx, runLimitAdmit,
+		arg.RunID,
+		arg.Key,
+		arg.Max,
+		arg.Strategy,
+	)
+	var i RunLimitAdmitRow
+	err := row.Scan(&i.Decision, &i.Others)
 	return i, err
 }
 
@@ -189,7 +224,9 @@ func (q *Queries) RunsCancel(ctx context.Context, arg RunsCancelParams) ([]RunsC
 const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
@@ -221,6 +258,7 @@ type RunsChildrenRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
+	Waiting        bool
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -254,6 +292,7 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
+			&i.Waiting,
 		); err != nil {
 			return nil, err
 		}
@@ -355,7 +394,9 @@ func (q *Queries) RunsFail(ctx context.Context, arg RunsFailParams) ([]RunsFailR
 const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
 FROM trellis_runs
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
@@ -382,6 +423,7 @@ type RunsGetRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
+	Waiting        bool
 }
 
 // The given runs that exist, ordered by id.
@@ -415,6 +457,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
+			&i.Waiting,
 		); err != nil {
 			return nil, err
 		}

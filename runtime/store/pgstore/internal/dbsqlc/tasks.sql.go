@@ -530,7 +530,7 @@ WITH inserted AS (
     JOIN (SELECT unnest($15::uuid[]) AS id, unnest($16::text[]) AS tenant, unnest($17::text[]) AS workflow,
                  unnest($18::smallint[]) AS priority) AS r
         ON r.id = i.run_id
-    WHERE i.status = 'QUEUED'
+    WHERE i.status = 'QUEUED' AND NOT (i.run_id = ANY ($19::uuid[]))
 )
 SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
                      array_agg(limit_key), array_agg(limit_max))::bigint
@@ -556,11 +556,14 @@ type TasksInsertParams struct {
 	Tenants       []string
 	Workflows     []string
 	Priorities    []int16
+	Limited       []uuid.UUID
 }
 
 // Creates the tasks of new runs and queues those waiting for no parent
 // (the failure handler excepted), each in its run's new lane, under its
-// limit (trellis_admit). Returns how many were put on the ready queue.
+// limit (trellis_admit). The roots of runs with a run limit (limited) are
+// written QUEUED but left off the queue: trellis_run_limit_admit lets
+// them in. Returns how many were put on the ready queue.
 // Rate limits apply when tasks are claimed (trellis_pace).
 func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64, error) {
 	row := q.db.QueryRow(ctx, tasksInsert,
@@ -582,6 +585,7 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.Tenants,
 		arg.Workflows,
 		arg.Priorities,
+		arg.Limited,
 	)
 	var column_1 int64
 	err := row.Scan(&column_1)
