@@ -86,6 +86,10 @@ type RunResult struct {
 	// Tags are the run's tags (see Tags): those it was triggered with,
 	// and its parent run's; nil for none.
 	Tags map[string]string
+	// Waiting is true while the run, RUNNING, waits for a slot of its
+	// workflow's runConcurrency key: none of its steps starts until a run
+	// of its key ends.
+	Waiting bool
 }
 
 // ParentRun names the run whose step started a run, and the run's place

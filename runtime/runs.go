@@ -262,7 +262,7 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{}, Parent: run.Parent,
-		Tags: run.Tags,
+		Tags: run.Tags, Waiting: run.Waiting,
 	}
 	for _, t := range tasks {
 		if t.Key.Step >= len(def.graph.Steps) {

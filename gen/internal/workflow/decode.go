@@ -469,14 +469,12 @@ func (d *decoder) runConcurrency(v *Value) *RunConcurrency {
 	}
 	d.keys(v, what, "key", "max", "strategy")
 	c := &RunConcurrency{Pos: v.Pos, Strategy: spec.StrategyQueue}
-	ok := false
+	keyOK := false
 	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f != nil {
-		c.Key, ok = d.keyExpr(f, what)
+		c.Key, keyOK = d.keyExpr(f, what)
 	}
-	if f := d.required(v, "max", what+" has no max: add max: <how many runs of one key may be in progress at once>"); f == nil {
-		ok = false
-	} else if c.Max = d.atLeastOne(f.Value, "max of "+what, "at least one run of a key must be able to run"); c.Max == 0 {
-		ok = false
+	if f := d.required(v, "max", what+" has no max: add max: <how many runs of one key may be in progress at once>"); f != nil {
+		c.Max = d.atLeastOne(f.Value, "max of "+what, "at least one run of a key must be able to run")
 	}
 	if f := v.Get("strategy"); f != nil {
 		name := d.str(f.Value, "strategy of "+what)
@@ -493,15 +491,12 @@ func (d *decoder) runConcurrency(v *Value) *RunConcurrency {
 				hint = fmt.Sprintf("; did you mean %q?", guess)
 			}
 			d.probs.Add(f.Value.Pos, "enum", "strategy of %s must be one of %s, not %q%s", what, strings.Join(names, ", "), name, hint)
-			ok = false
-		default:
-			ok = false
 		}
 	}
-	if !ok {
+	if !keyOK {
 		return nil
 	}
-	return c
+	return c // with a bad max or strategy, reported, so that its key is still checked
 }
 
 // keyExpr reads the key of a limit: a string holding a CEL expression

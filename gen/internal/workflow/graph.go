@@ -54,8 +54,8 @@ func (d *decoder) check(w *Workflow) {
 				continue // the decoder reported it, where it is written
 			}
 			d.probs.Add(sc.Pos, "", "%s", p.Message)
-		case spec.RuleKind:
-			continue // the decoder reported the second kind's key
+		case spec.RuleKind, spec.RuleRunLimit:
+			continue // the decoder reported it, where it is written
 		case spec.RuleWait:
 			pos := step.Pos
 			if w := step.WaitFor; w != nil {
