@@ -23,10 +23,11 @@ SELECT set_config('plan_cache_mode', 'force_custom_plan', true)::text AS mode;
 -- planned with the value, a filter on tags can read the GIN index of
 -- schema/0021 and sort what it finds, when few runs carry the tags.
 -- The scan reads lim runs whatever the documents match, so its cost is
--- bounded; the last row tells where to go on.
+-- bounded; the last row tells where to go on. A run with a run limit
+-- says whether it waits for a slot (schema/0021).
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline, limit_key
     FROM trellis_runs
     WHERE (@workflow::text = '' OR workflow = @workflow::text)
       AND (@tenant::text = '' OR tenant = @tenant::text)
@@ -49,7 +50,9 @@ WITH scanned AS (
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND @with_input::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = checked.id) END)::boolean AS waiting
 FROM checked
 ORDER BY created_at DESC, id DESC;
 

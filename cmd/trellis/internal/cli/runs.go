@@ -349,8 +349,12 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 				}
 				failure = truncate(failure, 40)
 			}
-			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), string(r.Status), ago(now, r.CreatedAt), took, failure)
-			t.paint(3, statusStyle(string(r.Status)))
+			status := string(r.Status)
+			if r.Waiting {
+				status = string(runtime.TaskQueued) // waits for a slot of its runConcurrency key
+			}
+			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), status, ago(now, r.CreatedAt), took, failure)
+			t.paint(3, statusStyle(status))
 		}
 		if err := t.flush(); err != nil {
 			return 0, err
@@ -500,6 +504,9 @@ func writeRun(w io.Writer, r *ops.RunDetail, now time.Time) error {
 	h.row("Priority:", priorityName(r.Priority))
 	h.row("Status:", string(r.Status))
 	h.paint(1, statusStyle(string(r.Status)))
+	if r.Waiting {
+		h.row("Waiting:", "for a slot of its runConcurrency key: no step starts until a run of the key ends")
+	}
 	h.row("Created:", timestamp(&r.CreatedAt))
 	if !r.RerunAt.IsZero() {
 		h.row("Rerun:", timestamp(&r.RerunAt)+" (from a step: runs events shows which steps ran again)")

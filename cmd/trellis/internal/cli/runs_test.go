@@ -900,3 +900,37 @@ func TestRunsShowWaitingStep(t *testing.T) {
 		t.Errorf("runs show does not say %q:\n%s", want, out)
 	}
 }
+
+type deploySteps struct{}
+
+func (deploySteps) Build(context.Context, wf.DeploysInput) error { return nil }
+
+func (deploySteps) Promote(context.Context, wf.DeploysInput, wf.DeploysPromoteParents) error {
+	return nil
+}
+
+// TestRunsShowRunWaitingForSlot: a run that waits for a slot of its
+// runConcurrency key is listed QUEUED, and runs show says why.
+func TestRunsShowRunWaitingForSlot(t *testing.T) {
+	e := newOpsEnv(t)
+	deploys, err := wf.RegisterDeploys(e.h.Engine, deploySteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range 2 {
+		ref, err := deploys.RunNoWait(t.Context(), wf.DeploysInput{Service: "api", Version: int64(v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.created(ref.ID)
+		e.h.Clock.Advance(time.Second)
+	}
+	e.h.RunUntilIdle()
+	e.golden("runs-list-run-limit.txt", e.ok("runs", "list"))
+	e.golden("runs-show-run-limit.txt", e.ok("runs", "show", e.runs[1].String()))
+	var run ops.RunDetail
+	e.json(&run, "runs", "show", e.runs[1].String())
+	if run.Status != runtime.RunRunning || !run.Waiting {
+		t.Errorf("runs show -format json: status %s, waiting %v; want RUNNING, waiting", run.Status, run.Waiting)
+	}
+}

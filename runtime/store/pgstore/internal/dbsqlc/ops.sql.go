@@ -468,7 +468,7 @@ func (q *Queries) OpsRunningRuns(ctx context.Context) (int32, error) {
 const opsRunsScan = `-- name: OpsRunsScan :many
 WITH scanned AS (
     SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at, input,
-           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+           parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline, limit_key
     FROM trellis_runs
     WHERE ($2::text = '' OR workflow = $2::text)
       AND ($3::text = '' OR tenant = $3::text)
@@ -486,12 +486,14 @@ WITH scanned AS (
     ORDER BY created_at DESC, id DESC
     LIMIT $17
 ), checked AS (
-    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, s.tags, s.start_at, s.deadline, (cardinality($18::jsonb[]) = 0 OR s.input::jsonb @> ANY ($18::jsonb[])) AS matched
+    SELECT s.id, s.workflow, s.version, s.tenant, s.idempotency_key, s.priority, s.status, s.failed_step, s.error, s.created_at, s.finished_at, s.input, s.parent_run_id, s.parent_step, s.parent_index, s.rerun_at, s.tags, s.start_at, s.deadline, s.limit_key, (cardinality($18::jsonb[]) = 0 OR s.input::jsonb @> ANY ($18::jsonb[])) AS matched
     FROM scanned s
 )
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
-       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline
+       parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
+       (CASE WHEN limit_key IS NULL THEN false
+             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = checked.id) END)::boolean AS waiting
 FROM checked
 ORDER BY created_at DESC, id DESC
 `
@@ -538,6 +540,7 @@ type OpsRunsScanRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
+	Waiting        bool
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -556,7 +559,8 @@ type OpsRunsScanRow struct {
 // planned with the value, a filter on tags can read the GIN index of
 // schema/0021 and sort what it finds, when few runs carry the tags.
 // The scan reads lim runs whatever the documents match, so its cost is
-// bounded; the last row tells where to go on.
+// bounded; the last row tells where to go on. A run with a run limit
+// says whether it waits for a slot (schema/0021).
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
 	rows, err := q.db.Query(ctx, opsRunsScan,
 		arg.WithInput,
@@ -606,6 +610,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
+			&i.Waiting,
 		); err != nil {
 			return nil, err
 		}
