@@ -174,3 +174,11 @@ FROM trellis_runs r
 JOIN trellis_tasks t ON t.run_id = r.id
 WHERE r.parent_run_id = @run_id::uuid AND r.parent_step = @step::smallint
 ORDER BY t.run_id, t.step;
+
+-- name: RunsWaitingByWorkflow :many
+-- How many runs wait for a slot of their run limit's key, by workflow
+-- (schema/0017): a read of the lines, which hold only waiting runs.
+SELECT r.workflow, count(*)::int AS n
+FROM trellis_run_waiting w
+JOIN trellis_runs r ON r.id = w.run_id
+GROUP BY r.workflow;

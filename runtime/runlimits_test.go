@@ -40,6 +40,36 @@ func runRunLimits(t *testing.T, newH newHarness) {
 	t.Run("CancelNewest", func(t *testing.T) { testRunLimitCancelNewest(t, newH) })
 }
 
+// TestRunConcurrencyGauge: trellis.run.waiting counts the runs waiting
+// for a slot, per workflow, and reads 0 once they stopped waiting.
+func TestRunConcurrencyGauge(t *testing.T) {
+	for name, opts := range map[string][]trellistest.Option{
+		"Memory":   nil,
+		"Postgres": {trellistest.WithStore(pgstore.New(pgtest.Pool(t)))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			h := trellistest.New(t, append(opts, trellistest.WithConfig(tel.configure))...)
+			client, err := wf.RegisterDeploys(h.Engine, &deploySteps{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for v := range 3 {
+				if _, err := client.RunNoWait(t.Context(), wf.DeploysInput{Service: "api", Version: int64(v)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=deploys"); got != 2 {
+				t.Errorf("runs waiting = %d, want 2", got)
+			}
+			h.Settle()
+			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=deploys"); got != 0 {
+				t.Errorf("runs waiting once all ended = %d, want 0", got)
+			}
+		})
+	}
+}
+
 // deploySteps records "<step> <service> <version>".
 type deploySteps struct{ calls calls }
 

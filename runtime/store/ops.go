@@ -70,6 +70,10 @@ type Ops interface {
 	// index of child runs: the counts read an entry per child run, the
 	// runs at most `first` entries per parent however many it started.
 	ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first int) ([]ChildRunPreview, error)
+	// WaitingRuns counts, by workflow, the runs waiting for a slot of
+	// their RunLimit key (Run.Waiting); a workflow with none has no
+	// entry. It reads the lines of the keys, not the runs.
+	WaitingRuns(ctx context.Context) (map[string]int, error)
 }
 
 // ChildRunPreview is what a listing shows of the runs one run's steps

@@ -68,6 +68,11 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
+	m.waitingRuns, err = meter.Int64ObservableGauge("trellis.run.waiting", metric.WithUnit("{run}"),
+		metric.WithDescription("Runs waiting for a slot of their workflow's runConcurrency key, per workflow. Reported by the leader."))
+	if err != nil {
+		return err
+	}
 	m.stuck, err = meter.Int64ObservableGauge("trellis.run.stuck", metric.WithUnit("{run}"),
 		metric.WithDescription("Runs making no progress for longer than Config.StuckAfter (at most 100). Reported by the leader."))
 	if err != nil {
@@ -95,6 +100,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 		defer cancel()
 		m.observeQueue(ctx, o, src)
 		m.observePauses(ctx, o, src)
+		m.observeWaitingRuns(ctx, o, src)
 		if src.StuckRuns != nil {
 			n, err := src.StuckRuns(ctx)
 			if src.read("stuck runs", err) {
@@ -102,7 +108,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 			}
 		}
 		return nil
-	}, m.leader, m.queued, m.running, m.stuck, m.paused)
+	}, m.leader, m.queued, m.running, m.stuck, m.paused, m.waitingRuns)
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering the metric gauges: %w", err)
 	}
@@ -142,6 +148,27 @@ func (m *Metrics) observePauses(ctx context.Context, o metric.Observer, src Gaug
 			tenant = allTenants
 		}
 		o.ObserveInt64(m.paused, int64(p.Queued), metric.WithAttributes(attrWorkflow.String(p.Workflow), attrTenant.String(tenant)))
+	}
+}
+
+// observeWaitingRuns observes the runs waiting for a run slot, per
+// workflow: those the store counts, and 0 for the workflows it counted
+// before.
+func (m *Metrics) observeWaitingRuns(ctx context.Context, o metric.Observer, src GaugeSource) {
+	n, err := src.Store.WaitingRuns(ctx)
+	if !src.read("the waiting runs", err) {
+		return
+	}
+	m.waitedMu.Lock()
+	defer m.waitedMu.Unlock()
+	if m.waitedIn == nil {
+		m.waitedIn = map[string]bool{}
+	}
+	for w := range n {
+		m.waitedIn[w] = true
+	}
+	for w := range m.waitedIn {
+		o.ObserveInt64(m.waitingRuns, int64(n[w]), metric.WithAttributeSet(attribute.NewSet(attrWorkflow.String(w))))
 	}
 }
 

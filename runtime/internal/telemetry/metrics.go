@@ -87,6 +87,12 @@ type Metrics struct {
 	purgedStatus  map[store.RunStatus]metric.MeasurementOption
 	// The gauges, observed while the engine is started or driven.
 	leader, queued, running, stuck, paused metric.Int64ObservableGauge
+	waitingRuns                            metric.Int64ObservableGauge
+	// waitedIn are the workflows trellis.run.waiting has reported runs
+	// of, so that it reports 0 for them, rather than nothing, once their
+	// runs stopped waiting.
+	waitedMu sync.Mutex
+	waitedIn map[string]bool
 
 	// tagKeys are the run tags the runs-started counter carries.
 	tagKeys []string

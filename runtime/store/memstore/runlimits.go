@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -109,4 +110,17 @@ func (s *Store) releaseRun(r *run, now time.Time) {
 	if len(line.holders) == 0 && len(line.waiting) == 0 {
 		delete(s.runLines, r.limit.Key)
 	}
+}
+
+// WaitingRuns implements store.Ops.
+func (s *Store) WaitingRuns(_ context.Context) (map[string]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, line := range s.runLines {
+		for _, r := range line.waiting {
+			out[r.rec.Workflow]++
+		}
+	}
+	return out, nil
 }

@@ -658,3 +658,16 @@ func timeOrNull(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// WaitingRuns implements store.Ops.
+func (s *Store) WaitingRuns(ctx context.Context) (map[string]int, error) {
+	rows, err := s.q.RunsWaitingByWorkflow(ctx)
+	if err != nil {
+		return nil, wrap(err, "counting waiting runs")
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Workflow] = int(r.N)
+	}
+	return out, nil
+}

@@ -668,6 +668,40 @@ func (q *Queries) RunsStatus(ctx context.Context, ids []uuid.UUID) ([]RunsStatus
 	return items, nil
 }
 
+const runsWaitingByWorkflow = `-- name: RunsWaitingByWorkflow :many
+SELECT r.workflow, count(*)::int AS n
+FROM trellis_run_waiting w
+JOIN trellis_runs r ON r.id = w.run_id
+GROUP BY r.workflow
+`
+
+type RunsWaitingByWorkflowRow struct {
+	Workflow string
+	N        int32
+}
+
+// How many runs wait for a slot of their run limit's key, by workflow
+// (schema/0017): a read of the lines, which hold only waiting runs.
+func (q *Queries) RunsWaitingByWorkflow(ctx context.Context) ([]RunsWaitingByWorkflowRow, error) {
+	rows, err := q.db.Query(ctx, runsWaitingByWorkflow)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsWaitingByWorkflowRow{}
+	for rows.Next() {
+		var i RunsWaitingByWorkflowRow
+		if err := rows.Scan(&i.Workflow, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tasksOfChildren = `-- name: TasksOfChildren :many
 SELECT t.run_id, t.step, t.kind, t.status, t.attempt, t.output, t.error, t.worker, t.wake_at, t.updated_at, t.finished_at
 FROM trellis_runs r
