@@ -103,6 +103,10 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	if _, err := multiproc.RegisterSerial(engine, &serialSteps{pool: pool, worker: name}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if _, err := multiproc.RegisterPaced(engine, pacedSteps{}); err != nil {
 		log.Error("register", "error", err)
 		return 1
@@ -214,6 +218,7 @@ type cluster struct {
 	ping    *multiproc.PingClient
 	chaos   *multiproc.ChaosClient
 	limited *multiproc.LimitedClient
+	serial  *multiproc.SerialClient
 	paced   *multiproc.PacedClient
 	bulk    *multiproc.BulkClient
 	hostile *multiproc.HostileClient
@@ -262,6 +267,10 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serial, err := multiproc.NewSerialClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	paced, err := multiproc.NewPacedClient(engine)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +284,7 @@ func newClusterAt(t *testing.T, url string) *cluster {
 		t.Fatal(err)
 	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		limited: limited, paced: paced, bulk: bulk, hostile: hostile, workers: map[string]*exec.Cmd{}}
+		limited: limited, serial: serial, paced: paced, bulk: bulk, hostile: hostile, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -158,4 +159,72 @@ func testRunLimitCancelNewest(t *testing.T, f *fixture) {
 	// Its slot is back, and the refused run held none.
 	next := f.createDiamond(runOpts{runLimit: one})
 	f.wantRunStatus(next, store.RunRunning, false)
+}
+
+// testRunLimitCreateConcurrently: callers creating runs of shared keys
+// at once never let more than Max runs of a key in, whatever the
+// strategy.
+func testRunLimitCreateConcurrently(t *testing.T, f *fixture) {
+	const callers, perBatch = 8, 6
+	strategies := []string{store.RunLimitQueue, store.RunLimitCancelInProgress, store.RunLimitCancelNewest}
+	batches := make([][]store.NewRun, callers)
+	for c := range batches {
+		for i := range perBatch {
+			s := strategies[i%len(strategies)]
+			batches[c] = append(batches[c], store.NewRun{
+				ID: uuid.Must(uuid.NewV7()), Workflow: "diamond", Version: "diamond@v1", Tenant: "default",
+				Input: []byte(`{}`), Tasks: diamondTasks(1),
+				RunLimit: store.RunLimit{Key: "diamond@runs:" + s, Max: 1, Strategy: s},
+			})
+		}
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Runs: batches[c], Now: f.now}); err != nil {
+				t.Errorf("batch %d: %v", c, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	in := map[string]int{}      // runs let in and running, by strategy
+	waiting := map[string]int{} // by strategy
+	for _, b := range batches {
+		for _, nr := range b {
+			r := f.run(nr.ID)
+			switch {
+			case r.Status == store.RunRunning && r.Waiting:
+				waiting[nr.RunLimit.Strategy]++
+			case r.Status == store.RunRunning:
+				in[nr.RunLimit.Strategy]++
+			}
+		}
+	}
+	total := callers * perBatch / len(strategies)
+	for _, s := range strategies {
+		if in[s] != 1 {
+			t.Errorf("%s: %d runs of the key are in, want 1", s, in[s])
+		}
+	}
+	if waiting[store.RunLimitQueue] != total-1 {
+		t.Errorf("queue: %d runs wait, want %d", waiting[store.RunLimitQueue], total-1)
+	}
+	// Exactly the runs let in have their roots queued.
+	roots := 0
+	for _, c := range f.claim(1000) {
+		if c.Key.Step == stepA {
+			roots++
+		}
+	}
+	if roots != len(strategies) {
+		t.Errorf("claimed %d roots, want %d (one run per key)", roots, len(strategies))
+	}
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RunLimitLineLosesEndedRuns", testRunLimitLineCancelled},
 		{"RunLimitCancelInProgress", testRunLimitCancelInProgress},
 		{"RunLimitCancelNewest", testRunLimitCancelNewest},
+		{"RunLimitCreateConcurrently", testRunLimitCreateConcurrently},
 		{"RatePacesStartsOfAKey", testRatePaces},
 		{"RateBurstAfterQuietSpell", testRateBurst},
 		{"RateTurnsInOrder", testRateLine},
