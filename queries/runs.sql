@@ -53,9 +53,9 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = @id;
 
 -- name: RunLimitAdmit :one
@@ -73,9 +73,9 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
 
@@ -161,9 +161,9 @@ SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::tex
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;
 
@@ -177,8 +177,18 @@ ORDER BY t.run_id, t.step;
 
 -- name: RunsWaitingByWorkflow :many
 -- How many runs wait for a slot of their run limit's key, by workflow
--- (schema/0017): a read of the lines, which hold only waiting runs.
+-- (schema/0023): a read of the lines, which hold only waiting runs.
 SELECT r.workflow, count(*)::int AS n
 FROM trellis_run_waiting w
 JOIN trellis_runs r ON r.id = w.run_id
+WHERE w.due_at IS NULL
 GROUP BY r.workflow;
+
+-- name: RunDebounce :one
+-- Makes a new run the one its debounce key waits for, and returns the
+-- runs it supersedes (see trellis_run_limit_debounce).
+SELECT trellis_run_limit_debounce(@run_id::uuid, @key::text, @window_us::bigint, @max_wait_us::bigint, @now::timestamptz)::uuid[] AS superseded;
+
+-- name: RunsDebounceFire :one
+-- Lets in up to lim debounced runs due at now (see trellis_run_limit_fire).
+SELECT trellis_run_limit_fire(@now::timestamptz, @lim::integer)::int AS n;

@@ -37,6 +37,8 @@ type Definition struct {
 	rates []*rate
 	// runLimit is the workflow's limit on whole runs; nil for none.
 	runLimit *runLimit
+	// debounce is the workflow's debounce; nil for none.
+	debounce *debounce
 	// schedules are the compiled cron schedules (see schedules.go).
 	schedules []schedule
 	// items holds the compiled forEach of each map step, and itemDefs
@@ -64,6 +66,14 @@ type runLimit struct {
 	key      *condition.KeyExpr
 	max      int
 	strategy string
+}
+
+// debounce is a compiled debounce (see store.Debounce); its scope is
+// the workflow's name and "@debounce".
+type debounce struct {
+	scope           string
+	key             *condition.KeyExpr
+	window, maxWait time.Duration
 }
 
 // limit is a compiled concurrency limit: tasks whose runs' key values are
@@ -185,6 +195,13 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 			}
 			d.runLimit = &runLimit{scope: spec.Name + "@runs", key: x, max: l.Max, strategy: string(l.Effective())}
 		}
+		if db := spec.Debounce; db != nil {
+			x, issues := env.CompileKey(db.Key)
+			if len(issues) > 0 {
+				return nil, fmt.Errorf("compiling workflow %s: debounce: key %q: %s", spec.Name, db.Key, issues[0].Message)
+			}
+			d.debounce = &debounce{scope: spec.Name + "@debounce", key: x, window: db.Window, maxWait: db.MaxWait}
+		}
 	}
 	if err := d.compileSchedules(); err != nil {
 		return nil, err
@@ -294,7 +311,7 @@ func compilePriority(spec *WorkflowSpec, env *condition.InputEnv) (*condition.In
 // hasLimits reports whether a spec declares a concurrency or a rate
 // limit.
 func hasLimits(spec *WorkflowSpec) bool {
-	return spec.Concurrency != nil || spec.RateLimit != nil || spec.RunConcurrency != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool {
+	return spec.Concurrency != nil || spec.RateLimit != nil || spec.RunConcurrency != nil || spec.Debounce != nil || slices.ContainsFunc(spec.Steps, func(s StepSpec) bool {
 		return s.Concurrency != nil || s.RateLimit != nil
 	})
 }
@@ -441,6 +458,20 @@ func (d *Definition) runLimitOf(ctx context.Context, input json.RawMessage) (sto
 		return store.RunLimit{}, fmt.Errorf("workflow %s: runConcurrency key: %w", d.spec.Name, err)
 	}
 	return store.RunLimit{Key: l.scope + ":" + storedKey(v), Max: l.max, Strategy: l.strategy}, nil
+}
+
+// debounceOf is the debounce of a run of d with the given (valid)
+// input; zero when d has none.
+func (d *Definition) debounceOf(ctx context.Context, input json.RawMessage) (store.Debounce, error) {
+	db := d.debounce
+	if db == nil {
+		return store.Debounce{}, nil
+	}
+	v, err := db.key.Eval(ctx, input)
+	if err != nil {
+		return store.Debounce{}, fmt.Errorf("workflow %s: debounce key: %w", d.spec.Name, err)
+	}
+	return store.Debounce{Key: db.scope + ":" + storedKey(v), Window: db.window, MaxWait: db.maxWait}, nil
 }
 
 // runPriority is the priority of a run of d with the given (valid)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
 )
@@ -90,6 +91,10 @@ type RunResult struct {
 	// workflow's runConcurrency key: none of its steps starts until a run
 	// of its key ends.
 	Waiting bool
+	// DebouncedUntil is, while the run waits for its workflow's debounce
+	// window, when it starts unless a newer trigger of its key cancels
+	// it; zero otherwise.
+	DebouncedUntil time.Time
 }
 
 // ParentRun names the run whose step started a run, and the run's place

@@ -87,6 +87,10 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 	if def.runLimit != nil {
 		runLimits = make([]store.RunLimit, len(inputs))
 	}
+	var debounces []store.Debounce
+	if def.debounce != nil {
+		debounces = make([]store.Debounce, len(inputs))
+	}
 	for i, in := range inputs {
 		if len(in) == 0 {
 			inputs[i] = json.RawMessage(`{}`)
@@ -107,6 +111,9 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 		if err == nil && runLimits != nil {
 			runLimits[i], err = def.runLimitOf(ctx, inputs[i])
+		}
+		if err == nil && debounces != nil {
+			debounces[i], err = def.debounceOf(ctx, inputs[i])
 		}
 		if err != nil {
 			if len(inputs) > 1 {
@@ -136,6 +143,9 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 		}
 		if runLimits != nil {
 			runs[i].RunLimit = runLimits[i]
+		}
+		if debounces != nil {
+			runs[i].Debounce = debounces[i]
 		}
 		if keys != nil {
 			runs[i].IdempotencyKey = keys[i]
@@ -262,7 +272,7 @@ func resultOf(def *Definition, run store.Run, tasks []store.Task) *RunResult {
 	res := &RunResult{
 		ID: run.ID, Workflow: run.Workflow, Tenant: run.Tenant, Priority: run.Priority, Status: run.Status,
 		Steps: make(map[string]TaskStatus, len(tasks)), Outputs: map[string]json.RawMessage{}, Parent: run.Parent,
-		Tags: run.Tags, Waiting: run.Waiting,
+		Tags: run.Tags, Waiting: run.Waiting, DebouncedUntil: run.DebouncedUntil,
 	}
 	for _, t := range tasks {
 		if t.Key.Step >= len(def.graph.Steps) {

@@ -25,6 +25,10 @@ type ConcurrencySpec = spec.Concurrency
 // spec.RunConcurrency).
 type RunConcurrencySpec = spec.RunConcurrency
 
+// DebounceSpec lets only the last trigger of a key within a window run
+// (see spec.Debounce).
+type DebounceSpec = spec.Debounce
+
 // RateLimitSpec is a rate limit by key (see spec.RateLimit).
 type RateLimitSpec = spec.RateLimit
 

@@ -34,7 +34,7 @@ var FunctionsTable string
 const FunctionsVersion = 2
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "62dfe5f9290ffdd0355961610f5c0cdf8300cad951b2414183c429456231693c"
+const checksumAtVersion = "a942b2a03e03b41796c4f09e9fa0f7ecd9631cbfa81d0597aa2e678a7b9981f7"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {

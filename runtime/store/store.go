@@ -440,6 +440,10 @@ type NewRun struct {
 	// RunLimit, when its Key is set, bounds the runs in progress that
 	// share its key (see RunLimit).
 	RunLimit RunLimit
+	// Debounce, when its Key is set, puts the run off until no newer run
+	// of its key is created within its window (see Debounce). A run has a
+	// RunLimit or a Debounce, not both.
+	Debounce Debounce
 	Tasks    []NewTask // one per step, in step order
 }
 
@@ -535,6 +539,22 @@ type RunLimit struct {
 	Strategy string
 }
 
+// Debounce lets only the last of a burst of runs with the same Key
+// start. A new run waits, its roots QUEUED but not claimable
+// (Run.DebouncedUntil), until Window after its creation; creating it
+// cancels the runs of its key still waiting (their tasks' CANCELLED
+// events name it). With MaxWait set, it waits at most until MaxWait after
+// the creation of the first run of the burst (the oldest of the runs it
+// cancels, or of theirs). When the time comes, FireTimers queues its
+// roots; NextTimer counts it among the timers, and creating it signals
+// TimerSet. A run that ends while it waits stops waiting. Keys share
+// nothing with RunLimit's.
+type Debounce struct {
+	Key     string
+	Window  time.Duration
+	MaxWait time.Duration
+}
+
 // The strategies of a RunLimit.
 const (
 	RunLimitQueue            = "queue"
@@ -592,6 +612,10 @@ type Run struct {
 	// Waiting is true while a RUNNING run waits in its RunLimit key's
 	// line for a slot: none of its tasks can be claimed yet.
 	Waiting bool `json:"waiting,omitempty"`
+	// DebouncedUntil is, while a RUNNING run waits for its Debounce
+	// window, when it starts unless a newer run of its key cancels it;
+	// zero otherwise.
+	DebouncedUntil time.Time `json:"debouncedUntil,omitzero"`
 }
 
 // Scheduled reports whether the run waits for its delayed start at now:

@@ -77,3 +77,63 @@ BEGIN
     decision := 'waiting';
 END
 $$;
+
+-- trellis_run_limit_debounce makes a new debounced run, whose tasks are
+-- written with its roots QUEUED but on no queue, the one its key waits
+-- for, due p_window after p_now (or p_max_wait after its burst's first
+-- run, when sooner), and returns the runs of its key that waited before
+-- it, for the caller to cancel. Durations are in microseconds. The key's row of trellis_limits, locked
+-- first, orders the triggers of a key and the firing of its run
+-- (trellis_run_limit_fire).
+CREATE OR REPLACE FUNCTION trellis_run_limit_debounce(p_run uuid, p_key text, p_window_us bigint, p_max_wait_us bigint,
+                                                      p_now timestamptz)
+RETURNS uuid[]
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    first timestamptz;
+    due timestamptz;
+    superseded uuid[];
+BEGIN
+    UPDATE trellis_runs SET limit_key = p_key, limit_max = 0 WHERE id = p_run;
+    INSERT INTO trellis_limits AS l (key, held) VALUES (p_key, 0)
+    ON CONFLICT (key) DO UPDATE SET held = l.held;
+    SELECT min(w.since), array_agg(w.run_id ORDER BY w.seq) INTO first, superseded
+    FROM trellis_run_waiting w WHERE w.key = p_key;
+    first := coalesce(first, p_now);
+    due := p_now + p_window_us * interval '1 microsecond';
+    IF p_max_wait_us > 0 AND first + p_max_wait_us * interval '1 microsecond' < due THEN
+        due := first + p_max_wait_us * interval '1 microsecond';
+    END IF;
+    INSERT INTO trellis_run_waiting (run_id, key, max, due_at, since) VALUES (p_run, p_key, 0, due, first);
+    PERFORM pg_notify(trellis_channel(), 'timer');
+    RETURN coalesce(superseded, '{}');
+END
+$$;
+
+-- trellis_run_limit_fire lets in up to p_lim debounced runs due at
+-- p_now, earliest first, and returns how many. Each waits for its key's
+-- row, so that a trigger cancelling it (trellis_run_limit_debounce, then
+-- the caller) goes first or after as a whole; a run no longer waiting
+-- is left.
+CREATE OR REPLACE FUNCTION trellis_run_limit_fire(p_now timestamptz, p_lim integer)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    w record;
+    n integer := 0;
+BEGIN
+    FOR w IN
+        SELECT run_id, key FROM trellis_run_waiting WHERE due_at <= p_now ORDER BY due_at LIMIT p_lim
+    LOOP
+        PERFORM 1 FROM trellis_limits WHERE key = w.key FOR UPDATE;
+        DELETE FROM trellis_run_waiting WHERE run_id = w.run_id AND due_at <= p_now;
+        CONTINUE WHEN NOT FOUND;
+        -- No longer a run of its key: its end gives nothing back.
+        UPDATE trellis_runs SET limit_key = NULL, limit_max = NULL WHERE id = w.run_id AND status = 'RUNNING';
+        CONTINUE WHEN NOT FOUND;
+        PERFORM trellis_run_limit_let_in(w.run_id);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;

@@ -26,6 +26,7 @@ const (
 	RuleDuration      Rule = "duration"       // a negative sleep or timeout
 	RuleConcurrency   Rule = "concurrency"    // a concurrency limit without a key, or below 1, or on a sleep step
 	RuleRunLimit      Rule = "runConcurrency" // a run concurrency limit without a key, below 1, or with an unknown strategy
+	RuleDebounce      Rule = "debounce"       // a debounce without a key or a positive window, or with a max wait below it, or beside runConcurrency
 	RuleRateLimit     Rule = "rateLimit"      // a rate limit below 1 or over no time, or on a sleep step
 	RuleForEach       Rule = "forEach"        // a map step without items, with a negative bound, or on a sleep step
 	RuleSchedule      Rule = "schedule"       // a schedule without a valid, unique name or without a cron expression
@@ -321,6 +322,15 @@ func (c *checker) settings() {
 	if l := c.w.RunConcurrency; l != nil {
 		for _, m := range l.problems() {
 			c.add(Problem{Rule: RuleRunLimit, Step: -1, Field: "runConcurrency", Index: -1, Other: -1, Message: m})
+		}
+	}
+	if d := c.w.Debounce; d != nil {
+		for _, m := range d.problems() {
+			c.add(Problem{Rule: RuleDebounce, Step: -1, Field: "debounce", Index: -1, Other: -1, Message: m})
+		}
+		if c.w.RunConcurrency != nil {
+			c.add(Problem{Rule: RuleDebounce, Step: -1, Field: "debounce", Index: -1, Other: -1,
+				Message: "debounce and runConcurrency cannot be combined yet: keep one of them"})
 		}
 	}
 	if l := c.w.RateLimit; l != nil {
@@ -629,6 +639,20 @@ func (l *RunConcurrency) problems() []string {
 	}
 	if l.Strategy != "" && !slices.Contains(RunStrategies(), l.Strategy) {
 		out = append(out, fmt.Sprintf("strategy %q is not one of %s", l.Strategy, strategyList()))
+	}
+	return out
+}
+
+func (d *Debounce) problems() []string {
+	var out []string
+	if strings.TrimSpace(d.Key) == "" {
+		out = append(out, "a debounce needs a key, a CEL expression over the input such as input.customerId")
+	}
+	if d.Window <= 0 {
+		out = append(out, fmt.Sprintf("window %s is not positive: a debounce waits some time for a newer trigger, such as 30s", d.Window))
+	}
+	if d.MaxWait < 0 || (d.MaxWait > 0 && d.MaxWait < d.Window) {
+		out = append(out, fmt.Sprintf("maxWait %s is below the window %s: leave it out for no bound, or make it at least the window", d.MaxWait, d.Window))
 	}
 	return out
 }

@@ -38,6 +38,9 @@ type Workflow struct {
 	// RunConcurrency, when set, limits the workflow's whole runs in
 	// progress at once by key, and says what a run beyond the limit does.
 	RunConcurrency *RunConcurrency `json:"runConcurrency,omitempty"`
+	// Debounce, when set, lets only the last of a burst of triggers with
+	// the same key run.
+	Debounce *Debounce `json:"debounce,omitempty"`
 	// RateLimit, when set, limits how often the workflow's code steps
 	// start, by key; a step's own RateLimit replaces it.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
@@ -293,6 +296,23 @@ type RunConcurrency struct {
 	Strategy RunStrategy `json:"strategy,omitempty"`
 }
 
+// Debounce lets only the last trigger of a key within a window run: each
+// trigger creates a run that waits, its steps not claimable, for Window;
+// a newer trigger of the same key within it cancels the waiting run and
+// waits Window again. The run that waited Window without a newer trigger
+// starts, or, when MaxWait is set, the newest run once MaxWait passed
+// since the burst's first trigger.
+type Debounce struct {
+	// Key is a CEL expression over input, the run input, whose value (a
+	// string, an int or a bool) is the key, such as input.customerId.
+	Key string `json:"key"`
+	// Window is how long a run waits for a newer trigger of its key (> 0).
+	Window time.Duration `json:"window"`
+	// MaxWait, when positive, bounds how long a burst of triggers puts
+	// its run off, from the burst's first trigger (>= Window).
+	MaxWait time.Duration `json:"maxWait,omitempty"`
+}
+
 // RunStrategy is what a run triggered beyond its RunConcurrency does.
 type RunStrategy string
 
@@ -430,6 +450,10 @@ func (w *Workflow) Clone() Workflow {
 	if w.RunConcurrency != nil {
 		r := *w.RunConcurrency
 		out.RunConcurrency = &r
+	}
+	if w.Debounce != nil {
+		d := *w.Debounce
+		out.Debounce = &d
 	}
 	if w.OnFailure != nil {
 		f := *w.OnFailure

@@ -38,6 +38,13 @@ func (e *emitter) spec() {
 		fields = append(fields, kv("RunConcurrency", jen.Op("&").Qual(runtimePkg, "RunConcurrencySpec").Values(
 			kv("Key", jen.Lit(l.Key)), kv("Max", jen.Lit(l.Max)), kv("Strategy", jen.Lit(string(l.Effective()))))))
 	}
+	if db := w.Debounce; db != nil {
+		dfields := []jen.Code{kv("Key", jen.Lit(db.Key)), kv("Window", durationCode(db.Window))}
+		if db.MaxWait > 0 {
+			dfields = append(dfields, kv("MaxWait", durationCode(db.MaxWait)))
+		}
+		fields = append(fields, kv("Debounce", jen.Op("&").Qual(runtimePkg, "DebounceSpec").Values(dfields...)))
+	}
 	if w.RateLimit != nil {
 		fields = append(fields, kv("RateLimit", rateLimitCode(w.RateLimit)))
 	}

@@ -26,7 +26,7 @@ func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
 
 func (d *decoder) workflow(root *Value) *Workflow {
 	w := &Workflow{}
-	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "runConcurrency", "rateLimit", "timeout", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
+	d.keys(root, "the workflow", "name", "description", "input", "priority", "concurrency", "runConcurrency", "debounce", "rateLimit", "timeout", "defaults", "steps", "onFailure", "schedules", "events", "startOn")
 	if f := d.required(root, "name", "missing name: give the workflow a name such as order-processing"); f != nil {
 		w.Name, w.NamePos = d.name(f.Value, "workflow name"), f.Value.Pos
 	}
@@ -44,6 +44,9 @@ func (d *decoder) workflow(root *Value) *Workflow {
 	}
 	if f := root.Get("runConcurrency"); f != nil {
 		w.RunConcurrency = d.runConcurrency(f.Value)
+	}
+	if f := root.Get("debounce"); f != nil {
+		w.Debounce = d.debounce(f.Value)
 	}
 	if f := root.Get("rateLimit"); f != nil {
 		w.RateLimit = d.rateLimit(f.Value, "rateLimit")
@@ -497,6 +500,35 @@ func (d *decoder) runConcurrency(v *Value) *RunConcurrency {
 		return nil
 	}
 	return c // with a bad max or strategy, reported, so that its key is still checked
+}
+
+// debounce reads a debounce: {key: <CEL over the input>, window:
+// <duration>, maxWait: <duration>}. The key is type-checked by
+// checkInputExprs.
+func (d *decoder) debounce(v *Value) *Debounce {
+	const what = "debounce"
+	if !d.isMap(v, what, `a mapping such as {key: "input.customerId", window: 30s}`) {
+		return nil
+	}
+	d.keys(v, what, "key", "window", "maxWait")
+	db := &Debounce{Pos: v.Pos}
+	keyOK := false
+	if f := d.required(v, "key", what+" has no key: add key: <a CEL expression over the input, such as input.customerId>"); f != nil {
+		db.Key, keyOK = d.keyExpr(f, what)
+	}
+	if f := d.required(v, "window", what+" has no window: add window: <how long a run waits for a newer trigger of its key, such as 30s>"); f != nil {
+		db.Window = d.duration(f.Value, "window of "+what)
+	}
+	if f := v.Get("maxWait"); f != nil {
+		if db.MaxWait = d.duration(f.Value, "maxWait of "+what); db.MaxWait > 0 && db.Window > 0 && db.MaxWait < db.Window {
+			d.probs.Add(f.Value.Pos, "minimum", "maxWait of %s (%s) is below its window (%s): leave it out for no bound, or make it at least the window", what, db.MaxWait, db.Window)
+		}
+		db.MaxWaitPos = f.Value.Pos
+	}
+	if !keyOK {
+		return nil
+	}
+	return db // with a bad window or maxWait, reported, so that its key is still checked
 }
 
 // keyExpr reads the key of a limit: a string holding a CEL expression

@@ -31,6 +31,9 @@ func checkInputExprs(w *Workflow, lines [][]byte, probs *Problems) {
 	if w.RunConcurrency != nil {
 		exprs = append(exprs, inputExpr{&w.RunConcurrency.Key, "run concurrency key"})
 	}
+	if w.Debounce != nil {
+		exprs = append(exprs, inputExpr{&w.Debounce.Key, "debounce key"})
+	}
 	if w.RateLimit != nil && w.RateLimit.Key != nil {
 		exprs = append(exprs, inputExpr{w.RateLimit.Key, "rate limit key"})
 	}

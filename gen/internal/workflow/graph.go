@@ -56,6 +56,11 @@ func (d *decoder) check(w *Workflow) {
 			d.probs.Add(sc.Pos, "", "%s", p.Message)
 		case spec.RuleKind, spec.RuleRunLimit:
 			continue // the decoder reported it, where it is written
+		case spec.RuleDebounce:
+			if strings.HasPrefix(p.Message, "debounce and runConcurrency") {
+				d.probs.Add(w.Debounce.Pos, "", "%s", p.Message)
+			}
+			continue // the decoder reported the others, where they are written
 		case spec.RuleWait:
 			pos := step.Pos
 			if w := step.WaitFor; w != nil {

@@ -23,6 +23,9 @@ func (w *Workflow) Spec() *spec.Workflow {
 	out.RateLimit = w.RateLimit.spec()
 	out.Timeout = w.Timeout
 	out.RunConcurrency = w.RunConcurrency.spec()
+	if db := w.Debounce; db != nil {
+		out.Debounce = &spec.Debounce{Key: db.Key.Source, Window: db.Window, MaxWait: db.MaxWait}
+	}
 	for _, s := range w.Steps {
 		step := spec.Step{Name: s.Name, Sleep: s.Sleep}
 		for _, ref := range s.Parents {

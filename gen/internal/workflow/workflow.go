@@ -38,6 +38,8 @@ type Workflow struct {
 	Concurrency *Concurrency
 	// RunConcurrency is the workflow's limit on whole runs, or nil.
 	RunConcurrency *RunConcurrency
+	// Debounce is the workflow's debounce, or nil.
+	Debounce *Debounce
 	// RateLimit is the workflow's rate limit, or nil.
 	RateLimit *RateLimit
 	// Timeout bounds each run as a whole; zero for none.
@@ -234,6 +236,16 @@ type RunConcurrency struct {
 	Strategy spec.RunStrategy
 	// Pos is where the limit is written.
 	Pos Pos
+}
+
+// Debounce is a debounce: its key expression, window and max wait (0
+// for none).
+type Debounce struct {
+	Key     Expr
+	Window  time.Duration
+	MaxWait time.Duration
+	// Pos is where it is written, MaxWaitPos its maxWait.
+	Pos, MaxWaitPos Pos
 }
 
 // RateLimit is a rate limit: its key expression (nil for one key for

@@ -29,6 +29,7 @@ type Store struct {
 	queue          readyQueue
 	limits         map[string]*limitLine // by limit key (see limits.go)
 	runLines       map[string]*runLine   // by run limit key (see runlimits.go)
+	debounced      map[string]*run       // the run waiting for its window, by debounce key (see debounce.go)
 	rates          map[string]time.Time  // due time by rate key (see rates.go)
 	timers         timerQueue
 	runTimers      map[uuid.UUID]*runTimer // each run's pending start or deadline (see runtimers.go)
@@ -62,7 +63,9 @@ type run struct {
 	events     []store.Event
 	limit      store.RunLimit // see runlimits.go
 	holds      bool           // holds a slot of its limit's key
-	parked     []int          // while it waits in its key's line: its roots, QUEUED, to admit when let in
+	parked     []int          // while it waits in its key's line or for its window: its roots, QUEUED, to admit when let in
+	debounce   store.Debounce // see debounce.go
+	due, since time.Time      // while it waits for its debounce window: when it starts, and its burst's first run's creation
 }
 
 type task struct {
@@ -92,6 +95,7 @@ func New() *Store {
 		workflows:      map[string]store.WorkflowVersion{},
 		limits:         map[string]*limitLine{},
 		runLines:       map[string]*runLine{},
+		debounced:      map[string]*run{},
 		rates:          map[string]time.Time{},
 		runs:           map[uuid.UUID]*run{},
 		idem:           map[idemKey]uuid.UUID{},

@@ -49,6 +49,24 @@ func (s *Store) admitRun(r *run, now time.Time) (let bool, cancel string) {
 	}
 }
 
+// letIn queues the roots of a run that waited (in its key's line, or for
+// its debounce window), reporting whether it queued any. Callers hold
+// s.mu.
+func (s *Store) letIn(r *run, now time.Time) bool {
+	parked := r.parked
+	r.parked = nil
+	queued := false
+	for _, i := range parked {
+		t := r.tasks[i]
+		if t.rec.Status != store.TaskQueued {
+			continue
+		}
+		s.admit(t, true, now) // QUEUED already: only put on the ready queue, or in its step limit's line
+		queued = true
+	}
+	return queued
+}
+
 func (s *Store) holdRun(line *runLine, r *run) {
 	line.holders = append(line.holders, r)
 	r.holds = true
@@ -93,17 +111,7 @@ func (s *Store) releaseRun(r *run, now time.Time) {
 		w := line.waiting[0]
 		line.waiting = line.waiting[1:]
 		s.holdRun(line, w)
-		parked := w.parked
-		w.parked = nil
-		for _, i := range parked {
-			t := w.tasks[i]
-			if t.rec.Status != store.TaskQueued {
-				continue
-			}
-			s.admit(t, true, now) // QUEUED already: only put on the ready queue, or in its step limit's line
-
-		}
-		if len(parked) > 0 {
+		if s.letIn(w, now) {
 			s.notify(store.Notification{Kind: store.TasksReady})
 		}
 	}

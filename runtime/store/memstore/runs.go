@@ -99,11 +99,15 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	if !r.rec.StartAt.IsZero() {
 		return false // delayed: its timer starts it (the engine delays no run with a run limit)
 	}
-	r.limit = nr.RunLimit
+	r.limit, r.debounce = nr.RunLimit, nr.Debounce
 	cancelled := ""
 	let := true
-	if r.limit.Key != "" {
+	switch {
+	case r.limit.Key != "":
 		let, cancelled = s.admitRun(r, now)
+	case r.debounce.Key != "":
+		s.debounceRun(r, now)
+		let = false
 	}
 	if let {
 		return s.queueRoots(r, now, "")
@@ -167,7 +171,10 @@ func (r *run) row() store.Run {
 	}
 	rec.Parent = cloneParent(rec.Parent)
 	rec.Tags = maps.Clone(rec.Tags)
-	rec.Waiting = r.rec.Status == store.RunRunning && r.parked != nil
+	if r.rec.Status == store.RunRunning && r.parked != nil {
+		rec.Waiting = r.due.IsZero()
+		rec.DebouncedUntil = r.due
+	}
 	return rec
 }
 
@@ -326,6 +333,9 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
 	if r.limit.Key != "" {
 		s.releaseRun(r, now)
+	}
+	if !r.due.IsZero() {
+		s.forgetDebounced(r)
 	}
 	if status != store.RunCompleted {
 		s.cancelChildren(r, now)

@@ -52,7 +52,7 @@ func (s *Store) FireTimers(_ context.Context, now time.Time, limit int) ([]store
 		}
 		fired = append(fired, ft)
 	}
-	if len(fired) > 0 {
+	if s.fireDebounced(now) || len(fired) > 0 {
 		s.notify(store.Notification{Kind: store.TasksReady})
 	}
 	return fired, nil
@@ -65,6 +65,9 @@ func (s *Store) NextTimer(_ context.Context) (time.Time, bool, error) {
 	next, ok := s.nextRunTimer()
 	if tm, queued := s.timers.next(); queued && (!ok || tm.at.Before(next)) {
 		next, ok = tm.at, true
+	}
+	if due, any := s.nextDebounced(); any && (!ok || due.Before(next)) {
+		next, ok = due, true
 	}
 	return next, ok, nil
 }

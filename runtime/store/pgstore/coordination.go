@@ -27,6 +27,12 @@ func (s *Store) FireTimers(ctx context.Context, now time.Time, limit int) ([]sto
 	if limit <= 0 {
 		limit = 1000
 	}
+	// Debounced runs whose window passed start first, each in its own
+	// turn of its key (see trellis_run_limit_fire): one index probe when
+	// none is due.
+	if _, err := s.q.RunsDebounceFire(ctx, dbsqlc.RunsDebounceFireParams{Now: now, Lim: int32(limit)}); err != nil {
+		return nil, wrap(err, "starting debounced runs")
+	}
 	var fired []store.FiredTimer
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
 		fired = nil

@@ -155,7 +155,8 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
 			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
 			StartAt: deref(r.StartAt), Deadline: deref(r.Deadline),
-			Waiting: r.Waiting,
+			Waiting:        r.Waiting,
+			DebouncedUntil: deref(r.DebouncedUntil),
 		})
 	}
 	return out, reached, nil

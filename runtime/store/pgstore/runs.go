@@ -103,14 +103,14 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 			return nil, err
 		}
 	}
-	var limited []store.NewRun // created runs with a run limit
+	var limited []store.NewRun // created runs with a run limit or a debounce
 	for chunk := range slices.Chunk(runs, createChunk) {
 		tasks := dbsqlc.TasksInsertParams{Now: now, Limited: []uuid.UUID{}}
 		for _, r := range chunk {
 			if !created[r.ID] {
 				continue
 			}
-			if r.RunLimit.Key != "" {
+			if r.RunLimit.Key != "" || r.Debounce.Key != "" {
 				tasks.Limited = append(tasks.Limited, r.ID)
 				limited = append(limited, r)
 			}
@@ -187,8 +187,23 @@ func delayed(r store.NewRun, now time.Time) bool { return r.StartAt.After(now) }
 // a run it cancels (which locks the run, then its key): Postgres breaks
 // the tie, and the trigger is retried as a transient failure.
 func admitRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now time.Time) error {
-	slices.SortStableFunc(runs, func(a, b store.NewRun) int { return strings.Compare(a.RunLimit.Key, b.RunLimit.Key) })
+	slices.SortStableFunc(runs, func(a, b store.NewRun) int {
+		return strings.Compare(a.RunLimit.Key+a.Debounce.Key, b.RunLimit.Key+b.Debounce.Key)
+	})
 	for _, r := range runs {
+		if db := r.Debounce; db.Key != "" {
+			superseded, err := q.RunDebounce(ctx, dbsqlc.RunDebounceParams{
+				RunID: r.ID, Key: db.Key, WindowUs: db.Window.Microseconds(), MaxWaitUs: db.MaxWait.Microseconds(), Now: now,
+			})
+			if err != nil {
+				return err
+			}
+			detail := fmt.Sprintf("superseded by a newer run %s of debounce key %s", r.ID, db.Key)
+			if err := cancelRunsFor(ctx, q, superseded, now, detail); err != nil {
+				return err
+			}
+			continue
+		}
 		l := r.RunLimit
 		p := dbsqlc.RunLimitAdmitParams{RunID: r.ID, Key: l.Key, Max: int32(l.Max), Strategy: l.Strategy}
 		for range 2 {
@@ -375,7 +390,7 @@ func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
-		Waiting: row.Waiting,
+		Waiting: row.Waiting, DebouncedUntil: deref(row.DebouncedUntil),
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),

@@ -350,8 +350,8 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 				failure = truncate(failure, 40)
 			}
 			status := string(r.Status)
-			if r.Waiting {
-				status = string(runtime.TaskQueued) // waits for a slot of its runConcurrency key
+			if r.Waiting || !r.DebouncedUntil.IsZero() {
+				status = string(runtime.TaskQueued) // waits for a slot of its runConcurrency key, or its debounce window
 			}
 			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), status, ago(now, r.CreatedAt), took, failure)
 			t.paint(3, statusStyle(status))
@@ -506,6 +506,9 @@ func writeRun(w io.Writer, r *ops.RunDetail, now time.Time) error {
 	h.paint(1, statusStyle(string(r.Status)))
 	if r.Waiting {
 		h.row("Waiting:", "for a slot of its runConcurrency key: no step starts until a run of the key ends")
+	}
+	if !r.DebouncedUntil.IsZero() {
+		h.row("Debounced:", "starts "+timestamp(&r.DebouncedUntil)+" unless a newer trigger of its debounce key cancels it")
 	}
 	h.row("Created:", timestamp(&r.CreatedAt))
 	if !r.RerunAt.IsZero() {

@@ -58,6 +58,7 @@ type runOpts struct {
 	limit                 store.Limit // of the root, step A
 	rate                  store.Rate  // of the root, step A
 	runLimit              store.RunLimit
+	debounce              store.Debounce
 	traceContext          string
 	input                 string     // {"n":1} when empty
 	kindA                 store.Kind // of the root, step A: code unless set
@@ -110,7 +111,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
 		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
 		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tags: o.tags, Tasks: tasks,
-		StartAt: o.startAt, Timeout: o.timeout, RunLimit: o.runLimit,
+		StartAt: o.startAt, Timeout: o.timeout, RunLimit: o.runLimit, Debounce: o.debounce,
 	}}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)

@@ -124,6 +124,8 @@ type TrellisRunWaiting struct {
 	Key   string
 	Seq   pgtype.Int8
 	Max   int32
+	DueAt *time.Time
+	Since *time.Time
 }
 
 type TrellisSchedule struct {

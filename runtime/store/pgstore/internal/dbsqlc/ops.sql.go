@@ -492,9 +492,9 @@ WITH scanned AS (
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = checked.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM checked
+LEFT JOIN trellis_run_waiting w ON w.run_id = checked.id AND checked.limit_key IS NOT NULL
 ORDER BY created_at DESC, id DESC
 `
 
@@ -541,6 +541,7 @@ type OpsRunsScanRow struct {
 	StartAt        *time.Time
 	Deadline       *time.Time
 	Waiting        bool
+	DebouncedUntil *time.Time
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -611,6 +612,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.StartAt,
 			&i.Deadline,
 			&i.Waiting,
+			&i.DebouncedUntil,
 		); err != nil {
 			return nil, err
 		}

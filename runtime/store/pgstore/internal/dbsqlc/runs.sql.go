@@ -13,6 +13,33 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const runDebounce = `-- name: RunDebounce :one
+SELECT trellis_run_limit_debounce($1::uuid, $2::text, $3::bigint, $4::bigint, $5::timestamptz)::uuid[] AS superseded
+`
+
+type RunDebounceParams struct {
+	RunID     uuid.UUID
+	Key       string
+	WindowUs  int64
+	MaxWaitUs int64
+	Now       time.Time
+}
+
+// Makes a new run the one its debounce key waits for, and returns the
+// runs it supersedes (see trellis_run_limit_debounce).
+func (q *Queries) RunDebounce(ctx context.Context, arg RunDebounceParams) ([]uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, runDebounce,
+		arg.RunID,
+		arg.Key,
+		arg.WindowUs,
+		arg.MaxWaitUs,
+		arg.Now,
+	)
+	var superseded []uuid.UUID
+	err := row.Scan(&superseded)
+	return superseded, err
+}
+
 const runExists = `-- name: RunExists :one
 SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE id = $1)
 `
@@ -28,9 +55,9 @@ const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = $1
 `
 
@@ -56,6 +83,7 @@ type RunGetRow struct {
 	StartAt        *time.Time
 	Deadline       *time.Time
 	Waiting        bool
+	DebouncedUntil *time.Time
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -83,6 +111,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.StartAt,
 		&i.Deadline,
 		&i.Waiting,
+		&i.DebouncedUntil,
 	)
 	return i, err
 }
@@ -225,9 +254,9 @@ const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
 `
@@ -259,6 +288,7 @@ type RunsChildrenRow struct {
 	StartAt        *time.Time
 	Deadline       *time.Time
 	Waiting        bool
+	DebouncedUntil *time.Time
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -293,6 +323,7 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.StartAt,
 			&i.Deadline,
 			&i.Waiting,
+			&i.DebouncedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -302,6 +333,23 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 		return nil, err
 	}
 	return items, nil
+}
+
+const runsDebounceFire = `-- name: RunsDebounceFire :one
+SELECT trellis_run_limit_fire($1::timestamptz, $2::integer)::int AS n
+`
+
+type RunsDebounceFireParams struct {
+	Now time.Time
+	Lim int32
+}
+
+// Lets in up to lim debounced runs due at now (see trellis_run_limit_fire).
+func (q *Queries) RunsDebounceFire(ctx context.Context, arg RunsDebounceFireParams) (int32, error) {
+	row := q.db.QueryRow(ctx, runsDebounceFire, arg.Now, arg.Lim)
+	var n int32
+	err := row.Scan(&n)
+	return n, err
 }
 
 const runsExisting = `-- name: RunsExisting :many
@@ -395,9 +443,9 @@ const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (CASE WHEN limit_key IS NULL THEN false
-             ELSE EXISTS (SELECT 1 FROM trellis_run_waiting w WHERE w.run_id = trellis_runs.id) END)::boolean AS waiting
+       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
 FROM trellis_runs
+LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
 `
@@ -424,6 +472,7 @@ type RunsGetRow struct {
 	StartAt        *time.Time
 	Deadline       *time.Time
 	Waiting        bool
+	DebouncedUntil *time.Time
 }
 
 // The given runs that exist, ordered by id.
@@ -458,6 +507,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.StartAt,
 			&i.Deadline,
 			&i.Waiting,
+			&i.DebouncedUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -672,6 +722,7 @@ const runsWaitingByWorkflow = `-- name: RunsWaitingByWorkflow :many
 SELECT r.workflow, count(*)::int AS n
 FROM trellis_run_waiting w
 JOIN trellis_runs r ON r.id = w.run_id
+WHERE w.due_at IS NULL
 GROUP BY r.workflow
 `
 
@@ -681,7 +732,7 @@ type RunsWaitingByWorkflowRow struct {
 }
 
 // How many runs wait for a slot of their run limit's key, by workflow
-// (schema/0017): a read of the lines, which hold only waiting runs.
+// (schema/0023): a read of the lines, which hold only waiting runs.
 func (q *Queries) RunsWaitingByWorkflow(ctx context.Context) ([]RunsWaitingByWorkflowRow, error) {
 	rows, err := q.db.Query(ctx, runsWaitingByWorkflow)
 	if err != nil {

@@ -13,9 +13,14 @@ import (
 )
 
 const timerNext = `-- name: TimerNext :one
-SELECT wake_at FROM trellis_timers ORDER BY wake_at LIMIT 1
+SELECT n.wake_at::timestamptz AS wake_at
+FROM (SELECT least((SELECT t.wake_at FROM trellis_timers t ORDER BY t.wake_at LIMIT 1),
+                   (SELECT w.due_at FROM trellis_run_waiting w WHERE w.due_at IS NOT NULL ORDER BY w.due_at LIMIT 1)) AS wake_at) n
+WHERE n.wake_at IS NOT NULL
 `
 
+// The next timer due: a task's, or a debounced run's (schema/0023).
+// No row when there is none.
 func (q *Queries) TimerNext(ctx context.Context) (time.Time, error) {
 	row := q.db.QueryRow(ctx, timerNext)
 	var wake_at time.Time
