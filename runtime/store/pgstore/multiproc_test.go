@@ -31,6 +31,9 @@ const (
 	workerSchemaEnv = "TRELLIS_WORKER_SCHEMA"
 	workerNameEnv   = "TRELLIS_WORKER_NAME"
 	workerURLEnv    = "TRELLIS_WORKER_URL" // the database, when not pgtest.URL()
+	// workerBurstEnv, when set (Unix nanoseconds), has the worker trigger a
+	// burst of debounced runs at that time (see runlimit_multiproc_test.go).
+	workerBurstEnv = "TRELLIS_WORKER_BURST_AT"
 	// Worker timing: fast enough for tests, with heartbeats well inside
 	// the stale limit.
 	workerHeartbeat = 200 * time.Millisecond
@@ -107,6 +110,11 @@ func workerMain(url, schema, name string) int {
 		log.Error("register", "error", err)
 		return 1
 	}
+	debounced, err := multiproc.RegisterDebounced(engine, &debouncedSteps{rec})
+	if err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
 	if _, err := multiproc.RegisterPaced(engine, pacedSteps{}); err != nil {
 		log.Error("register", "error", err)
 		return 1
@@ -122,6 +130,9 @@ func workerMain(url, schema, name string) int {
 	if err := engine.Start(context.WithoutCancel(ctx)); err != nil {
 		log.Error("start", "error", err)
 		return 1
+	}
+	if at := os.Getenv(workerBurstEnv); at != "" {
+		go triggerBurst(ctx, log, debounced, name, at)
 	}
 	<-ctx.Done()
 	grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,5 +129,97 @@ func TestRunLimitHoldsAcrossProcessesAndACrash(t *testing.T) {
 	t.Logf("%d runs; killed %s in the middle of a run; at most %d runs of all customers at once", len(ids), victim, all)
 	if all < 2 {
 		t.Errorf("at most %d runs of all customers ran at once; the limit is per customer", all)
+	}
+}
+
+// debouncedSteps log each execution to exec_log.
+type debouncedSteps struct{ rec *recorder }
+
+func (s *debouncedSteps) Act(ctx context.Context, _ multiproc.DebouncedInput) error {
+	return s.rec.record(ctx)
+}
+
+// debounceBurstRuns is how many debounced runs each process of a burst triggers.
+const debounceBurstRuns = 25
+
+// triggerBurst triggers debounceBurstRuns debounced runs of one key, one after
+// the other, from the time at (Unix nanoseconds) on.
+func triggerBurst(ctx context.Context, log *slog.Logger, client *multiproc.DebouncedClient, worker, at string) {
+	ns, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		log.Error("burst time", "error", err)
+		return
+	}
+	select {
+	case <-time.After(time.Until(time.Unix(0, ns))):
+	case <-ctx.Done():
+		return
+	}
+	for n := range debounceBurstRuns {
+		if _, err := client.RunNoWait(ctx, multiproc.DebouncedInput{Key: "burst", N: int64(n), From: worker}); err != nil {
+			log.Error("burst trigger", "error", err)
+			return
+		}
+	}
+}
+
+// TestDebouncedBurstFromTwoProcessesRunsOnce: two worker processes each
+// trigger a burst of debounced runs of one key at the same moment; of
+// the runs, exactly one executes (its step logged once), and every other
+// is cancelled, superseded.
+func TestDebouncedBurstFromTwoProcessesRunsOnce(t *testing.T) {
+	c := newCluster(t)
+	at := strconv.FormatInt(time.Now().Add(3*time.Second).UnixNano(), 10)
+	t.Setenv(workerBurstEnv, at)
+	c.start("w0")
+	c.start("w1")
+	ctx := t.Context()
+	deadline := time.Now().Add(time.Minute)
+	var created, running int
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("the bursts did not end: %d runs created, %d running", created, running)
+		}
+		err := c.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'RUNNING')
+			FROM trellis_runs WHERE workflow = 'debounced'`).Scan(&created, &running)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created == 2*debounceBurstRuns && running == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var completed, superseded, executions int
+	err := c.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE r.status = 'COMPLETED'),
+		count(*) FILTER (WHERE r.status = 'CANCELLED' AND EXISTS (
+			SELECT 1 FROM trellis_events e WHERE e.run_id = r.id AND e.type = 'CANCELLED' AND e.detail LIKE 'superseded by a newer run %'))
+		FROM trellis_runs r WHERE r.workflow = 'debounced'`).Scan(&completed, &superseded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.pool.QueryRow(ctx, `SELECT count(*) FROM exec_log l JOIN trellis_runs r ON r.id = l.run_id
+		WHERE r.workflow = 'debounced'`).Scan(&executions); err != nil {
+		t.Fatal(err)
+	}
+	var from []string
+	rows, err := c.pool.Query(ctx, `SELECT DISTINCT input->>'from' FROM trellis_runs WHERE workflow = 'debounced'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		from = append(from, f)
+	}
+	rows.Close()
+	t.Logf("%d runs from %v: %d completed, %d superseded, %d executions", created, from, completed, superseded, executions)
+	if len(from) != 2 {
+		t.Errorf("the runs came from %v, want both workers", from)
+	}
+	if completed != 1 || executions != 1 || superseded != created-1 {
+		t.Errorf("%d runs: %d completed, %d executions, %d superseded; want 1, 1 and %d", created, completed, executions, superseded, created-1)
 	}
 }
