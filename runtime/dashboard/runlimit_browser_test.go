@@ -60,3 +60,41 @@ func TestBrowserRunWaitingForSlot(t *testing.T) {
 		t.Errorf("the run page says %q, want it to say why the run waits", waiting)
 	}
 }
+
+type reindexSteps struct{}
+
+func (reindexSteps) Rebuild(context.Context, wf.ReindexInput) error { return nil }
+
+// A user sees on a debounced run's page when it starts, unless a newer
+// trigger of its key cancels it (testdata/acceptance/reindex.yaml).
+func TestBrowserDebouncedRun(t *testing.T) {
+	ctx := browser(t, 1280, 900)
+	b := setup(t, dashboard.Options{Prefix: "/trellis"}, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
+	reindex, err := wf.RegisterReindex(b.h.Engine, reindexSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reindex.RunNoWait(t.Context(), wf.ReindexInput{Index: "products", Change: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.h.RunUntilIdle()
+	var row, debounced string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(b.base+"/runs?workflow=reindex"),
+		chromedp.WaitVisible(`a[href$="/runs/`+ref.ID.String()+`"]`),
+		chromedp.Text(`//tr[.//a[contains(@href, "/runs/`+ref.ID.String()+`")]]`, &row, chromedp.BySearch),
+		chromedp.Navigate(b.base+"/runs/"+ref.ID.String()),
+		chromedp.WaitVisible("#debounced"),
+		chromedp.Text("#debounced", &debounced),
+	)
+	if err != nil {
+		t.Fatalf("reading the debounced run: %v", err)
+	}
+	if !strings.Contains(row, "debounced: starts in 30s") {
+		t.Errorf("the runs list's row says %q, want it to say when the run starts", row)
+	}
+	if !strings.Contains(debounced, "2030-01-01 00:00:30Z (in 30s) unless a newer trigger of its debounce key cancels it") {
+		t.Errorf("the run page says %q, want when the run starts", debounced)
+	}
+}

@@ -934,3 +934,32 @@ func TestRunsShowRunWaitingForSlot(t *testing.T) {
 		t.Errorf("runs show -format json: status %s, waiting %v; want RUNNING, waiting", run.Status, run.Waiting)
 	}
 }
+
+type reindexSteps struct{}
+
+func (reindexSteps) Rebuild(context.Context, wf.ReindexInput) error { return nil }
+
+// TestRunsShowDebouncedRun: a run waiting for its debounce window is
+// listed QUEUED, and runs show says when it starts.
+func TestRunsShowDebouncedRun(t *testing.T) {
+	e := newOpsEnv(t)
+	reindex, err := wf.RegisterReindex(e.h.Engine, reindexSteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reindex.RunNoWait(t.Context(), wf.ReindexInput{Index: "products", Change: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.created(ref.ID)
+	e.h.RunUntilIdle()
+	e.golden("runs-show-debounced.txt", e.ok("runs", "show", ref.ID.String()))
+	if out := e.ok("runs", "list"); !strings.Contains(out, "QUEUED") {
+		t.Errorf("runs list does not list the debounced run QUEUED:\n%s", out)
+	}
+	var run ops.RunDetail
+	e.json(&run, "runs", "show", ref.ID.String())
+	if want := e.h.Start.Add(30 * time.Second); !run.DebouncedUntil.Equal(want) {
+		t.Errorf("runs show -format json: debouncedUntil %v, want %v", run.DebouncedUntil, want)
+	}
+}
