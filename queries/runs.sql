@@ -176,12 +176,12 @@ WHERE r.parent_run_id = @run_id::uuid AND r.parent_step = @step::smallint
 ORDER BY t.run_id, t.step;
 
 -- name: RunsWaitingByWorkflow :many
--- How many runs wait for a slot of their run limit's key, by workflow
--- (schema/0023): a read of the lines, which hold only waiting runs.
+-- How many runs wait for a slot of their run limit's key or for their
+-- debounce window, by workflow (schema/0023): a read of the lines, which
+-- hold only waiting runs.
 SELECT r.workflow, count(*)::int AS n
 FROM trellis_run_waiting w
 JOIN trellis_runs r ON r.id = w.run_id
-WHERE w.due_at IS NULL
 GROUP BY r.workflow;
 
 -- name: RunDebounce :one

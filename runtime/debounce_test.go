@@ -69,6 +69,7 @@ func testDebounceLast(t *testing.T, newH newHarness) {
 	if got := steps.calls.list(); len(got) != 0 {
 		t.Fatalf("steps ran inside the window: %v", got)
 	}
+
 	for i, id := range products[:2] {
 		r := h.Result(id)
 		want := "superseded by a newer run " + products[i+1].String() + " of debounce key reindex@debounce:products"

@@ -41,7 +41,8 @@ func runRunLimits(t *testing.T, newH newHarness) {
 }
 
 // TestRunConcurrencyGauge: trellis.run.waiting counts the runs waiting
-// for a slot, per workflow, and reads 0 once they stopped waiting.
+// for a slot or for their debounce window, per workflow, and reads 0
+// once they stopped waiting.
 func TestRunConcurrencyGauge(t *testing.T) {
 	for name, opts := range map[string][]trellistest.Option{
 		"Memory":   nil,
@@ -62,9 +63,23 @@ func TestRunConcurrencyGauge(t *testing.T) {
 			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=deploys"); got != 2 {
 				t.Errorf("runs waiting = %d, want 2", got)
 			}
+			// A debounced run waits for its window: it counts too.
+			reindex, err := wf.RegisterReindex(h.Engine, &reindexSteps{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reindex.RunNoWait(t.Context(), wf.ReindexInput{Index: "products"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=reindex"); got != 1 {
+				t.Errorf("debounced runs waiting = %d, want 1", got)
+			}
 			h.Settle()
 			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=deploys"); got != 0 {
 				t.Errorf("runs waiting once all ended = %d, want 0", got)
+			}
+			if got := tel.metrics(t).sum(t, "trellis.run.waiting", "trellis.workflow.name=reindex"); got != 0 {
+				t.Errorf("debounced runs waiting once all ended = %d, want 0", got)
 			}
 		})
 	}

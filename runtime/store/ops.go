@@ -71,8 +71,9 @@ type Ops interface {
 	// runs at most `first` entries per parent however many it started.
 	ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first int) ([]ChildRunPreview, error)
 	// WaitingRuns counts, by workflow, the runs waiting for a slot of
-	// their RunLimit key (Run.Waiting); a workflow with none has no
-	// entry. It reads the lines of the keys, not the runs.
+	// their RunLimit key (Run.Waiting) or for their Debounce window
+	// (Run.DebouncedUntil); a workflow with none has no entry. It reads
+	// the lines of the keys, not the runs.
 	WaitingRuns(ctx context.Context) (map[string]int, error)
 }
 

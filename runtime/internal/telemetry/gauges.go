@@ -69,7 +69,7 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 		return err
 	}
 	m.waitingRuns, err = meter.Int64ObservableGauge("trellis.run.waiting", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs waiting for a slot of their workflow's runConcurrency key, per workflow. Reported by the leader."))
+		metric.WithDescription("Runs waiting for a slot of their workflow's runConcurrency key or for their debounce window, per workflow. Reported by the leader."))
 	if err != nil {
 		return err
 	}

@@ -130,5 +130,8 @@ func (s *Store) WaitingRuns(_ context.Context) (map[string]int, error) {
 			out[r.rec.Workflow]++
 		}
 	}
+	for _, r := range s.debounced {
+		out[r.rec.Workflow]++
+	}
 	return out, nil
 }

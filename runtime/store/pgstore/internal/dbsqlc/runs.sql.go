@@ -722,7 +722,6 @@ const runsWaitingByWorkflow = `-- name: RunsWaitingByWorkflow :many
 SELECT r.workflow, count(*)::int AS n
 FROM trellis_run_waiting w
 JOIN trellis_runs r ON r.id = w.run_id
-WHERE w.due_at IS NULL
 GROUP BY r.workflow
 `
 
@@ -731,8 +730,9 @@ type RunsWaitingByWorkflowRow struct {
 	N        int32
 }
 
-// How many runs wait for a slot of their run limit's key, by workflow
-// (schema/0023): a read of the lines, which hold only waiting runs.
+// How many runs wait for a slot of their run limit's key or for their
+// debounce window, by workflow (schema/0023): a read of the lines, which
+// hold only waiting runs.
 func (q *Queries) RunsWaitingByWorkflow(ctx context.Context) ([]RunsWaitingByWorkflowRow, error) {
 	rows, err := q.db.Query(ctx, runsWaitingByWorkflow)
 	if err != nil {
