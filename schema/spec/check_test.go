@@ -141,3 +141,40 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRunLimitsAndDebounce: what Check says of runConcurrency and
+// debounce, which the engine applies to specs written by hand too.
+func TestCheckRunLimitsAndDebounce(t *testing.T) {
+	tests := []struct {
+		name string
+		rc   *RunConcurrency
+		db   *Debounce
+		want []string // messages, by a part of each
+	}{
+		{"valid limit", &RunConcurrency{Key: "input.c", Max: 1, Strategy: StrategyCancelNewest}, nil, nil},
+		{"default strategy", &RunConcurrency{Key: "input.c", Max: 2}, nil, nil},
+		{"limit without key or max", &RunConcurrency{Max: 0}, nil, []string{"needs a key", "max 0 is below 1"}},
+		{"unknown strategy", &RunConcurrency{Key: "input.c", Max: 1, Strategy: "newest"}, nil, []string{`strategy "newest" is not one of queue, cancelInProgress, cancelNewest`}},
+		{"valid debounce", nil, &Debounce{Key: "input.c", Window: time.Second, MaxWait: time.Minute}, nil},
+		{"debounce without window", nil, &Debounce{Key: "input.c"}, []string{"window 0s is not positive"}},
+		{"maxWait below window", nil, &Debounce{Key: "input.c", Window: time.Minute, MaxWait: time.Second}, []string{"maxWait 1s is below the window 1m0s"}},
+		{"both", &RunConcurrency{Key: "input.c", Max: 1}, &Debounce{Key: "input.c", Window: time.Second}, []string{"cannot be combined"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &Workflow{Name: "w", Steps: []Step{{Name: "a", Retry: retry()}}, RunConcurrency: tt.rc, Debounce: tt.db}
+			var got []string
+			for _, p := range w.Check() {
+				got = append(got, p.Message)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("Check = %q, want %d problems like %q", got, len(tt.want), tt.want)
+			}
+			for i, m := range tt.want {
+				if !strings.Contains(got[i], m) {
+					t.Errorf("problem %d = %q, want it to say %q", i, got[i], m)
+				}
+			}
+		})
+	}
+}
