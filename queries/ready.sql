@@ -332,10 +332,13 @@ SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.trellis.clai
 -- which hold live work only, and locks nothing.
 WITH queued AS (
     -- Tasks waiting for a slot of their concurrency limit, or for their
-    -- turn of their rate limit, are queued too.
+    -- turn of their rate limit, are queued too, and so are the first
+    -- steps of runs waiting for a run slot or their debounce window.
     SELECT tenant, count(*) AS n
     FROM (SELECT tenant FROM trellis_ready UNION ALL SELECT tenant FROM trellis_waiting
-          UNION ALL SELECT tenant FROM trellis_paced) q
+          UNION ALL SELECT tenant FROM trellis_paced
+          UNION ALL SELECT r.tenant FROM trellis_run_waiting w JOIN trellis_runs r ON r.id = w.run_id
+                    JOIN trellis_tasks t ON t.run_id = w.run_id AND t.status = 'QUEUED') q
     GROUP BY tenant
 ), running AS (
     SELECT tenant, count(*) AS n FROM trellis_leases GROUP BY tenant

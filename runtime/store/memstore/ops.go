@@ -161,6 +161,24 @@ func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
 		st, _ := stat(t.run)
 		st.Running++
 	}
+	// The first steps of runs waiting for a run slot or their debounce
+	// window are queued too (see runlimits.go, debounce.go).
+	parked := func(r *run) {
+		for _, i := range r.parked {
+			if r.tasks[i].rec.Status == store.TaskQueued {
+				st, _ := stat(r)
+				st.Queued++
+			}
+		}
+	}
+	for _, line := range s.runLines {
+		for _, r := range line.waiting {
+			parked(r)
+		}
+	}
+	for _, r := range s.debounced {
+		parked(r)
+	}
 	out := make([]store.QueueStat, 0, len(stats))
 	for _, st := range stats {
 		out = append(out, *st)

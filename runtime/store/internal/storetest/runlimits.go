@@ -71,6 +71,14 @@ func testRunLimitQueue(t *testing.T, f *fixture) {
 	if st := f.statuses(second)[stepA]; st != store.TaskQueued {
 		t.Errorf("the root of a waiting run is %s, want QUEUED", st)
 	}
+	// The roots of waiting runs count as queued, as tasks waiting for a
+	// slot of a task limit do.
+	if d, err := f.s.QueueDepth(f.ctx, 10); err != nil || d.Queued != 4 {
+		t.Errorf("queue depth = %d, %v; want 4 (two roots queued, two of waiting runs)", d.Queued, err)
+	}
+	if st, err := f.s.QueueStats(f.ctx); err != nil || len(st) != 1 || st[0].Queued != 4 {
+		t.Errorf("queue stats = %+v, %v; want 4 queued", st, err)
+	}
 	// The first run holds its key through all its steps, not only its
 	// root: the second waits until the first ends.
 	got := f.wantRoots("one run per key", first, other)
