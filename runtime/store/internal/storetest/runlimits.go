@@ -236,3 +236,28 @@ func testRunLimitCreateConcurrently(t *testing.T, f *fixture) {
 		t.Errorf("claimed %d roots, want %d (one run per key)", roots, len(strategies))
 	}
 }
+
+// testRunLimitRetriedRun: a run a retry reopens takes a slot of its key
+// again at once, even over max, and gives it back when it ends.
+func testRunLimitRetriedRun(t *testing.T, f *fixture) {
+	one := store.RunLimit{Key: "diamond@runs:k", Max: 1}
+	a := f.createDiamond(runOpts{runLimit: one})
+	b := f.createDiamond(runOpts{runLimit: one})
+	got := f.wantRoots("the first run", a)
+	f.finish(store.Results{Failures: []store.Failure{{Attempt: attempt(got[0]), Error: "boom"}}})
+	f.wantRunStatus(a, store.RunFailed, false)
+	f.wantRunStatus(b, store.RunRunning, false)
+	reset := []store.ResetTask{{Step: stepA}, {Step: stepB, Pending: 1}, {Step: stepC, Pending: 1}, {Step: stepD, Pending: 2}}
+	if ok, err := f.retryOne(a, f.now, reset...); !ok || err != nil {
+		t.Fatalf("retry = %v, %v", ok, err)
+	}
+	// a and b both hold a slot now; a new run waits for both.
+	c := f.createDiamond(runOpts{runLimit: one})
+	f.wantRunStatus(c, store.RunRunning, true)
+	rest := f.runToEnd(nil, b)
+	f.wantRunStatus(b, store.RunCompleted, false)
+	f.wantRunStatus(c, store.RunRunning, true)
+	f.runToEnd(rest, a)
+	f.wantRunStatus(a, store.RunCompleted, false)
+	f.wantRunStatus(c, store.RunRunning, false)
+}

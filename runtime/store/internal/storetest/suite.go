@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RunLimitCancelInProgress", testRunLimitCancelInProgress},
 		{"RunLimitCancelNewest", testRunLimitCancelNewest},
 		{"RunLimitCreateConcurrently", testRunLimitCreateConcurrently},
+		{"RunLimitRetriedRunTakesASlot", testRunLimitRetriedRun},
 		{"DebounceLetsTheLastRunStart", testDebounceLastRuns},
 		{"DebounceMaxWait", testDebounceMaxWait},
 		{"DebounceRunCancelledWhileWaiting", testDebounceCancelledWhileWaiting},
