@@ -206,10 +206,16 @@ func admitRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now 
 		}
 		l := r.RunLimit
 		p := dbsqlc.RunLimitAdmitParams{RunID: r.ID, Key: l.Key, Max: int32(l.Max), Strategy: l.Strategy}
-		for range 2 {
+		for try := 0; ; try++ {
 			res, err := q.RunLimitAdmit(ctx, p)
 			if err != nil {
 				return err
+			}
+			if res.Decision == "make-room" && (len(res.Others) == 0 || try > 0) {
+				// Its slots are held by runs it may not cancel (reopened
+				// over max, say): rather than strand the run, put it in line.
+				p.Strategy = store.RunLimitQueue
+				continue
 			}
 			switch res.Decision {
 			case "make-room":
