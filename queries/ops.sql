@@ -102,7 +102,7 @@ WITH groups AS (
         SELECT p.tenant, r.workflow, NULL, 2 FROM trellis_paced p JOIN trellis_runs r ON r.id = p.run_id
         UNION ALL
         -- The first steps of runs waiting for a run slot or their
-        -- debounce window (schema/0019; kind 3: counted queued only).
+        -- debounce window (schema/0021; kind 3: counted queued only).
         SELECT r.tenant, r.workflow, NULL, 3 FROM trellis_run_waiting w JOIN trellis_runs r ON r.id = w.run_id
         JOIN trellis_tasks t ON t.run_id = w.run_id AND t.status = 'QUEUED'
     ) q
