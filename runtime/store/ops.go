@@ -227,7 +227,7 @@ type RunQuery struct {
 	InputContains []json.RawMessage
 	// Tags, when not empty, keeps the runs that carry every one of these
 	// tags with the same value. Postgres reads the runs through an index
-	// of tags (schema/0021).
+	// of tags (schema/0019).
 	Tags map[string]string
 	// WithInput reads each run's Input too (ListRuns leaves it nil
 	// otherwise).

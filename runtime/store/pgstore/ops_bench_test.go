@@ -521,7 +521,7 @@ func TestIDPrefixReadsRunIDs(t *testing.T) {
 
 // TestTagListingUsesItsIndex: a listing of the runs carrying a tag few
 // runs carry (trellis runs list -tag, and a where filter on a tag, which
-// narrows to it) reads the GIN index of schema/0021, not every run in
+// narrows to it) reads the GIN index of schema/0019, not every run in
 // creation order; the runs it lists carry the tag.
 func TestTagListingUsesItsIndex(t *testing.T) {
 	f := newListingFixture(t, 20_000, false)

@@ -320,7 +320,7 @@ WITH groups AS (
         SELECT p.tenant, r.workflow, NULL, 2 FROM trellis_paced p JOIN trellis_runs r ON r.id = p.run_id
         UNION ALL
         -- The first steps of runs waiting for a run slot or their
-        -- debounce window (schema/0021; kind 3: counted queued only).
+        -- debounce window (schema/0023; kind 3: counted queued only).
         SELECT r.tenant, r.workflow, NULL, 3 FROM trellis_run_waiting w JOIN trellis_runs r ON r.id = w.run_id
         JOIN trellis_tasks t ON t.run_id = w.run_id AND t.status = 'QUEUED'
     ) q
@@ -563,10 +563,10 @@ type OpsRunsScanRow struct {
 // the index yields), and its input only then, and only with with_input.
 // With tags (a jsonb object, '{}' for none), the runs carry those tags:
 // planned with the value, a filter on tags can read the GIN index of
-// schema/0021 and sort what it finds, when few runs carry the tags.
+// schema/0019 and sort what it finds, when few runs carry the tags.
 // The scan reads lim runs whatever the documents match, so its cost is
 // bounded; the last row tells where to go on. A run with a run limit
-// says whether it waits for a slot (schema/0021).
+// says whether it waits for a slot (schema/0023).
 func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]OpsRunsScanRow, error) {
 	rows, err := q.db.Query(ctx, opsRunsScan,
 		arg.WithInput,
