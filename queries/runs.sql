@@ -53,9 +53,8 @@ SELECT id FROM trellis_runs WHERE id = ANY (@ids::uuid[]) ORDER BY id FOR NO KEY
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = @id;
 
 -- name: RunLimitAdmit :one
@@ -73,9 +72,8 @@ SELECT id, status FROM trellis_runs WHERE id = ANY (@ids::uuid[]);
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = ANY (@ids::uuid[])
 ORDER BY id;
 
@@ -161,9 +159,8 @@ SELECT id, workflow, tenant, pg_notify(trellis_channel(), 'finished ' || id::tex
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE parent_run_id = @run_id::uuid AND parent_step = @step::smallint
 ORDER BY parent_index, created_at, id;
 
@@ -192,3 +189,10 @@ SELECT trellis_run_limit_debounce(@run_id::uuid, @key::text, @window_us::bigint,
 -- name: RunsDebounceFire :one
 -- Lets in up to lim debounced runs due at now (see trellis_run_limit_fire).
 SELECT trellis_run_limit_fire(@now::timestamptz, @lim::integer)::int AS n;
+
+-- name: RunsWaitingOf :many
+-- Which of the given runs (those with a run limit or a debounce) wait in
+-- trellis_run_waiting, and until when a debounced one waits: read apart
+-- from the runs, only for runs that may wait (schema/0022), so that the
+-- listings' plans do not change.
+SELECT run_id, due_at FROM trellis_run_waiting WHERE run_id = ANY (@ids::uuid[]);

@@ -145,6 +145,7 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 		reached = &store.RunCursor{CreatedAt: read[limit-1].CreatedAt, ID: read[limit-1].ID}
 	}
 	out := make([]store.Run, 0, len(read))
+	var limited []bool
 	for _, r := range read {
 		if !r.Matched.Bool {
 			continue
@@ -155,9 +156,15 @@ func (s *Store) ScanRuns(ctx context.Context, q store.RunQuery) ([]store.Run, *s
 			Failure: failure(r.FailedStep, r.Error), CreatedAt: r.CreatedAt, FinishedAt: deref(r.FinishedAt),
 			Input: r.Input, Parent: parentRun(r.ParentRunID, r.ParentStep, r.ParentIndex), RerunAt: deref(r.RerunAt), Tags: tagsFromDB(r.Tags),
 			StartAt: deref(r.StartAt), Deadline: deref(r.Deadline),
-			Waiting:        r.Waiting,
-			DebouncedUntil: deref(r.DebouncedUntil),
 		})
+		limited = append(limited, r.Limited)
+	}
+	ptrs := make([]*store.Run, len(out))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	if err := fillWaiting(ctx, s.q, ptrs, limited); err != nil {
+		return nil, nil, wrap(err, "listing runs")
 	}
 	return out, reached, nil
 }

@@ -389,14 +389,44 @@ func (s *Store) GetRun(ctx context.Context, id uuid.UUID) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, wrap(notFound(err, "run "+id.String()), "reading run")
 	}
-	return runFromRow(row), nil
+	r := runFromRow(row)
+	if err := fillWaiting(ctx, s.q, []*store.Run{&r}, []bool{row.Limited}); err != nil {
+		return store.Run{}, wrap(err, "reading run")
+	}
+	return r, nil
+}
+
+// fillWaiting sets Waiting and DebouncedUntil of those of runs that may
+// wait (limited: they have a run limit or a debounce, and are running),
+// with one read of trellis_run_waiting, and none when no run may wait.
+func fillWaiting(ctx context.Context, q *dbsqlc.Queries, runs []*store.Run, limited []bool) error {
+	var ids []uuid.UUID
+	at := map[uuid.UUID]*store.Run{}
+	for i, r := range runs {
+		if limited[i] && r.Status == store.RunRunning {
+			ids = append(ids, r.ID)
+			at[r.ID] = r
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := q.RunsWaitingOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, w := range rows {
+		if r := at[w.RunID]; r != nil {
+			r.Waiting, r.DebouncedUntil = w.DueAt == nil, deref(w.DueAt)
+		}
+	}
+	return nil
 }
 
 func runFromRow(row dbsqlc.RunGetRow) store.Run {
 	return store.Run{
 		ID: row.ID, Workflow: row.Workflow, Version: row.Version, Tenant: row.Tenant,
 		IdempotencyKey: row.IdempotencyKey.String, Priority: int(row.Priority), Status: store.RunStatus(row.Status), Input: row.Input,
-		Waiting: row.Waiting, DebouncedUntil: deref(row.DebouncedUntil),
 		Failure: failure(row.FailedStep, row.Error), CreatedAt: row.CreatedAt, FinishedAt: deref(row.FinishedAt),
 		TraceContext: row.TraceContext, Parent: parentRun(row.ParentRunID, row.ParentStep, row.ParentIndex),
 		RerunAt: deref(row.RerunAt),
@@ -440,9 +470,14 @@ func (s *Store) ChildRuns(ctx context.Context, parent store.TaskKey) ([]store.Ru
 		}
 		out = make([]store.RunWithTasks, len(runs))
 		at := make(map[uuid.UUID]int, len(runs))
+		ptrs, limited := make([]*store.Run, len(runs)), make([]bool, len(runs))
 		for i, r := range runs {
 			out[i] = store.RunWithTasks{Run: runFromRow(dbsqlc.RunGetRow(r))}
 			at[r.ID] = i
+			ptrs[i], limited[i] = &out[i].Run, r.Limited
+		}
+		if err := fillWaiting(ctx, q, ptrs, limited); err != nil {
+			return err
 		}
 		tasks, err := q.TasksOfChildren(ctx, dbsqlc.TasksOfChildrenParams(key))
 		for _, t := range tasks {
@@ -518,10 +553,15 @@ func (s *Store) GetRuns(ctx context.Context, ids []uuid.UUID) ([]store.RunWithTa
 		found := make([]uuid.UUID, len(runs))
 		out = make([]store.RunWithTasks, len(runs))
 		at := make(map[uuid.UUID]int, len(runs))
+		ptrs, limited := make([]*store.Run, len(runs)), make([]bool, len(runs))
 		for i, r := range runs {
 			found[i] = r.ID
 			out[i] = store.RunWithTasks{Run: runFromRow(dbsqlc.RunGetRow(r))}
 			at[r.ID] = i
+			ptrs[i], limited[i] = &out[i].Run, r.Limited
+		}
+		if err := fillWaiting(ctx, q, ptrs, limited); err != nil {
+			return err
 		}
 		tasks, err := q.TasksOfRuns(ctx, found)
 		for _, t := range tasks {

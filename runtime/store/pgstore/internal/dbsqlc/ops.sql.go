@@ -497,9 +497,8 @@ WITH scanned AS (
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, failed_step, error, created_at, finished_at,
        (CASE WHEN matched AND $1::boolean THEN input END)::json AS input, matched,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM checked
-LEFT JOIN trellis_run_waiting w ON w.run_id = checked.id AND checked.limit_key IS NOT NULL
 ORDER BY created_at DESC, id DESC
 `
 
@@ -545,8 +544,7 @@ type OpsRunsScanRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
-	Waiting        bool
-	DebouncedUntil *time.Time
+	Limited        bool
 }
 
 // The next lim runs of a listing, newest first, from after the cursor
@@ -616,8 +614,7 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
-			&i.Waiting,
-			&i.DebouncedUntil,
+			&i.Limited,
 		); err != nil {
 			return nil, err
 		}

@@ -55,9 +55,8 @@ const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = $1
 `
 
@@ -82,8 +81,7 @@ type RunGetRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
-	Waiting        bool
-	DebouncedUntil *time.Time
+	Limited        bool
 }
 
 func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
@@ -110,8 +108,7 @@ func (q *Queries) RunGet(ctx context.Context, id uuid.UUID) (RunGetRow, error) {
 		&i.Tags,
 		&i.StartAt,
 		&i.Deadline,
-		&i.Waiting,
-		&i.DebouncedUntil,
+		&i.Limited,
 	)
 	return i, err
 }
@@ -254,9 +251,8 @@ const runsChildren = `-- name: RunsChildren :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE parent_run_id = $1::uuid AND parent_step = $2::smallint
 ORDER BY parent_index, created_at, id
 `
@@ -287,8 +283,7 @@ type RunsChildrenRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
-	Waiting        bool
-	DebouncedUntil *time.Time
+	Limited        bool
 }
 
 // The runs started by a task, in index order and then by creation.
@@ -322,8 +317,7 @@ func (q *Queries) RunsChildren(ctx context.Context, arg RunsChildrenParams) ([]R
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
-			&i.Waiting,
-			&i.DebouncedUntil,
+			&i.Limited,
 		); err != nil {
 			return nil, err
 		}
@@ -443,9 +437,8 @@ const runsGet = `-- name: RunsGet :many
 SELECT id, workflow, version, tenant, idempotency_key, priority, status, input, failed_step, error, created_at, finished_at,
        coalesce(trace_context, '')::text AS trace_context,
        parent_run_id, parent_step, parent_index, rerun_at, tags, start_at, deadline,
-       (w.run_id IS NOT NULL AND w.due_at IS NULL)::boolean AS waiting, w.due_at AS debounced_until
+       (limit_key IS NOT NULL)::boolean AS limited
 FROM trellis_runs
-LEFT JOIN trellis_run_waiting w ON w.run_id = trellis_runs.id AND trellis_runs.limit_key IS NOT NULL
 WHERE id = ANY ($1::uuid[])
 ORDER BY id
 `
@@ -471,8 +464,7 @@ type RunsGetRow struct {
 	Tags           []byte
 	StartAt        *time.Time
 	Deadline       *time.Time
-	Waiting        bool
-	DebouncedUntil *time.Time
+	Limited        bool
 }
 
 // The given runs that exist, ordered by id.
@@ -506,8 +498,7 @@ func (q *Queries) RunsGet(ctx context.Context, ids []uuid.UUID) ([]RunsGetRow, e
 			&i.Tags,
 			&i.StartAt,
 			&i.Deadline,
-			&i.Waiting,
-			&i.DebouncedUntil,
+			&i.Limited,
 		); err != nil {
 			return nil, err
 		}
@@ -743,6 +734,39 @@ func (q *Queries) RunsWaitingByWorkflow(ctx context.Context) ([]RunsWaitingByWor
 	for rows.Next() {
 		var i RunsWaitingByWorkflowRow
 		if err := rows.Scan(&i.Workflow, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runsWaitingOf = `-- name: RunsWaitingOf :many
+SELECT run_id, due_at FROM trellis_run_waiting WHERE run_id = ANY ($1::uuid[])
+`
+
+type RunsWaitingOfRow struct {
+	RunID uuid.UUID
+	DueAt *time.Time
+}
+
+// Which of the given runs (those with a run limit or a debounce) wait in
+// trellis_run_waiting, and until when a debounced one waits: read apart
+// from the runs, only for runs that may wait (schema/0022), so that the
+// listings' plans do not change.
+func (q *Queries) RunsWaitingOf(ctx context.Context, ids []uuid.UUID) ([]RunsWaitingOfRow, error) {
+	rows, err := q.db.Query(ctx, runsWaitingOf, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunsWaitingOfRow{}
+	for rows.Next() {
+		var i RunsWaitingOfRow
+		if err := rows.Scan(&i.RunID, &i.DueAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
