@@ -38,6 +38,21 @@ func runRunLimits(t *testing.T, newH newHarness) {
 	t.Run("QueueIsFairAcrossKeys", func(t *testing.T) { testRunLimitFair(t, newH) })
 	t.Run("CancelInProgress", func(t *testing.T) { testRunLimitCancelInProgress(t, newH) })
 	t.Run("CancelNewest", func(t *testing.T) { testRunLimitCancelNewest(t, newH) })
+	t.Run("NotDelayed", func(t *testing.T) { testRunLimitNotDelayed(t, newH) })
+}
+
+// testRunLimitNotDelayed: a delayed start of a run with a run limit is
+// refused, not left to hold a slot before it starts.
+func testRunLimitNotDelayed(t *testing.T, newH newHarness) {
+	h := newH(t)
+	client, err := wf.RegisterDeploys(h.Engine, &deploySteps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.RunNoWait(t.Context(), wf.DeploysInput{Service: "api"}, runtime.WithStartAfter(time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "cannot be delayed yet") {
+		t.Errorf("a delayed run with a run limit: %v, want it refused", err)
+	}
 }
 
 // TestRunConcurrencyGauge: trellis.run.waiting counts the runs waiting

@@ -129,6 +129,9 @@ func (e *Engine) newRuns(ctx context.Context, def *Definition, inputs []json.Raw
 	runs := make([]store.NewRun, len(inputs))
 	now := e.clock.Now()
 	startAt := o.startAt(now)
+	if !startAt.IsZero() && (def.runLimit != nil || def.debounce != nil) {
+		return nil, fmt.Errorf("triggering %s: a run of a workflow with runConcurrency or debounce cannot be delayed yet (WithStartAt, WithStartAfter)", def.Name())
+	}
 	for i, in := range inputs {
 		id, err := uuid.NewV7()
 		if err != nil {
