@@ -70,9 +70,14 @@ lint:
 	cd testdata/riverpeer && $(GO) vet ./...
 
 ## lint-examples: trellis lint over every workflow file in the repository
-## that is meant to be valid.
+## that is meant to be valid, one application at a time: workflows linted
+## together are checked as one deployment (an event that starts two of
+## them must have one payload schema), and the examples and the test
+## workflows are not deployed together.
 lint-examples:
-	$(TRELLIS) lint examples testdata/acceptance testdata/multiproc
+	$(TRELLIS) lint examples
+	$(TRELLIS) lint testdata/acceptance
+	$(TRELLIS) lint testdata/multiproc
 
 ## example: run the order-processing example (memory store, virtual clock).
 example:
