@@ -7,9 +7,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
-	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -17,13 +14,11 @@ import (
 // store: see Engine.PauseWorkflow.
 
 func TestPauseMemory(t *testing.T) {
-	runPause(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runPause(t, memoryHarness)
 }
 
 func TestPausePostgres(t *testing.T) {
-	runPause(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runPause(t, postgresHarness)
 }
 
 func runPause(t *testing.T, newH newHarness) {

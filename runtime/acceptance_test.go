@@ -26,16 +26,23 @@ import (
 // clients, on a virtual clock, against each store.
 
 func TestAcceptanceMemory(t *testing.T) {
-	runAcceptance(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runAcceptance(t, memoryHarness)
 }
 
 func TestAcceptancePostgres(t *testing.T) {
-	runAcceptance(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runAcceptance(t, postgresHarness)
 }
 
 type newHarness func(t *testing.T) *trellistest.Harness
+
+// memoryHarness and postgresHarness are the two stores every behaviour
+// test runs against: the memory store, and a Postgres schema of the
+// test's own.
+func memoryHarness(t *testing.T) *trellistest.Harness { return trellistest.New(t) }
+
+func postgresHarness(t *testing.T) *trellistest.Harness {
+	return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
+}
 
 func runAcceptance(t *testing.T, newH newHarness) {
 	tests := []struct {

@@ -15,20 +15,16 @@ import (
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 func TestAPISchedulesMemory(t *testing.T) {
-	testAPISchedules(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	testAPISchedules(t, memoryHarness)
 }
 
 func TestAPISchedulesPostgres(t *testing.T) {
-	testAPISchedules(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	testAPISchedules(t, postgresHarness)
 }
 
 // scheduleRuns lists the runs of reports a schedule named name started,

@@ -11,8 +11,6 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
@@ -22,13 +20,11 @@ import (
 // against each store.
 
 func TestDeadlinesMemory(t *testing.T) {
-	runDeadlines(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runDeadlines(t, memoryHarness)
 }
 
 func TestDeadlinesPostgres(t *testing.T) {
-	runDeadlines(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runDeadlines(t, postgresHarness)
 }
 
 func runDeadlines(t *testing.T, newH newHarness) {

@@ -10,9 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/effectivelabs/trellis/runtime"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
-	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
@@ -20,13 +17,11 @@ import (
 // stores: testdata/acceptance/reindex.yaml (window 30s, maxWait 5m).
 
 func TestDebounceMemory(t *testing.T) {
-	runDebounce(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runDebounce(t, memoryHarness)
 }
 
 func TestDebouncePostgres(t *testing.T) {
-	runDebounce(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runDebounce(t, postgresHarness)
 }
 
 func runDebounce(t *testing.T, newH newHarness) {

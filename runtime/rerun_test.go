@@ -13,22 +13,17 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
-	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 // Rerunning a finished run from a step, end to end, on each store.
 
 func TestRerunMemory(t *testing.T) {
-	runRerun(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runRerun(t, memoryHarness)
 }
 
 func TestRerunPostgres(t *testing.T) {
-	runRerun(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runRerun(t, postgresHarness)
 }
 
 func runRerun(t *testing.T, newH newHarness) {

@@ -24,13 +24,11 @@ import (
 // so that it stays in progress while the test triggers others.
 
 func TestRunConcurrencyMemory(t *testing.T) {
-	runRunLimits(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	runRunLimits(t, memoryHarness)
 }
 
 func TestRunConcurrencyPostgres(t *testing.T) {
-	runRunLimits(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	runRunLimits(t, postgresHarness)
 }
 
 func runRunLimits(t *testing.T, newH newHarness) {

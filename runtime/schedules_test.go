@@ -11,20 +11,16 @@ import (
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore"
-	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
 	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 func TestSchedulesMemory(t *testing.T) {
-	testSchedules(t, func(t *testing.T) *trellistest.Harness { return trellistest.New(t) })
+	testSchedules(t, memoryHarness)
 }
 
 func TestSchedulesPostgres(t *testing.T) {
-	testSchedules(t, func(t *testing.T) *trellistest.Harness {
-		return trellistest.New(t, trellistest.WithStore(pgstore.New(pgtest.Pool(t))))
-	})
+	testSchedules(t, postgresHarness)
 }
 
 type reportSteps struct{ calls calls }
