@@ -16,17 +16,18 @@ import (
 // run that waited before it, and sets when it is due. Its roots are
 // parked by the caller. Callers hold s.mu.
 func (s *Store) debounceRun(r *run, now time.Time) {
-	key := r.debounce.Key
-	r.since = now
+	c := r.control
+	key := c.debounce.Key
+	c.since = now
 	if prev, ok := s.debounced[key]; ok {
-		r.since = prev.since
+		c.since = prev.control.since
 		s.cancelRun(prev, now, fmt.Sprintf("superseded by a newer run %s of debounce key %s", r.rec.ID, key))
 	}
-	r.due = now.Add(r.debounce.Window)
-	if mw := r.debounce.MaxWait; mw > 0 && r.since.Add(mw).Before(r.due) {
-		r.due = r.since.Add(mw)
+	c.due = now.Add(c.debounce.Window)
+	if mw := c.debounce.MaxWait; mw > 0 && c.since.Add(mw).Before(c.due) {
+		c.due = c.since.Add(mw)
 	}
-	r.parked = []int{}
+	c.parked = []int{}
 	s.debounced[key] = r
 	s.notify(store.Notification{Kind: store.TimerSet})
 }
@@ -34,10 +35,10 @@ func (s *Store) debounceRun(r *run, now time.Time) {
 // forgetDebounced takes a run that ended while it waited for its window
 // off its key. endRun calls it. Callers hold s.mu.
 func (s *Store) forgetDebounced(r *run) {
-	if s.debounced[r.debounce.Key] == r {
-		delete(s.debounced, r.debounce.Key)
+	if s.debounced[r.control.debounce.Key] == r {
+		delete(s.debounced, r.control.debounce.Key)
 	}
-	r.due, r.parked = time.Time{}, nil
+	r.control.due, r.control.parked = time.Time{}, nil
 }
 
 // fireDebounced lets in the runs whose window passed at now, earliest
@@ -45,15 +46,15 @@ func (s *Store) forgetDebounced(r *run) {
 func (s *Store) fireDebounced(now time.Time) bool {
 	var due []*run
 	for _, r := range s.debounced {
-		if !r.due.After(now) {
+		if !r.control.due.After(now) {
 			due = append(due, r)
 		}
 	}
-	slices.SortFunc(due, func(a, b *run) int { return a.due.Compare(b.due) })
+	slices.SortFunc(due, func(a, b *run) int { return a.control.due.Compare(b.control.due) })
 	queued := false
 	for _, r := range due {
-		delete(s.debounced, r.debounce.Key)
-		r.due = time.Time{}
+		delete(s.debounced, r.control.debounce.Key)
+		r.control.due = time.Time{}
 		if s.letIn(r, now) {
 			queued = true
 		}
@@ -66,8 +67,8 @@ func (s *Store) fireDebounced(now time.Time) bool {
 func (s *Store) nextDebounced() (time.Time, bool) {
 	var next time.Time
 	for _, r := range s.debounced {
-		if next.IsZero() || r.due.Before(next) {
-			next = r.due
+		if next.IsZero() || r.control.due.Before(next) {
+			next = r.control.due
 		}
 	}
 	return next, !next.IsZero()

@@ -164,7 +164,10 @@ func (s *Store) QueueStats(context.Context) ([]store.QueueStat, error) {
 	// The first steps of runs waiting for a run slot or their debounce
 	// window are queued too (see runlimits.go, debounce.go).
 	parked := func(r *run) {
-		for _, i := range r.parked {
+		if r.control == nil {
+			return
+		}
+		for _, i := range r.control.parked {
 			if r.tasks[i].rec.Status == store.TaskQueued {
 				st, _ := stat(r)
 				st.Queued++

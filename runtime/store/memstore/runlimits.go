@@ -25,26 +25,27 @@ type runLine struct {
 // now, and, for a run to cancel at once (cancelNewest), why. Callers
 // hold s.mu.
 func (s *Store) admitRun(r *run, now time.Time) (let bool, cancel string) {
-	line := s.runLine(r.limit.Key)
-	if len(line.holders) < r.limit.Max && len(line.waiting) == 0 {
+	limit := r.control.limit
+	line := s.runLine(limit.Key)
+	if len(line.holders) < limit.Max && len(line.waiting) == 0 {
 		s.holdRun(line, r)
 		return true, ""
 	}
-	switch r.limit.Strategy {
+	switch limit.Strategy {
 	case store.RunLimitCancelInProgress:
-		for len(line.holders) >= r.limit.Max {
+		for len(line.holders) >= limit.Max {
 			old := line.holders[0]
-			s.cancelRun(old, now, fmt.Sprintf("cancelled by a newer run %s of key %s", r.rec.ID, r.limit.Key))
-			line = s.runLine(r.limit.Key) // releasing the last slot forgot the line
+			s.cancelRun(old, now, fmt.Sprintf("cancelled by a newer run %s of key %s", r.rec.ID, limit.Key))
+			line = s.runLine(limit.Key) // releasing the last slot forgot the line
 		}
 		s.holdRun(line, r)
 		return true, ""
 	case store.RunLimitCancelNewest:
 		newest := line.holders[len(line.holders)-1]
-		return false, fmt.Sprintf("cancelled: key %s has %d runs in progress, its max (the newest: %s)", r.limit.Key, len(line.holders), newest.rec.ID)
+		return false, fmt.Sprintf("cancelled: key %s has %d runs in progress, its max (the newest: %s)", limit.Key, len(line.holders), newest.rec.ID)
 	default:
 		line.waiting = append(line.waiting, r)
-		r.parked = []int{}
+		r.control.parked = []int{}
 		return false, ""
 	}
 }
@@ -53,8 +54,8 @@ func (s *Store) admitRun(r *run, now time.Time) (let bool, cancel string) {
 // its debounce window), reporting whether it queued any. Callers hold
 // s.mu.
 func (s *Store) letIn(r *run, now time.Time) bool {
-	parked := r.parked
-	r.parked = nil
+	parked := r.control.parked
+	r.control.parked = nil
 	queued := false
 	for _, i := range parked {
 		t := r.tasks[i]
@@ -69,7 +70,7 @@ func (s *Store) letIn(r *run, now time.Time) bool {
 
 func (s *Store) holdRun(line *runLine, r *run) {
 	line.holders = append(line.holders, r)
-	r.holds = true
+	r.control.holds = true
 }
 
 func (s *Store) runLine(key string) *runLine {
@@ -84,8 +85,8 @@ func (s *Store) runLine(key string) *runLine {
 // reopenRun gives a run a retry reopens a slot of its key again, even
 // over the key's max (see store.RunLimit). Callers hold s.mu.
 func (s *Store) reopenRun(r *run) {
-	if r.limit.Key != "" && !r.holds {
-		s.holdRun(s.runLine(r.limit.Key), r)
+	if c := r.control; c != nil && c.limit.Key != "" && !c.holds {
+		s.holdRun(s.runLine(r.control.limit.Key), r)
 	}
 }
 
@@ -93,21 +94,22 @@ func (s *Store) reopenRun(r *run) {
 // its key's line, and lets the runs waiting longest in for the freed
 // slots, queueing their roots. endRun calls it. Callers hold s.mu.
 func (s *Store) releaseRun(r *run, now time.Time) {
-	line, ok := s.runLines[r.limit.Key]
+	c := r.control
+	line, ok := s.runLines[c.limit.Key]
 	if !ok {
 		return
 	}
 	switch {
-	case r.parked != nil:
+	case c.parked != nil:
 		line.waiting = slices.DeleteFunc(line.waiting, func(w *run) bool { return w == r })
-		r.parked = nil
-	case r.holds:
+		c.parked = nil
+	case c.holds:
 		line.holders = slices.DeleteFunc(line.holders, func(h *run) bool { return h == r })
-		r.holds = false
+		c.holds = false
 	default:
 		return
 	}
-	for len(line.waiting) > 0 && len(line.holders) < line.waiting[0].limit.Max {
+	for len(line.waiting) > 0 && len(line.holders) < line.waiting[0].control.limit.Max {
 		w := line.waiting[0]
 		line.waiting = line.waiting[1:]
 		s.holdRun(line, w)
@@ -116,7 +118,7 @@ func (s *Store) releaseRun(r *run, now time.Time) {
 		}
 	}
 	if len(line.holders) == 0 && len(line.waiting) == 0 {
-		delete(s.runLines, r.limit.Key)
+		delete(s.runLines, c.limit.Key)
 	}
 }
 

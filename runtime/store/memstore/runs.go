@@ -99,13 +99,15 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	if !r.rec.StartAt.IsZero() {
 		return false // delayed: its timer starts it (the engine delays no run with a run limit)
 	}
-	r.limit, r.debounce = nr.RunLimit, nr.Debounce
 	cancelled := ""
 	let := true
+	if nr.RunLimit.Key != "" || nr.Debounce.Key != "" {
+		r.control = &runControl{limit: nr.RunLimit, debounce: nr.Debounce}
+	}
 	switch {
-	case r.limit.Key != "":
+	case nr.RunLimit.Key != "":
 		let, cancelled = s.admitRun(r, now)
-	case r.debounce.Key != "":
+	case nr.Debounce.Key != "":
 		s.debounceRun(r, now)
 		let = false
 	}
@@ -115,7 +117,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 	for i, t := range r.tasks {
 		if r.pending[i] == 0 && t.rec.Kind != store.KindOnFailure && t.rec.Status == store.TaskPending {
 			s.event(r, i, store.EventQueued, 0, s.setStatus(t, store.TaskQueued, now), "")
-			r.parked = append(r.parked, i)
+			r.control.parked = append(r.control.parked, i)
 		}
 	}
 	if cancelled != "" {
@@ -171,9 +173,9 @@ func (r *run) row() store.Run {
 	}
 	rec.Parent = cloneParent(rec.Parent)
 	rec.Tags = maps.Clone(rec.Tags)
-	if r.rec.Status == store.RunRunning && r.parked != nil {
-		rec.Waiting = r.due.IsZero()
-		rec.DebouncedUntil = r.due
+	if c := r.control; c != nil && r.rec.Status == store.RunRunning && c.parked != nil {
+		rec.Waiting = c.due.IsZero()
+		rec.DebouncedUntil = c.due
 	}
 	return rec
 }
@@ -331,11 +333,13 @@ func (s *Store) endRun(r *run, status store.RunStatus, now time.Time) {
 	r.rec.Status = status
 	r.rec.FinishedAt = now
 	s.notify(store.Notification{Kind: store.RunFinished, Run: r.rec.ID})
-	if r.limit.Key != "" {
-		s.releaseRun(r, now)
-	}
-	if !r.due.IsZero() {
-		s.forgetDebounced(r)
+	if c := r.control; c != nil {
+		if c.limit.Key != "" {
+			s.releaseRun(r, now)
+		}
+		if !c.due.IsZero() {
+			s.forgetDebounced(r)
+		}
 	}
 	if status != store.RunCompleted {
 		s.cancelChildren(r, now)
