@@ -177,16 +177,25 @@ func (c *claims) abandonedAndRest() (abandoned, rest []store.Attempt) {
 	return abandoned, rest
 }
 
+// runsCode reports whether the code of a step of run (not its failure
+// handler) is running here: one that stopRun would stop.
+func (c *claims) runsCode(run uuid.UUID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs[run] == 0 {
+		return false
+	}
+	for _, cl := range c.byKey {
+		if cl.run == run && !cl.handler && cl.cancel != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // stopRun cancels the running steps of a run (but not its failure
 // handler), and marks its other tasks so that those waiting for a slot
 // are not started.
-// holdsRun reports whether the engine runs tasks of run.
-func (c *claims) holdsRun(run uuid.UUID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runs[run] > 0
-}
-
 func (c *claims) stopRun(run uuid.UUID, cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -46,3 +46,31 @@ func TestStopRunStopsOnlyThatRunsSteps(t *testing.T) {
 	}
 	c.stopRun(runB, context.Canceled) // nothing owned: nothing happens
 }
+
+// TestRunsCodeOnlyWhileAStepRuns: the engine asks why a run ended (a read
+// of the run) only when a step's code of it is running to be stopped, not
+// for a claim whose code returned and whose result is being recorded, the
+// usual case of the engine that finished the run, nor for its failure
+// handler.
+func TestRunsCodeOnlyWhileAStepRuns(t *testing.T) {
+	c := newClaims()
+	run := uuid.New()
+	step := store.ClaimedTask{Key: store.TaskKey{Run: run, Step: 0}, Attempt: 1}
+	handler := store.ClaimedTask{Key: store.TaskKey{Run: run, Step: 1}, Attempt: 1}
+	c.end(c.begin(time.Time{}), []store.ClaimedTask{step, handler})
+	if c.runsCode(run) {
+		t.Fatal("runsCode before any code started")
+	}
+	c.started(handler, true, func(error) {})
+	if c.runsCode(run) {
+		t.Fatal("runsCode while only the failure handler runs")
+	}
+	c.started(step, false, func(error) {})
+	if !c.runsCode(run) {
+		t.Fatal("not runsCode while a step's code runs")
+	}
+	c.ended(step)
+	if c.runsCode(run) {
+		t.Fatal("runsCode after the step's code returned, its result not yet recorded")
+	}
+}

@@ -135,9 +135,13 @@ func (x *Executor) StopRun(run uuid.UUID) { x.claims.stopRun(run, x.endCause(run
 // endCauseTimeout bounds how long StopRun asks why a run ended.
 const endCauseTimeout = 5 * time.Second
 
-// endCause is the cause StopRun cancels a run's steps with.
+// endCause is the cause StopRun cancels a run's steps with. It asks
+// EndCause (a read of the run) only when some step's code is running to
+// be stopped: every run that finishes anywhere is announced to every
+// engine, and the engine that recorded its last step usually still owns
+// that step, its result in flight, when the news comes back.
 func (x *Executor) endCause(run uuid.UUID) error {
-	if x.cfg.EndCause == nil || !x.claims.holdsRun(run) {
+	if x.cfg.EndCause == nil || !x.claims.runsCode(run) {
 		return ErrRunEnded
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), endCauseTimeout)
