@@ -37,8 +37,11 @@ const (
 	// ChangeEvent: an event's payload schema changed, or an event was
 	// removed.
 	ChangeEvent ChangeKind = "event"
-	// ChangeChild: a child workflow step starts another workflow, or
-	// builds its input otherwise.
+	// ChangeChild: a child workflow step starts another workflow, builds
+	// its input otherwise, or reads other outputs of it (its output
+	// schema, the child's outputs by step, changed); or, from
+	// ChildContract, a child workflow's input needs what a step that
+	// starts it does not supply.
 	ChangeChild ChangeKind = "child-workflow"
 )
 
@@ -209,6 +212,35 @@ func renames(old, new *Workflow, oldSteps, newSteps map[string]*Step) map[string
 	return out
 }
 
+// ChildContract checks a child workflow step of one workflow (as stored
+// with a version in progress, say) against a version of the workflow it
+// starts: every property the child's input schema requires must be one
+// the step's input fields build. A step whose code builds the input
+// (no input fields) is not checked: its code is compiled against the
+// child it registers. It returns ChangeChild changes, breaking, with
+// Step the step's name.
+func ChildContract(step *Step, child *Workflow) []Change {
+	if !step.IsChild() || len(step.Workflow.Input) == 0 {
+		return nil
+	}
+	var schema map[string]any
+	if json.Unmarshal([]byte(child.InputSchema), &schema) != nil {
+		return []Change{{Kind: ChangeChild, Step: step.Name, NewStep: step.Name, Breaking: true,
+			Message: fmt.Sprintf("the input schema of workflow %s is not valid JSON, so whether step %s supplies it cannot be decided; treated as changed", child.Name, step.Name)}}
+	}
+	var missing []string
+	for _, name := range slices.Sorted(maps.Keys(stringSet(schema["required"]))) {
+		if _, ok := step.Workflow.Input[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return []Change{{Kind: ChangeChild, Step: step.Name, NewStep: step.Name, Breaking: true,
+		Message: fmt.Sprintf("workflow %s requires input %s, which step %s does not build", child.Name, strings.Join(missing, ", "), step.Name)}}
+}
+
 // compareStep compares one step in its two versions.
 func compareStep(o, n *Step, newName func(string) string) []Change {
 	var out []Change
@@ -246,6 +278,10 @@ func compareStep(o, n *Step, newName func(string) string) []Change {
 		change(ChangeParents, false, "step %s no longer has parents %s", n.Name, strings.Join(removed, ", "))
 	}
 	for _, d := range compareSchemas(o.ResultSchema(), n.ResultSchema(), "output") {
+		if o.IsChild() {
+			change(ChangeChild, d.narrows || d.widens, "step %s: the outputs of workflow %s changed: %s", n.Name, n.Workflow.Name, d.msg)
+			continue
+		}
 		change(ChangeOutput, d.narrows || d.widens, "step %s output schema: %s", n.Name, d.msg)
 	}
 	if o.IsChild() {
@@ -315,9 +351,9 @@ func compareSchemas(old, new, what string) []schemaDiff {
 	case old == "" && new == "":
 		return nil
 	case old == "":
-		return []schemaDiff{{msg: "added", widens: true}}
+		return []schemaDiff{{msg: "a schema was added where there was none", widens: true}}
 	case new == "":
-		return []schemaDiff{{msg: "removed: readers of the old version read it", widens: true}}
+		return []schemaDiff{{msg: "the schema was removed: readers of the old version read what it described", widens: true}}
 	}
 	var o, n any
 	if json.Unmarshal([]byte(old), &o) != nil || json.Unmarshal([]byte(new), &n) != nil {

@@ -151,6 +151,11 @@ func TestCompare(t *testing.T) {
 		}, []changeOf{
 			{ChangeChild, "ship", "ship", "", true},
 		}, "step ship starts workflow delivery instead of shipping"},
+		{"child outputs changed", func(w *Workflow) {
+			w.Steps[3].OutputSchema = `{"type":"object","properties":{"label":{"type":"string"}}}`
+		}, []changeOf{
+			{ChangeChild, "ship", "ship", "", true},
+		}, "step ship: the outputs of workflow shipping changed: a schema was added where there was none"},
 		{"child input built otherwise", func(w *Workflow) {
 			w.Steps[3].Workflow.Input = map[string]string{"order": "input.id"}
 		}, []changeOf{
@@ -220,5 +225,22 @@ func TestChangeKindsAreValid(t *testing.T) {
 	}
 	if ChangeKind("nope").Valid() {
 		t.Error("nope is Valid")
+	}
+}
+
+func TestChildContract(t *testing.T) {
+	step := base().Steps[3] // builds input id
+	child := &Workflow{Name: "shipping", InputSchema: `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`}
+	if got := ChildContract(&step, child); len(got) != 0 {
+		t.Errorf("ChildContract of a supplied input = %v", got)
+	}
+	child.InputSchema = `{"type":"object","properties":{"id":{"type":"string"},"carrier":{"type":"string"}},"required":["id","carrier"]}`
+	got := ChildContract(&step, child)
+	if len(got) != 1 || got[0].Kind != ChangeChild || !got[0].Breaking || got[0].Message != "workflow shipping requires input carrier, which step ship does not build" {
+		t.Errorf("ChildContract of a new required input = %+v", got)
+	}
+	step.Workflow.Input = nil // its code builds the input
+	if got := ChildContract(&step, child); len(got) != 0 {
+		t.Errorf("ChildContract of a step whose code builds the input = %v", got)
 	}
 }
