@@ -333,7 +333,13 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 			_, err := fmt.Fprintln(stdout, "no runs")
 			return -1, err
 		}
-		t := newTable(stdout, "ID", "WORKFLOW", "TENANT", "STATUS", "CREATED", "DURATION", "FAILURE")
+		// Tags get a column when a run of the page has some.
+		tagged := slices.ContainsFunc(page.Runs, func(r ops.Run) bool { return len(r.Tags) > 0 })
+		head := []string{"ID", "WORKFLOW", "TENANT", "STATUS", "CREATED", "DURATION", "FAILURE"}
+		if tagged {
+			head = slices.Insert(head, 6, "TAGS")
+		}
+		t := newTable(stdout, head...)
 		for _, r := range page.Runs {
 			took := "-"
 			if d, ok := r.Duration(); ok {
@@ -353,7 +359,11 @@ func RunsList(ctx context.Context, o RunsListOptions, stdout, stderr io.Writer) 
 			if r.Waiting || !r.DebouncedUntil.IsZero() {
 				status = string(runtime.TaskQueued) // waits for a slot of its runConcurrency key, or its debounce window
 			}
-			t.row(r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), status, ago(now, r.CreatedAt), took, failure)
+			cells := []string{r.ID.String(), truncate(r.Workflow, 24), truncate(r.Tenant, 20), status, ago(now, r.CreatedAt), took, failure}
+			if tagged {
+				cells = slices.Insert(cells, 6, truncate(tagsText(r.Tags), 32))
+			}
+			t.row(cells...)
 			t.paint(3, statusStyle(status))
 		}
 		if err := t.flush(); err != nil {
