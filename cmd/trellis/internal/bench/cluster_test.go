@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,15 +52,21 @@ func TestCancelledCaseCleansUp(t *testing.T) {
 	o := withPostgres(t)
 	o.SteadyDuration, o.SteadyWarmup = time.Minute, time.Second
 	var seen []string
-	o.Log = schemaLogger(&seen)
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	start := time.Now()
+	// Cancelled once the case works (its schema made, its workers
+	// started), however long getting there takes on a busy machine.
+	cancelled := make(chan time.Time, 1)
+	var once sync.Once
+	o.Log = schemaLoggerCalling(&seen, func(msg string) {
+		if msg == "working" {
+			once.Do(func() { time.AfterFunc(500*time.Millisecond, func() { cancelled <- time.Now(); cancel() }) })
+		}
+	})
 	_, _, err := Steady(ctx, o, ChainLabel, 2)
 	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Steady after cancel = %v, want context.Canceled", err)
+		t.Fatalf("Steady after cancel = %v, want context.Canceled", err)
 	}
-	if d := time.Since(start); d > 30*time.Second {
+	if d := time.Since(<-cancelled); d > 30*time.Second {
 		t.Errorf("Steady took %v to return after cancel", d)
 	}
 	if len(seen) != 1 || schemasLeft(t, seen...) != 0 {

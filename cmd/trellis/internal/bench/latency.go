@@ -33,6 +33,12 @@ type Latency struct {
 	Workers  int         `json:"workers"`
 	Handoffs Percentiles `json:"handoffs"`
 	Runs     Percentiles `json:"runs"`
+	// EndToEnd, for the idle case only, is what the client waits: from
+	// the call that triggers a run to its result in hand, measured by the
+	// harness's own clock. Unlike Runs, read from the event log's times,
+	// it counts the trigger's round trip and the news of the run's end
+	// reaching the client.
+	EndToEnd Percentiles `json:"endToEnd,omitzero"`
 	Notes    []string    `json:"notes,omitempty"`
 }
 
@@ -70,10 +76,13 @@ func RunLatency(ctx context.Context, o Options) (lat Latency, err error) {
 		err = errors.Join(err, waiter.Stop(stop))
 	}()
 	log.Info("running one at a time", "runs", o.LatencyRuns)
+	waits := make([]time.Duration, 0, o.LatencyRuns)
 	for range o.LatencyRuns {
+		at := time.Now()
 		if _, err := wf.Run(ctx, nil); err != nil {
 			return lat, fmt.Errorf("running %s: %w", sh.label, err)
 		}
+		waits = append(waits, time.Since(at))
 	}
 	if err := c.stopWorkers(); err != nil {
 		return lat, err
@@ -87,7 +96,8 @@ func RunLatency(ctx context.Context, o Options) (lat Latency, err error) {
 		return lat, err
 	}
 	lat = Latency{Case: LatencyIdle, Workflow: sh.label, Workers: 1,
-		Handoffs: percentiles(handoffs(events, sh.parents, time.Time{}, time.Time{})), Runs: percentiles(runs), Notes: c.notes}
+		Handoffs: percentiles(handoffs(events, sh.parents, time.Time{}, time.Time{})), Runs: percentiles(runs),
+		EndToEnd: percentiles(waits), Notes: c.notes}
 	if want := o.LatencyRuns * (sh.tasks() - 1); lat.Handoffs.Count != want {
 		return lat, fmt.Errorf("%d hand-offs in the event log, want %d", lat.Handoffs.Count, want)
 	}

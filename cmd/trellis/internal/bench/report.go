@@ -140,6 +140,12 @@ func reportLatency(w io.Writer, r *Results) {
 	}
 	t.write(w)
 	for _, l := range r.Latency {
+		if e := l.EndToEnd; e.Count > 0 {
+			fmt.Fprintf(w, "  %s %s end to end (trigger call to result in the client, %d runs): p50 %s, p95 %s, p99 %s, max %s\n",
+				l.Case, l.Workflow, e.Count, dur(e.P50), dur(e.P95), dur(e.P99), dur(e.Max))
+		}
+	}
+	for _, l := range r.Latency {
 		writeNotes(w, fmt.Sprintf("%s %s, %d workers", l.Case, l.Workflow, l.Workers), l.Notes)
 	}
 }

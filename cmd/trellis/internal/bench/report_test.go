@@ -20,7 +20,8 @@ func sampleResults() *Results {
 				Notes: []string{"bench-1: level=ERROR msg=boom"}},
 			{Store: StoreMemory, Workflow: ChainLabel, Mode: ModeBurnDown, Runs: 1000, Tasks: 5000, Elapsed: ms(50), TasksPerSec: 100000, RunsPerSec: 20000},
 		},
-		Latency: []Latency{{Case: LatencyIdle, Workflow: ChainLabel, Workers: 1, Handoffs: Percentiles{Count: 800, P50: ms(2), P95: ms(3), P99: ms(4), Max: ms(9)}}},
+		Latency: []Latency{{Case: LatencyIdle, Workflow: ChainLabel, Workers: 1, Handoffs: Percentiles{Count: 800, P50: ms(2), P95: ms(3), P99: ms(4), Max: ms(9)},
+			EndToEnd: Percentiles{Count: 200, P50: ms(5), P95: ms(7), P99: ms(8), Max: ms(11)}}},
 		Fairness: &Fairness{
 			Lone:   LoneTenant{Backlog: 10000, Workers: 2, TasksAhead: 3, ClaimsAhead: 1, Wait: ms(2), Waiting: 9000},
 			Shared: SharedBacklog{Tenants: 2, RunsPerTenant: 10, Workers: 2, Elapsed: time.Second, FirstHalf: 10, Shares: []TenantShare{{"tenant-1", 5, 0.5}, {"tenant-2", 5, 0.5}}},
