@@ -9,7 +9,7 @@ TRELLIS ?= $(GO) run ./cmd/trellis
 # needs Go 1.26, which GOTOOLCHAIN=auto fetches when the local Go is older.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all bench-smoke help test test-short soak generate check-generated lint lint-examples example bench bench-river screenshots ci
+.PHONY: all bench-smoke help test test-short soak generate check-generated lint lint-examples example bench bench-peers bench-river test-peers screenshots ci
 
 ## all: the default: lint, lint-examples and test.
 all: lint lint-examples test
@@ -68,6 +68,7 @@ lint:
 	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
 	$(GOLANGCI_LINT) run ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
 	cd testdata/riverpeer && $(GO) vet ./...
+	cd testdata/dbospeer && $(GO) vet ./...
 
 ## lint-examples: trellis lint over every workflow file in the repository
 ## that is meant to be valid, one application at a time: workflows linted
@@ -88,36 +89,56 @@ example:
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./runtime/
 
+## test-peers: the benchmark peers' own tests, so that they keep building
+## and working against the versions they pin: testdata/dbospeer burns down
+## 50 workflows of each shape on TRELLIS_DATABASE_URL (a few seconds).
+test-peers:
+	cd testdata/dbospeer && $(GO) test -count=1 ./...
+
 ## bench: the benchmark harness, trellis bench (docs/performance.md has
 ## its figures).
 bench:
 	$(TRELLIS) bench
 
-## bench-river: River's no-op burn-down beside trellis bench's chain-5 and
-## diamond-6 burn-downs. River runs from testdata/riverpeer, a module of
-## its own, so that River is a dependency of this benchmark only; they
-## alternate twice on the same database: BENCH_URL, default $$TRELLIS_DATABASE_URL, else the
-## local server. Compare River's jobs/s with the burn-down tasks/s. Each
-## pass runs River with its benchmark's settings (MaxWorkers 2,000,
-## FetchCooldown 2ms, FetchPollInterval 20ms) and with MaxWorkers 100, as
-## many jobs at once as a Trellis engine runs steps by default; then
-## Trellis at the engine's defaults (100 steps at once) and with 1,000
-## steps at once (claims of 200). Last, on 20,000 jobs, River out of the
-## box: its default fetch timing (FetchCooldown 100ms, FetchPollInterval
-## 1s), with MaxWorkers 100 (River has no default; its package doc uses 100).
+## bench-peers: River's and DBOS's burn-downs beside trellis bench's chain-5
+## and diamond-6 burn-downs, at equal concurrency, alternating PASSES times
+## (default 2) on one database: BENCH_URL, default $$TRELLIS_DATABASE_URL,
+## else the local server. River (testdata/riverpeer) and DBOS Transact
+## (testdata/dbospeer) run from modules of their own, so that each is a
+## dependency of this benchmark only. Each pass runs, at N = 100 and then
+## N = 1,000 at once: River's no-op jobs with MaxWorkers N (its
+## benchmark's fetch timing: FetchCooldown 2ms, FetchPollInterval 20ms);
+## DBOS's chain-5 and diamond-6 workflows, DBOS_WORKFLOWS of each, with
+## checkpointed no-op steps, worker concurrency N and a 2 ms queue poll;
+## Trellis with -concurrency N (claims of 200 at 1,000). Last, out of the
+## box: River's default fetch timing (FetchCooldown 100ms,
+## FetchPollInterval 1s) and DBOS's default 1 s poll, at 100. About 11
+## minutes on the development machine with PASSES=2. Compare River's
+## jobs/s and DBOS's steps/s with the burn-downs' tasks/s.
 BENCH_URL ?= $(or $(TRELLIS_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
-bench-river:
+PASSES ?= 2
+DBOS_WORKFLOWS ?= 20000
+bench-peers:
 	@mkdir -p .bench
 	cd testdata/riverpeer && $(GO) build -o ../../.bench/riverpeer .
+	cd testdata/dbospeer && $(GO) build -o ../../.bench/dbospeer .
 	$(GO) build -o .bench/trellis ./cmd/trellis
-	@for i in 1 2; do \
-		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 || exit 1; \
-		.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 -max-workers 100 || exit 1; \
-		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s || exit 1; \
-		.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s \
-			-concurrency 1000 -claim-batch 200 || exit 1; \
+	@for i in $$(seq 1 $(PASSES)); do \
+		echo "== pass $$i of $(PASSES)"; \
+		for n in 100 1000; do \
+			claims=100; [ $$n -ge 1000 ] && claims=200; \
+			.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 100000 -max-workers $$n || exit 1; \
+			.bench/dbospeer -database-url '$(BENCH_URL)' -workflows $(DBOS_WORKFLOWS) -concurrency $$n || exit 1; \
+			.bench/trellis bench -database-url '$(BENCH_URL)' -scenarios throughput -workers 1 -runs 20000 -steady-duration 2s \
+				-concurrency $$n -claim-batch $$claims || exit 1; \
+		done; \
 	done
 	.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 20000 -max-workers 100 -fetch-cooldown 100ms -fetch-poll-interval 1s
+	.bench/dbospeer -database-url '$(BENCH_URL)' -workflows 2000 -concurrency 100 -poll 1s -shapes chain-5
+
+## bench-river: the former name of bench-peers, which runs River's
+## burn-down beside DBOS's and trellis bench's.
+bench-river: bench-peers
 
 ## screenshots: PNGs of the dashboard's main pages, shown in the docs,
 ## into runtime/dashboard/screenshots: headless chromium (Debian package
@@ -127,4 +148,4 @@ screenshots:
 		$(GO) test -count=1 -run '^TestScreenshots$$' ./runtime/dashboard/
 
 ## ci: what .ci/run runs once Postgres is up.
-ci: lint lint-examples check-generated test bench-smoke
+ci: lint lint-examples check-generated test test-peers bench-smoke
