@@ -108,7 +108,7 @@ bench:
 ## dependency of this benchmark only. Each pass runs, at N = 100 and then
 ## N = 1,000 at once: River's no-op jobs with MaxWorkers N (its
 ## benchmark's fetch timing: FetchCooldown 2ms, FetchPollInterval 20ms);
-## DBOS's chain-5 and diamond-6 workflows, DBOS_WORKFLOWS of each, with
+## DBOS's chain-5 and diamond-6 workflows, DBOS_WORKFLOWS (5,000) of each, with
 ## checkpointed no-op steps, worker concurrency N and a 2 ms queue poll;
 ## Trellis with -concurrency N (claims of 200 at 1,000). Last, out of the
 ## box: River's default fetch timing (FetchCooldown 100ms,
@@ -117,7 +117,7 @@ bench:
 ## jobs/s and DBOS's steps/s with the burn-downs' tasks/s.
 BENCH_URL ?= $(or $(TRELLIS_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 PASSES ?= 2
-DBOS_WORKFLOWS ?= 20000
+DBOS_WORKFLOWS ?= 5000
 bench-peers:
 	@mkdir -p .bench
 	cd testdata/riverpeer && $(GO) build -o ../../.bench/riverpeer .
@@ -134,7 +134,7 @@ bench-peers:
 		done; \
 	done
 	.bench/riverpeer -database-url '$(BENCH_URL)' -jobs 20000 -max-workers 100 -fetch-cooldown 100ms -fetch-poll-interval 1s
-	.bench/dbospeer -database-url '$(BENCH_URL)' -workflows 2000 -concurrency 100 -poll 1s -shapes chain-5
+	.bench/dbospeer -database-url '$(BENCH_URL)' -workflows 1000 -concurrency 100 -poll 1s -shapes chain-5
 
 ## bench-river: the former name of bench-peers, which runs River's
 ## burn-down beside DBOS's and trellis bench's.
