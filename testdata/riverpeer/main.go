@@ -3,7 +3,8 @@
 // that do nothing into a schema of its own, then starts one River client
 // and times it from start until every job has completed. It is a module
 // of its own so that River is a dependency of this benchmark only; `make
-// bench-river` runs it beside `trellis bench` on the same database.
+// bench-peers` runs it beside DBOS's peer and `trellis bench` on the same
+// database.
 //
 //	go run . -database-url postgres://postgres@127.0.0.1:5432/test -jobs 100000
 package main
