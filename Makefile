@@ -112,9 +112,11 @@ bench:
 ## checkpointed no-op steps, worker concurrency N and a 2 ms queue poll;
 ## Trellis with -concurrency N (claims of 200 at 1,000). Last, out of the
 ## box: River's default fetch timing (FetchCooldown 100ms,
-## FetchPollInterval 1s) and DBOS's default 1 s poll, at 100. About 11
-## minutes on the development machine with PASSES=2. Compare River's
-## jobs/s and DBOS's steps/s with the burn-downs' tasks/s.
+## FetchPollInterval 1s) and DBOS's default 1 s poll, at 100. PASSES=2
+## took 24 minutes on the development machine under other work's load
+## (load average 12-26 on two cores), each engine 5-10x slower than on a
+## quiet machine. Compare River's jobs/s and DBOS's steps/s with the
+## burn-downs' tasks/s.
 BENCH_URL ?= $(or $(TRELLIS_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 PASSES ?= 2
 DBOS_WORKFLOWS ?= 5000
