@@ -92,16 +92,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dbospeer:", err)
 		os.Exit(2)
 	}
+	if err := run(c, strings.Split(*shapes, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "dbospeer:", err)
+		os.Exit(1)
+	}
+}
+
+// run burns down each shape in turn and reports it.
+func run(c config, shapes []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	for _, shape := range strings.Split(*shapes, ",") {
+	for _, shape := range shapes {
 		res, err := burnDown(ctx, c, strings.TrimSpace(shape))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "dbospeer:", err)
-			os.Exit(1)
+			return err
 		}
 		report(os.Stdout, c, res)
 	}
+	return nil
 }
 
 func envOr(name, def string) string {
