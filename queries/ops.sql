@@ -227,3 +227,32 @@ CROSS JOIN LATERAL (
     LIMIT @lim
 ) c
 ORDER BY c.parent_run_id, c.parent_step, c.parent_index, c.created_at, c.id;
+
+-- name: OpsInFlightVersions :many
+-- The workflow versions with runs in progress, how many each, by
+-- workflow then version (bytewise), at most lim of them: the RUNNING
+-- range of the status index of schema/0005, grouped.
+SELECT r.workflow, r.version, count(*)::int AS runs
+FROM trellis_runs r
+WHERE r.status = 'RUNNING'
+GROUP BY r.workflow, r.version
+ORDER BY r.workflow COLLATE "C", r.version COLLATE "C"
+LIMIT @lim;
+
+-- name: OpsInFlightSteps :many
+-- For the runs in progress of the given versions, per version and step,
+-- how many runs have that step's task not yet ended: the same range of
+-- runs, and each run's tasks through the tasks' primary key.
+SELECT r.version, t.step::int AS step, count(*)::int AS runs
+FROM trellis_runs r
+JOIN trellis_tasks t ON t.run_id = r.id
+WHERE r.status = 'RUNNING' AND r.version = ANY (@versions::text[])
+  AND t.status NOT IN ('COMPLETED', 'SKIPPED', 'FAILED', 'CANCELLED')
+GROUP BY r.version, t.step
+ORDER BY r.version COLLATE "C", t.step;
+
+-- name: OpsWorkflowsByVersion :many
+-- The stored versions among the given ones.
+SELECT version, name, spec, created_at
+FROM trellis_workflows
+WHERE version = ANY (@versions::text[]);

@@ -45,6 +45,15 @@ type Ops interface {
 	// ListWorkflows returns every stored workflow version (Spec
 	// included), by name, then newest first.
 	ListWorkflows(ctx context.Context) ([]WorkflowVersion, error)
+	// InFlight returns the workflow versions with runs in progress
+	// (RunRunning), by workflow, then version, at most limit of them
+	// (DefaultInFlightLimit when not positive), and whether there are
+	// more: each with its stored spec (Spec empty when the version is not
+	// stored), how many runs are in progress, and per step how many of
+	// them have that step's task not ended (see VersionInFlight). What
+	// trellis lint -against checks a change against. It reads the runs in
+	// progress and their tasks, counted in the store, not returned.
+	InFlight(ctx context.Context, limit int) (versions []VersionInFlight, more bool, err error)
 	// RunActivity counts runs over a window of time, a bucket at a time:
 	// the runs created in each bucket, and those that finished in it, by
 	// the status they finished in; and the runs running now. Its cost
@@ -75,6 +84,32 @@ type Ops interface {
 	// (Run.DebouncedUntil); a workflow with none has no entry. It reads
 	// the lines of the keys, not the runs.
 	WaitingRuns(ctx context.Context) (map[string]int, error)
+}
+
+// DefaultInFlightLimit is how many versions InFlight returns when not
+// told.
+const DefaultInFlightLimit = 500
+
+// VersionInFlight is a workflow version with runs in progress.
+type VersionInFlight struct {
+	// Version is the stored version (its Spec empty when the store does
+	// not hold it).
+	Version WorkflowVersion
+	// Runs is how many of its runs are in progress.
+	Runs int
+	// Steps counts, by step index, the runs in progress whose task of the
+	// step has not ended (PENDING, QUEUED, RUNNING, SLEEPING, RETRYING or
+	// WAITING): those whose step is still to run, running, or waiting. A
+	// step with none is absent; by step. The failure handler's index is
+	// the number of steps.
+	Steps []StepInFlight
+}
+
+// StepInFlight is how many runs in progress of one version have one
+// step's task not ended.
+type StepInFlight struct {
+	Step int
+	Runs int
 }
 
 // ChildRunPreview is what a listing shows of the runs one run's steps

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -258,6 +259,52 @@ func (s *Store) ListWorkflows(context.Context) ([]store.WorkflowVersion, error) 
 	}
 	slices.SortFunc(out, compareVersions)
 	return out, nil
+}
+
+// InFlight implements store.Ops by reading every run: the memory store
+// holds few enough.
+func (s *Store) InFlight(_ context.Context, limit int) ([]store.VersionInFlight, bool, error) {
+	if limit <= 0 {
+		limit = store.DefaultInFlightLimit
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byVersion := map[string]*store.VersionInFlight{}
+	steps := map[string]map[int]int{}
+	for _, r := range s.runs {
+		if r.rec.Status != store.RunRunning {
+			continue
+		}
+		v, ok := byVersion[r.rec.Version]
+		if !ok {
+			v = &store.VersionInFlight{Version: store.WorkflowVersion{Version: r.rec.Version, Name: r.rec.Workflow}}
+			if w, ok := s.workflows[r.rec.Version]; ok {
+				v.Version.Spec, v.Version.SavedAt = append([]byte(nil), w.Spec...), w.SavedAt
+			}
+			byVersion[r.rec.Version] = v
+			steps[r.rec.Version] = map[int]int{}
+		}
+		v.Runs++
+		for _, t := range r.tasks {
+			if !t.rec.Status.Terminal() {
+				steps[r.rec.Version][t.rec.Key.Step]++
+			}
+		}
+	}
+	out := make([]store.VersionInFlight, 0, len(byVersion))
+	for version, v := range byVersion {
+		for _, step := range slices.Sorted(maps.Keys(steps[version])) {
+			v.Steps = append(v.Steps, store.StepInFlight{Step: step, Runs: steps[version][step]})
+		}
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b store.VersionInFlight) int {
+		return cmp.Or(cmp.Compare(a.Version.Name, b.Version.Name), cmp.Compare(a.Version.Version, b.Version.Version))
+	})
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }
 
 // compareVersions orders stored versions by name, then newest first, then

@@ -258,6 +258,59 @@ func (s *Store) ListWorkflows(ctx context.Context) ([]store.WorkflowVersion, err
 	return out, nil
 }
 
+// InFlight implements store.Ops: the versions of the runs in progress,
+// then their steps' tasks not ended, counted, and their specs, in one
+// read-only transaction, so that the counts are of one instant.
+func (s *Store) InFlight(ctx context.Context, limit int) ([]store.VersionInFlight, bool, error) {
+	if limit <= 0 {
+		limit = store.DefaultInFlightLimit
+	}
+	limit = min(limit, 1<<20)
+	var out []store.VersionInFlight
+	more := false
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		qs := s.q.WithTx(tx)
+		rows, err := qs.OpsInFlightVersions(ctx, int32(limit+1))
+		if err != nil {
+			return err
+		}
+		if len(rows) > limit {
+			rows, more = rows[:limit], true
+		}
+		out = make([]store.VersionInFlight, len(rows))
+		byVersion := make(map[string]*store.VersionInFlight, len(rows))
+		versions := make([]string, len(rows))
+		for i, r := range rows {
+			out[i] = store.VersionInFlight{Version: store.WorkflowVersion{Version: r.Version, Name: r.Workflow}, Runs: int(r.Runs)}
+			byVersion[r.Version] = &out[i]
+			versions[i] = r.Version
+		}
+		steps, err := qs.OpsInFlightSteps(ctx, versions)
+		if err != nil {
+			return err
+		}
+		for _, st := range steps {
+			if v := byVersion[st.Version]; v != nil {
+				v.Steps = append(v.Steps, store.StepInFlight{Step: int(st.Step), Runs: int(st.Runs)})
+			}
+		}
+		specs, err := qs.OpsWorkflowsByVersion(ctx, versions)
+		if err != nil {
+			return err
+		}
+		for _, w := range specs {
+			if v := byVersion[w.Version]; v != nil {
+				v.Version.Spec, v.Version.SavedAt = w.Spec, w.CreatedAt
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap(err, "reading the runs in progress")
+	}
+	return out, more, nil
+}
+
 // RunActivity implements store.Ops: three index range reads (runs created
 // in the window, runs finished in it, runs running) in one read-only
 // transaction, so that the counts are of one instant.

@@ -542,3 +542,47 @@ func testQueueSteps(t *testing.T, f *fixture) {
 		t.Errorf("QueueStats of runs put off by a rate limit: %+v", stats)
 	}
 }
+
+// testInFlight counts the runs in progress by version and, per step,
+// those whose task has not ended; finished runs do not count.
+func testInFlight(t *testing.T, f *fixture) {
+	inFlight := func(limit int) ([]store.VersionInFlight, bool) {
+		t.Helper()
+		got, more, err := f.s.InFlight(f.ctx, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, more
+	}
+	if got, more := inFlight(0); len(got) != 0 || more {
+		t.Fatalf("InFlight on an empty store = %v, %v", got, more)
+	}
+	stored := store.WorkflowVersion{Version: "diamond@v1", Name: "diamond", Spec: []byte(`{"name":"diamond"}`), SavedAt: f.now}
+	if err := f.s.SaveWorkflow(f.ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	first := f.createDiamond(runOpts{})
+	f.createDiamond(runOpts{})
+	f.complete(f.claimOne(first, stepA), `{}`)
+	f.createDiamond(runOpts{workflow: "other"}) // its version is not stored
+	gone := f.createDiamond(runOpts{workflow: "gone"})
+	if ok, err := f.cancelOne(gone, f.now); err != nil || !ok {
+		t.Fatalf("cancelling a run: %v, %v", ok, err)
+	}
+	want := []store.VersionInFlight{
+		{Version: stored, Runs: 2, Steps: []store.StepInFlight{
+			{Step: stepA, Runs: 1}, {Step: stepB, Runs: 2}, {Step: stepC, Runs: 2}, {Step: stepD, Runs: 2}, {Step: stepH, Runs: 2},
+		}},
+		{Version: store.WorkflowVersion{Version: "other@v1", Name: "other"}, Runs: 1, Steps: []store.StepInFlight{
+			{Step: stepA, Runs: 1}, {Step: stepB, Runs: 1}, {Step: stepC, Runs: 1}, {Step: stepD, Runs: 1}, {Step: stepH, Runs: 1},
+		}},
+	}
+	got, more := inFlight(0)
+	if diff := cmp.Diff(want, got, cmpTimes); diff != "" || more {
+		t.Errorf("InFlight (-want +got):\n%s\nmore %v", diff, more)
+	}
+	got, more = inFlight(1)
+	if diff := cmp.Diff(want[:1], got, cmpTimes); diff != "" || !more {
+		t.Errorf("InFlight(1) (-want +got):\n%s\nmore %v, want true", diff, more)
+	}
+}

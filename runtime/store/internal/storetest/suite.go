@@ -104,6 +104,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"QueueStats", testQueueStats},
 		{"QueueSteps", testQueueSteps},
 		{"ListWorkflows", testListWorkflows},
+		{"InFlight", testInFlight},
 		{"RunActivity", testRunActivity},
 		{"EventCounts", testEventCounts},
 		{"PurgeByStatusAndAge", testPurgeByStatusAndAge},

@@ -305,6 +305,83 @@ func (q *Queries) OpsFirstChildRuns(ctx context.Context, arg OpsFirstChildRunsPa
 	return items, nil
 }
 
+const opsInFlightSteps = `-- name: OpsInFlightSteps :many
+SELECT r.version, t.step::int AS step, count(*)::int AS runs
+FROM trellis_runs r
+JOIN trellis_tasks t ON t.run_id = r.id
+WHERE r.status = 'RUNNING' AND r.version = ANY ($1::text[])
+  AND t.status NOT IN ('COMPLETED', 'SKIPPED', 'FAILED', 'CANCELLED')
+GROUP BY r.version, t.step
+ORDER BY r.version COLLATE "C", t.step
+`
+
+type OpsInFlightStepsRow struct {
+	Version string
+	Step    int32
+	Runs    int32
+}
+
+// For the runs in progress of the given versions, per version and step,
+// how many runs have that step's task not yet ended: the same range of
+// runs, and each run's tasks through the tasks' primary key.
+func (q *Queries) OpsInFlightSteps(ctx context.Context, versions []string) ([]OpsInFlightStepsRow, error) {
+	rows, err := q.db.Query(ctx, opsInFlightSteps, versions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsInFlightStepsRow{}
+	for rows.Next() {
+		var i OpsInFlightStepsRow
+		if err := rows.Scan(&i.Version, &i.Step, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsInFlightVersions = `-- name: OpsInFlightVersions :many
+SELECT r.workflow, r.version, count(*)::int AS runs
+FROM trellis_runs r
+WHERE r.status = 'RUNNING'
+GROUP BY r.workflow, r.version
+ORDER BY r.workflow COLLATE "C", r.version COLLATE "C"
+LIMIT $1
+`
+
+type OpsInFlightVersionsRow struct {
+	Workflow string
+	Version  string
+	Runs     int32
+}
+
+// The workflow versions with runs in progress, how many each, by
+// workflow then version (bytewise), at most lim of them: the RUNNING
+// range of the status index of schema/0005, grouped.
+func (q *Queries) OpsInFlightVersions(ctx context.Context, lim int32) ([]OpsInFlightVersionsRow, error) {
+	rows, err := q.db.Query(ctx, opsInFlightVersions, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsInFlightVersionsRow{}
+	for rows.Next() {
+		var i OpsInFlightVersionsRow
+		if err := rows.Scan(&i.Workflow, &i.Version, &i.Runs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsQueue = `-- name: OpsQueue :many
 WITH groups AS (
     -- Tasks waiting for a slot of their concurrency limit (kind 1) or
@@ -694,6 +771,38 @@ ORDER BY name COLLATE "C", created_at DESC, version COLLATE "C"
 // Every stored workflow version, by name (bytewise), then newest first.
 func (q *Queries) OpsWorkflows(ctx context.Context) ([]TrellisWorkflow, error) {
 	rows, err := q.db.Query(ctx, opsWorkflows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TrellisWorkflow{}
+	for rows.Next() {
+		var i TrellisWorkflow
+		if err := rows.Scan(
+			&i.Version,
+			&i.Name,
+			&i.Spec,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsWorkflowsByVersion = `-- name: OpsWorkflowsByVersion :many
+SELECT version, name, spec, created_at
+FROM trellis_workflows
+WHERE version = ANY ($1::text[])
+`
+
+// The stored versions among the given ones.
+func (q *Queries) OpsWorkflowsByVersion(ctx context.Context, versions []string) ([]TrellisWorkflow, error) {
+	rows, err := q.db.Query(ctx, opsWorkflowsByVersion, versions)
 	if err != nil {
 		return nil, err
 	}
