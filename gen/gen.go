@@ -227,3 +227,56 @@ func OutputPath(path string) string {
 	ext := filepath.Ext(path)
 	return strings.TrimSuffix(path, ext) + ".gen.go"
 }
+
+// Pos is a position in a workflow file (line and column from 1).
+type Pos = workflow.Pos
+
+// NamePos is where the file writes its workflow's name (1:1 when the
+// file could not be parsed).
+func (f *File) NamePos() Pos {
+	if f.workflow == nil || f.workflow.NamePos.Line < 1 {
+		return Pos{Line: 1, Column: 1}
+	}
+	return f.workflow.NamePos
+}
+
+// StepPos is where the file writes the step named name, or, with output
+// true, that step's output schema (the step's name when it has none
+// written); NamePos when there is no such step.
+func (f *File) StepPos(name string, output bool) Pos {
+	if f.workflow == nil {
+		return f.NamePos()
+	}
+	for _, s := range f.workflow.Steps {
+		if s.Name != name {
+			continue
+		}
+		if output && s.Output != nil && s.Output.Value != nil && s.Output.Value.Pos.Line > 0 {
+			return s.Output.Value.Pos
+		}
+		if s.Pos.Line > 0 {
+			return s.Pos
+		}
+	}
+	return f.NamePos()
+}
+
+// EventPos is where the file declares the event named name; NamePos
+// when it does not.
+func (f *File) EventPos(name string) Pos {
+	if f.workflow != nil {
+		if ev, ok := f.workflow.Event(name); ok && ev.Pos.Line > 0 {
+			return ev.Pos
+		}
+	}
+	return f.NamePos()
+}
+
+// InputPos is where the file writes its input schema; NamePos when it
+// has none.
+func (f *File) InputPos() Pos {
+	if f.workflow != nil && f.workflow.Input != nil && f.workflow.Input.Value != nil && f.workflow.Input.Value.Pos.Line > 0 {
+		return f.workflow.Input.Value.Pos
+	}
+	return f.NamePos()
+}

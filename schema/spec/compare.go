@@ -277,6 +277,14 @@ func compareStep(o, n *Step, newName func(string) string) []Change {
 	if len(removed) > 0 {
 		change(ChangeParents, false, "step %s no longer has parents %s", n.Name, strings.Join(removed, ", "))
 	}
+	if o.IsWait() {
+		// Its output is its event's payload: a change of it is the
+		// event's.
+		if o.WaitFor.Event != n.WaitFor.Event {
+			change(ChangeEvent, true, "step %s waits for event %s instead of %s", n.Name, n.WaitFor.Event, o.WaitFor.Event)
+		}
+		return out
+	}
 	for _, d := range compareSchemas(o.ResultSchema(), n.ResultSchema(), "output") {
 		if o.IsChild() {
 			change(ChangeChild, d.narrows || d.widens, "step %s: the outputs of workflow %s changed: %s", n.Name, n.Workflow.Name, d.msg)
@@ -291,9 +299,6 @@ func compareStep(o, n *Step, newName func(string) string) []Change {
 		case !maps.Equal(o.Workflow.Input, n.Workflow.Input):
 			change(ChangeChild, true, "step %s builds the input of workflow %s otherwise", n.Name, n.Workflow.Name)
 		}
-	}
-	if o.IsWait() && o.WaitFor.Event != n.WaitFor.Event {
-		change(ChangeEvent, true, "step %s waits for event %s instead of %s", n.Name, n.WaitFor.Event, o.WaitFor.Event)
 	}
 	return out
 }
@@ -397,15 +402,24 @@ func walkSchemas(o, n any, path string, depth int, diffs *[]schemaDiff) {
 	case ot != nil && nt == nil:
 		add(false, true, "%s: type is now any type (was %s), which readers of the old version do not expect", at(path), typeList(ot))
 	}
+	var gone, come []string
 	for _, t := range ot {
 		if !hasType(nt, t) {
-			add(true, true, "%s: type %s is no longer allowed (now %s)", at(path), t, typeList(nt))
+			gone = append(gone, t)
 		}
 	}
 	for _, t := range nt {
 		if !hasType(ot, t) {
-			add(false, true, "%s: type %s is now allowed (was %s), which readers of the old version do not expect", at(path), t, typeList(ot))
+			come = append(come, t)
 		}
+	}
+	switch {
+	case len(gone) > 0 && len(come) > 0:
+		add(true, true, "%s: type changed from %s to %s", at(path), typeList(ot), typeList(nt))
+	case len(gone) > 0:
+		add(true, false, "%s: type %s is no longer allowed (now %s)", at(path), strings.Join(gone, " or "), typeList(nt))
+	case len(come) > 0:
+		add(false, true, "%s: type %s is now allowed (was %s), which readers of the old version do not expect", at(path), strings.Join(come, " or "), typeList(ot))
 	}
 	// properties and required
 	op, _ := om["properties"].(map[string]any)

@@ -106,8 +106,7 @@ func TestCompare(t *testing.T) {
 			w.Steps[0].OutputSchema = strings.Replace(objTotal, `"integer"`, `"string"`, 1)
 		}, []changeOf{
 			{ChangeOutput, "price", "price", "", true},
-			{ChangeOutput, "price", "price", "", true},
-		}, "output.total: type integer is no longer allowed (now string)"},
+		}, "output.total: type changed from integer to string"},
 		{"output: property added required", func(w *Workflow) {
 			w.Steps[0].OutputSchema = strings.Replace(objTotalCur, `["total"]`, `["total","currency"]`, 1)
 		}, []changeOf{
@@ -129,6 +128,14 @@ func TestCompare(t *testing.T) {
 		{"input: property removed is not breaking", func(w *Workflow) {
 			w.InputSchema = `{"type":"object","properties":{}}`
 		}, nil, ""},
+		{"input: integer widened to number", func(w *Workflow) {
+			w.InputSchema = `{"type":"object","properties":{"id":{"type":["string","number"]}},"required":["id"]}`
+		}, nil, ""},
+		{"input: type narrowed", func(w *Workflow) {
+			w.InputSchema = `{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`
+		}, []changeOf{
+			{ChangeInput, "", "", "", true},
+		}, "input schema: input.id: type changed from string to integer"},
 		{"input: enum narrowed", func(w *Workflow) {
 			w.InputSchema = `{"type":"object","properties":{"id":{"type":"string","enum":["a"]}},"required":["id"]}`
 		}, []changeOf{
@@ -139,6 +146,12 @@ func TestCompare(t *testing.T) {
 		}, []changeOf{
 			{ChangeEvent, "", "", "paid", true},
 		}, "event paid payload schema: payload.amount: type number is now allowed"},
+		{"wait for another event", func(w *Workflow) {
+			w.Events = append(w.Events, Event{Name: "refunded", Schema: w.Events[0].Schema})
+			w.Steps[2].WaitFor = &WaitFor{Event: "refunded"}
+		}, []changeOf{
+			{ChangeEvent, "wait", "wait", "", true},
+		}, "step wait waits for event refunded instead of paid"},
 		{"event removed", func(w *Workflow) {
 			w.Events = nil
 			w.Steps[2].WaitFor = nil

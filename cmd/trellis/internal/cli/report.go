@@ -45,13 +45,57 @@ type jsonProblem struct {
 	Line    int    `json:"line"`
 	Column  int    `json:"column"`
 	Message string `json:"message"`
+	// Severity is "note" for a note (a change lint -against was told to
+	// accept), absent for a problem.
+	Severity string `json:"severity,omitempty"`
 }
 
 // writeJSON prints the problems as a JSON array ([] when there are none).
 func writeJSON(w io.Writer, problems []gen.Problem) error {
-	out := make([]jsonProblem, len(problems))
-	for i, p := range problems {
-		out[i] = jsonProblem{File: p.File, Line: p.Line, Column: p.Column, Message: p.Message}
+	return writeJSONNotes(w, problems, nil)
+}
+
+// notesWriter returns the writer of format name for problems and notes:
+// what lint -against prints, where accepted changes are notes.
+func notesWriter(name string) func(io.Writer, []gen.Problem, []gen.Problem) error {
+	switch name {
+	case "json":
+		return writeJSONNotes
+	case "github":
+		return func(w io.Writer, problems, notes []gen.Problem) error {
+			if err := writeGitHub(w, problems); err != nil {
+				return err
+			}
+			var b strings.Builder
+			for _, p := range notes {
+				fmt.Fprintf(&b, "::notice file=%s,line=%d,col=%d::%s\n",
+					escapeProperty(p.File), p.Line, p.Column, escapeData(p.Message))
+			}
+			_, err := io.WriteString(w, b.String())
+			return err
+		}
+	}
+	return func(w io.Writer, problems, notes []gen.Problem) error {
+		if err := writeText(w, problems); err != nil {
+			return err
+		}
+		var segs []segment
+		for _, p := range notes {
+			segs = append(segs, segment{fmt.Sprintf("%s:%d:%d:", p.File, p.Line, p.Column), heading},
+				segment{" note: " + p.Message + "\n", plain})
+		}
+		return writeStyled(w, segs...)
+	}
+}
+
+// writeJSONNotes prints problems, then notes, as one JSON array.
+func writeJSONNotes(w io.Writer, problems, notes []gen.Problem) error {
+	out := make([]jsonProblem, 0, len(problems)+len(notes))
+	for _, p := range problems {
+		out = append(out, jsonProblem{File: p.File, Line: p.Line, Column: p.Column, Message: p.Message})
+	}
+	for _, p := range notes {
+		out = append(out, jsonProblem{File: p.File, Line: p.Line, Column: p.Column, Message: p.Message, Severity: "note"})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
