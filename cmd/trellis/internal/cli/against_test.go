@@ -170,7 +170,7 @@ func TestLintAgainstRunsInProgress(t *testing.T) {
 		"event/shipping.yaml": shippingV1,
 		// The child's contract: an input the step that starts it does
 		// not build, then outputs its parent reads.
-		"child/shipping.yaml": edit(t, shippingV1, "required: [id]", "required: [id, carrier]", "    receipt: {type: string}\n", "    receipt: {type: string}\n    carrier: {type: string}\n"),
+		"child/shipping.yaml":    edit(t, shippingV1, "required: [id]", "required: [id, carrier]", "    receipt: {type: string}\n", "    receipt: {type: string}\n    carrier: {type: string}\n"),
 		"childout/orders.yaml":   ordersV1,
 		"childout/shipping.yaml": edit(t, shippingV1, "tracking: {type: string}", "tracking: {type: integer}"),
 	})
