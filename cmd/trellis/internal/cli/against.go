@@ -265,7 +265,7 @@ func checkFile(f *gen.File, w *spec.Workflow, flight ops.InFlight, stderr *strin
 		}
 		if err := def.ValidateInput(s.Input); err != nil {
 			add(spec.ChangeInput, "", f.InputPos(), "schedule %s (created at run time) starts runs with an input the input schema refuses: %s",
-				s.Name, termtext.Line(firstLine(err.Error())))
+				termtext.Line(s.Name), termtext.Line(firstLine(err.Error())))
 		}
 	}
 	// Runs in progress of other workflows that start this one.

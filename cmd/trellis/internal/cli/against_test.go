@@ -91,7 +91,8 @@ func edit(t *testing.T, s string, pairs ...string) string {
 
 // inFlight deploys the old versions in a schema of their own, with two
 // runs of orders in progress, one cancelled and a schedule created at
-// run time, and returns the schema's connection string.
+// run time, and a run of shipping queued; it returns the schema's
+// connection string.
 func inFlight(t *testing.T) string {
 	t.Helper()
 	pool, schema := pgtest.PoolWithSchema(t)
@@ -116,9 +117,10 @@ func inFlight(t *testing.T) string {
 	out := func(doc string) runtime.StepFunc {
 		return func(context.Context, *runtime.StepRequest) (json.RawMessage, error) { return json.RawMessage(doc), nil }
 	}
-	if _, err := h.Engine.Register(specOf("shipping.yaml"), runtime.Handlers{Steps: map[string]runtime.StepFunc{
+	shipping, err := h.Engine.Register(specOf("shipping.yaml"), runtime.Handlers{Steps: map[string]runtime.StepFunc{
 		"book": out(`{"tracking":"t1"}`),
-	}}); err != nil {
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	orders, err := h.Engine.Register(specOf("orders.yaml"), runtime.Handlers{Steps: map[string]runtime.StepFunc{
@@ -141,6 +143,10 @@ func inFlight(t *testing.T) string {
 	}
 	h.RunUntilIdle()
 	if _, err := orders.CreateSchedule(ctx, "nightly", "0 3 * * *", json.RawMessage(`{"id":"s1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A run of shipping of its own, queued: a second version in progress.
+	if _, err := shipping.Trigger(ctx, json.RawMessage(`{"id":"z"}`)); err != nil {
 		t.Fatal(err)
 	}
 	return pgstore.WithSearchPath(pgtest.URL(), schema)
@@ -209,6 +215,8 @@ func TestLintAgainstPassesAndAccepts(t *testing.T) {
 		[]string{"lint", "-against", "env", "-accept", "step-removed", "-format", "json", "removed"},
 		[]string{"lint", "-against", "env", "-accept", "step-removed:shipping", "-format", "github", "removed"},
 		[]string{"lint", "-against", "env", "-accept", "step-renamed", "-format", "json", "removed"},
+		// Versions are read by workflow name: orders, then shipping.
+		[]string{"lint", "-against", "env", "-against-limit", "1", "compatible"},
 	)
 }
 
