@@ -114,18 +114,18 @@ func checkAgainst(ctx context.Context, opts LintOptions, files []*gen.File, stde
 	for _, s := range opts.Accept {
 		a, err := parseAccept(s)
 		if err != nil {
-			return againstResult{}, fmt.Errorf("%w: %v", errAgainstUsage, err)
+			return againstResult{}, fmt.Errorf("%w: %w", errAgainstUsage, err)
 		}
 		accepts = append(accepts, a)
 	}
 	pool, err := pgstore.Connect(ctx, url)
 	if err != nil {
-		return againstResult{}, fmt.Errorf("%w: %v", errAgainstUsage, pgstore.RedactErr(err, url))
+		return againstResult{}, fmt.Errorf("%w: %w", errAgainstUsage, pgstore.RedactErr(err, url))
 	}
 	defer pool.Close()
 	states, err := pgstore.MigrationStatus(ctx, pool)
 	if err != nil {
-		return againstResult{}, fmt.Errorf("%w: %v", errAgainstUsage, pgstore.RedactErr(err, url))
+		return againstResult{}, fmt.Errorf("%w: %w", errAgainstUsage, pgstore.RedactErr(err, url))
 	}
 	if !slices.ContainsFunc(states, func(s pgstore.MigrationState) bool { return s.AppliedAt != nil }) {
 		return againstResult{}, fmt.Errorf("%w: the database has no Trellis schema (check the connection string and its search_path; trellis migrate up creates one)", errAgainstUsage)
