@@ -256,3 +256,20 @@ ORDER BY r.version COLLATE "C", t.step;
 SELECT version, name, spec, created_at
 FROM trellis_workflows
 WHERE version = ANY (@versions::text[]);
+
+-- name: OpsQueueVersions :many
+-- The ready queue per workflow version: how many tasks, and when the task
+-- at the head of each version's queue was queued. Reads the ready queue,
+-- plus one task per version. Sorted bytewise.
+WITH groups AS (
+    SELECT workflow, version, count(*) AS n, min(qid) AS head FROM trellis_ready GROUP BY workflow, version
+)
+SELECT g.workflow::text AS workflow, g.version::text AS version, g.n::int AS queued, (
+    SELECT t.updated_at
+    FROM trellis_ready h
+    JOIN trellis_tasks t ON t.run_id = h.run_id AND t.step = h.step
+    WHERE h.qid = g.head AND h.version = g.version
+    LIMIT 1
+) AS oldest_queued_at
+FROM groups g
+ORDER BY g.workflow COLLATE "C", g.version COLLATE "C";

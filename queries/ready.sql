@@ -1,5 +1,5 @@
 -- name: ReadyClaim :many
--- Takes up to lim tasks of the given workflows from the ready queue in
+-- Takes up to lim tasks of the given workflow versions from the ready queue in
 -- fair order, marks them RUNNING for the worker under a fresh lease, and
 -- returns them with their run's facts and their parents' statuses and
 -- outputs. Plain tasks get their STARTED event here. A queue entry whose
@@ -8,7 +8,7 @@
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+    WHERE ((SELECT cardinality(@versions::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest(@versions::text[]))))
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -82,7 +82,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
-        WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+        WHERE ((SELECT cardinality(@versions::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest(@versions::text[]))))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -160,7 +160,7 @@ LEFT JOIN LATERAL (
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+    WHERE ((SELECT cardinality(@versions::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest(@versions::text[]))))
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -180,7 +180,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
-        WHERE ((SELECT cardinality(@workflows::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest(@workflows::text[]))))
+        WHERE ((SELECT cardinality(@versions::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest(@versions::text[]))))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))

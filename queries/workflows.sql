@@ -7,3 +7,8 @@ ON CONFLICT (version) DO NOTHING;
 
 -- name: WorkflowLoad :one
 SELECT version, name, spec, created_at FROM trellis_workflows WHERE version = @version;
+
+-- name: WorkflowVersionsOf :many
+-- The stored versions of the named workflows, without their specs: what
+-- an engine compares with the versions it registered (runtime/serving.go).
+SELECT version, name, created_at FROM trellis_workflows WHERE name = ANY (@names::text[]) ORDER BY name, version;

@@ -122,6 +122,11 @@ type Config struct {
 	// or deletes takes effect on this engine within it. Changes made
 	// through this engine take effect at once.
 	ScheduleRefresh time.Duration
+	// VersionRefresh is how often a started engine reads the stored
+	// versions of the workflows it registered (default 30s), to serve
+	// those its code can run besides the registered ones (see
+	// Engine.ServedVersions); a version stored later is served within it.
+	VersionRefresh time.Duration
 	// SizeLimits bound run inputs, step outputs, event payloads, map
 	// steps' items, tenants and idempotency keys; zero fields take their
 	// defaults (1 MiB inputs, outputs and payloads, 64 levels of nesting,
@@ -168,6 +173,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ScheduleRefresh <= 0 {
 		c.ScheduleRefresh = 10 * time.Second
+	}
+	if c.VersionRefresh <= 0 {
+		c.VersionRefresh = 30 * time.Second
 	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
@@ -275,6 +283,27 @@ func (e *Engine) Register(spec *WorkflowSpec, h Handlers) (*Workflow, error) {
 		return nil, err
 	}
 	return &Workflow{engine: e, def: def}, nil
+}
+
+// RegisterFormer registers h as the code of a former version of a
+// workflow registered with Register, so that this engine keeps running
+// the runs of that version still in flight during a rolling deploy (see
+// docs/how-to/deploys.md): keep the former workflow file, generate it
+// into a package of its own, and register it with the generated
+// Register<Workflow>Former beside the current version. The engine
+// serves the former version's tasks with this code, and never starts a
+// run of it: triggers, schedules, events and child workflow steps start
+// the version registered with Register. A version registered already is
+// refused; do it before Start.
+func (e *Engine) RegisterFormer(spec *WorkflowSpec, h Handlers) error {
+	def, err := e.compile(spec)
+	if err != nil {
+		return err
+	}
+	if err := checkHandlers(def, h); err != nil {
+		return err
+	}
+	return e.registry.registerFormer(def, h)
 }
 
 func checkHandlers(def *Definition, h Handlers) error {

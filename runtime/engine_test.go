@@ -69,6 +69,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"TriggerRetriedOnce", testTriggerRetriedOnce},
 		{"TriggerManyKeysRace", testTriggerManyKeysRace},
 		{"StuckRunIsReported", testStuckRunIsReported},
+		{"DeployWaitsForTheFormerVersion", testDeployWaitsForTheFormerVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

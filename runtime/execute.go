@@ -49,8 +49,8 @@ type definitions interface {
 	saveDefinition(ctx context.Context, def *Definition) error
 }
 
-// Workflows implements executor.Planner.
-func (p *planner) Workflows() []string { return p.registry.workflowNames() }
+// Versions implements executor.Planner.
+func (p *planner) Versions() []string { return p.registry.served() }
 
 // Plan implements executor.Planner.
 func (p *planner) Plan(ctx context.Context, claimed []store.ClaimedTask, claimedAt time.Time) ([]executor.Job, store.Results, error) {
@@ -380,10 +380,10 @@ func (p *planner) call(ctx context.Context, j *job, info StepInfo) (out json.Raw
 			out, err = nil, fmt.Errorf("step panicked: %v", v)
 		}
 	}()
-	h, ok := p.registry.handlers(j.claim.Workflow)
+	h, ok := p.registry.handlers(j.claim.Version)
 	if j.step.Kind == store.KindOnFailure {
 		if !ok || h.OnFailure == nil {
-			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Workflow))
+			return nil, NonRetryable(fmt.Errorf("no code registered for failure handler %s of %s", j.step.Name, j.claim.Version))
 		}
 		failed := ""
 		if f := j.claim.FailedStep; f >= 0 && f < len(j.def.graph.Steps) {
@@ -394,7 +394,7 @@ func (p *planner) call(ctx context.Context, j *job, info StepInfo) (out json.Raw
 	}
 	fn := h.Steps[j.step.Name]
 	if fn == nil {
-		return nil, NonRetryable(fmt.Errorf("no code registered for step %s of %s", j.step.Name, j.claim.Workflow))
+		return nil, NonRetryable(fmt.Errorf("no code registered for step %s of %s", j.step.Name, j.claim.Version))
 	}
 	return fn(ctx, &StepRequest{Info: info, Input: j.claim.Input, Parents: j.parents})
 }

@@ -433,7 +433,7 @@ func testEarlierProcessLeaseCounts(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	// The earlier process claimed the task a minute ago, then died.
-	claimed, err := s.ClaimTasks(t.Context(), store.Claim{Worker: "w", Workflows: []string{"restarted"}, Limit: 1, Now: time.Now().Add(-time.Minute)})
+	claimed, err := s.ClaimTasks(t.Context(), store.Claim{Worker: "w", Versions: []string{w.Definition().Version()}, Limit: 1, Now: time.Now().Add(-time.Minute)})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}

@@ -52,10 +52,18 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 		return err
 	})
 	if err == nil {
-		// Say what we run, for operators (trellis workers, the dashboard).
-		err = retryTransient(ctx, e.clock, func() error {
-			return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.versions(), e.clock.Now())
-		})
+		// Find the stored versions the registered code can run, then say
+		// what we serve (serving.go): claims take only those. A failure
+		// leaves the registered versions served, and the next refresh
+		// tries again.
+		if rerr := retryTransient(ctx, e.clock, func() error {
+			_, err := e.refreshServed(ctx)
+			return err
+		}); rerr != nil {
+			e.log.Warn("finding the stored workflow versions the registered code can run failed", "error", rerr)
+		}
+
+		err = retryTransient(ctx, e.clock, func() error { return e.announce(ctx) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering worker: %w", err)
@@ -88,9 +96,10 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	}
 	lc := &lifecycle{cancel: cancel, gauges: gauges}
 	e.exec.Start(loopCtx, started)
-	lc.loops.Add(2)
+	lc.loops.Add(3)
 	go func() { defer lc.loops.Done(); e.listenLoop(notes) }()
 	go func() { defer lc.loops.Done(); e.cron.loop(loopCtx) }()
+	go func() { defer lc.loops.Done(); e.servingLoop(loopCtx) }()
 	e.leading.start(loopCtx)
 	return lc, nil
 }

@@ -31,10 +31,10 @@ var FunctionsTable string
 // functions applied by a binary of a higher FunctionsVersion, which a
 // binary of the previous release, started during a rolling upgrade,
 // would otherwise do.
-const FunctionsVersion = 2
+const FunctionsVersion = 3
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "a942b2a03e03b41796c4f09e9fa0f7ecd9631cbfa81d0597aa2e678a7b9981f7"
+const checksumAtVersion = "7b032be9e5d4f6486202f2ed1f8b5d9a322258fb059853ae3feb7a5c5883d7bf"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {

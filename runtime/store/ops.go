@@ -42,6 +42,13 @@ type Ops interface {
 	// version, then step. Its cost grows with the group's queued tasks
 	// (QueueStats says how many).
 	QueueSteps(ctx context.Context, tenant, workflow string) ([]QueueStepStat, error)
+	// QueueVersions returns, per workflow version with tasks on the ready
+	// queue, how many and when the task at the head of its queue was
+	// queued; by workflow, then version. Claims take a version's tasks
+	// only for workers that serve it (Claim.Versions): what the engine
+	// compares with the versions live workers serve (see
+	// runtime.Engine.Unserved). It reads the ready queue only.
+	QueueVersions(ctx context.Context) ([]QueueVersionStat, error)
 	// ListWorkflows returns every stored workflow version (Spec
 	// included), by name, then newest first.
 	ListWorkflows(ctx context.Context) ([]WorkflowVersion, error)
@@ -342,6 +349,17 @@ type QueueStepStat struct {
 	Paced  int `json:"paced,omitempty"`
 	// OldestQueuedAt is when the step's longest-waiting task was queued.
 	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
+}
+
+// QueueVersionStat is the work on the ready queue of one workflow version
+// (Ops.QueueVersions).
+type QueueVersionStat struct {
+	Workflow string
+	Version  string
+	Queued   int
+	// OldestQueuedAt is when the task at the head of the version's queue
+	// was queued.
+	OldestQueuedAt time.Time
 }
 
 // QueueStat is the live work of one tenant's runs of one workflow, the

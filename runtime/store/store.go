@@ -100,6 +100,10 @@ type Workflows interface {
 	SaveWorkflow(ctx context.Context, w WorkflowVersion) error
 	// LoadWorkflow returns a stored version, or ErrNotFound.
 	LoadWorkflow(ctx context.Context, version string) (WorkflowVersion, error)
+	// WorkflowVersions returns the stored versions of the named workflows,
+	// by name then version, without their Spec: an engine reads them to
+	// find the versions its code can run besides those it registered.
+	WorkflowVersions(ctx context.Context, names []string) ([]WorkflowVersion, error)
 }
 
 // WorkflowVersion is one stored definition.
@@ -705,10 +709,11 @@ type Event struct {
 // Claim holds what ClaimTasks needs.
 type Claim struct {
 	Worker string
-	// Workflows restricts claims to runs of these workflow names (the ones
-	// the worker has code for).
-	Workflows []string
-	Limit     int
+	// Versions restricts claims to runs of these workflow versions
+	// (name@hash, as Run.Version): the ones the worker serves, whose code
+	// it has. Empty claims tasks of every version.
+	Versions []string
+	Limit    int
 	// TenantLimit, when positive, caps how many tasks of one tenant may be
 	// RUNNING at once, across all workers.
 	TenantLimit int
@@ -815,18 +820,19 @@ type Results struct {
 //
 // A child is handed off only where no other tenant's task, and no task of
 // a higher priority, waits longer for it. Among the queued tasks of
-// Workflows (all when empty), as the queue was before the batch: the
+// Versions (all when empty), as the queue was before the batch: the
 // first in the queue's order, if any, is of the child's tenant, and that
 // tenant has none in a higher lane than the child's (see Lane). Within a
 // tenant and a lane, a run under way goes on before the tenant's other
 // queued tasks of that lane: depth first, as a worker with a slot free
 // claims them next. Only plain tasks (code that cannot be skipped) of
-// Workflows, with no concurrency or rate limit, are handed off. Which
+// Versions, with no concurrency or rate limit, are handed off. Which
 // children go, when more qualify than Limit, is the store's choice.
 type HandOff struct {
-	Worker    string
-	Workflows []string
-	Limit     int
+	Worker string
+	// Versions are the workflow versions the worker serves, as in Claim.
+	Versions []string
+	Limit    int
 }
 
 // Len is the number of results in the batch.

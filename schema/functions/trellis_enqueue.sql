@@ -19,6 +19,10 @@
 -- Called by trellis_admit (tasks ready for the first time), and directly
 -- for tasks queued again (retries, woken sleeps, recovered leases, the
 -- failure handler; queries/leases.sql, tasks.sql, timers.sql).
+--
+-- Each entry carries its run's workflow version (schema/0024), read here
+-- from the run, so that every path that queues a task fills it: claims
+-- take only the versions a worker serves.
 
 CREATE OR REPLACE FUNCTION trellis_enqueue(p_runs uuid[], p_steps smallint[], p_wakes boolean[], p_tenants text[], p_workflows text[], p_lanes smallint[])
 RETURNS bigint
@@ -38,11 +42,12 @@ BEGIN
     ON CONFLICT (tenant) DO NOTHING;
 
     WITH items AS (
-        SELECT i.run_id, i.step, i.wake, i.tenant, i.workflow, i.lane, g.grp,
+        SELECT i.run_id, i.step, i.wake, i.tenant, i.workflow, r.version, i.lane, g.grp,
                row_number() OVER (PARTITION BY i.tenant, i.lane ORDER BY i.ord) - 1 AS n
         FROM unnest(p_runs, p_steps, p_wakes, p_tenants, p_workflows, p_lanes) WITH ORDINALITY
             AS i (run_id, step, wake, tenant, workflow, lane, ord)
         JOIN trellis_tenants g ON g.tenant = i.tenant
+        JOIN trellis_runs r ON r.id = i.run_id
     ), base AS MATERIALIZED (
         -- Once per tenant and lane, before inserting: a lookup per
         -- inserted row would step over every row this statement has
@@ -62,8 +67,8 @@ BEGIN
                ) AS block
         FROM (SELECT DISTINCT tenant, lane FROM items) t
     )
-    INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, wake, lane)
-    SELECT i.run_id, i.step, (b.block + i.n) * 1048576 + i.grp, i.tenant, i.workflow, i.wake, i.lane
+    INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, version, wake, lane)
+    SELECT i.run_id, i.step, (b.block + i.n) * 1048576 + i.grp, i.tenant, i.workflow, i.version, i.wake, i.lane
     FROM items i
     JOIN base b ON b.tenant = i.tenant AND b.lane = i.lane
     ON CONFLICT (run_id, step) DO NOTHING;

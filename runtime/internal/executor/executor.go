@@ -66,8 +66,9 @@ type Config struct {
 
 // Planner is the engine's side of the executor: what tasks mean.
 type Planner interface {
-	// Workflows lists the workflows whose tasks this engine runs.
-	Workflows() []string
+	// Versions lists the workflow versions whose tasks this engine runs
+	// (those it serves): it claims and is handed off only theirs.
+	Versions() []string
 	// Plan looks at tasks this engine now owns, claimed (or handed off)
 	// at claimedAt, and sorts them into jobs whose code must run and
 	// results known at once. An error hands the tasks back.

@@ -28,7 +28,7 @@ type chainPlanner struct {
 	ran   []int
 }
 
-func (p *chainPlanner) Workflows() []string { return []string{"chain"} }
+func (p *chainPlanner) Versions() []string { return []string{"chain@1"} }
 
 func (p *chainPlanner) StepName(_ string, step int) (string, bool) { return "", false }
 

@@ -153,14 +153,14 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed 
 	if free -= started; free == 0 {
 		return started, 0, nil
 	}
-	names := x.cfg.Planner.Workflows()
-	if len(names) == 0 {
+	versions := x.cfg.Planner.Versions()
+	if len(versions) == 0 {
 		// Without code for any workflow there is nothing to claim: this
 		// engine only triggers runs.
 		p.releaseSlots(free)
 		return started, 0, nil
 	}
-	tasks, claimedAt, err := x.claim(ctx, names, free)
+	tasks, claimedAt, err := x.claim(ctx, versions, free)
 	if err != nil {
 		p.releaseSlots(free)
 		return started, 0, err
@@ -262,14 +262,14 @@ func (p *pipeline) stepLoop(step func()) {
 	}
 }
 
-// claim claims up to limit ready tasks of the named workflows and owns
-// them, and returns the time the claim was stamped with. While the claim
+// claim claims up to limit ready tasks of the given workflow versions and
+// owns them, and returns the time the claim was stamped with. While the claim
 // is under way, reconciliation leaves its tasks be.
-func (x *Executor) claim(ctx context.Context, workflows []string, limit int) ([]store.ClaimedTask, time.Time, error) {
+func (x *Executor) claim(ctx context.Context, versions []string, limit int) ([]store.ClaimedTask, time.Time, error) {
 	now := x.cfg.Clock.Now()
 	token := x.claims.begin(now)
 	claimed, err := x.cfg.Store.ClaimTasks(ctx, store.Claim{
-		Worker: x.cfg.Worker, Workflows: workflows, Limit: limit,
+		Worker: x.cfg.Worker, Versions: versions, Limit: limit,
 		TenantLimit: x.cfg.TenantConcurrency, Now: now,
 	})
 	x.claims.end(token, claimed)
@@ -319,7 +319,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Workflows: x.cfg.Planner.Workflows(), Limit: n + wait}
+			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Versions: x.cfg.Planner.Versions(), Limit: n + wait}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
 			token = x.claims.begin(r.Now)

@@ -5,8 +5,10 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,6 +146,23 @@ func (s *Store) LoadWorkflow(_ context.Context, version string) (store.WorkflowV
 		return store.WorkflowVersion{}, fmt.Errorf("workflow version %s: %w", version, store.ErrNotFound)
 	}
 	return w, nil
+}
+
+// WorkflowVersions implements store.Workflows.
+func (s *Store) WorkflowVersions(_ context.Context, names []string) ([]store.WorkflowVersion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.WorkflowVersion
+	for _, w := range s.workflows {
+		if slices.Contains(names, w.Name) {
+			w.Spec = nil
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.WorkflowVersion) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	return out, nil
 }
 
 // event appends an event to the run's log. Callers hold s.mu.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -113,6 +114,38 @@ func (s *Store) ListWorkers(context.Context) ([]store.Worker, error) {
 		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader, Versions: slices.Clone(s.workerVersions[id])})
 	}
 	slices.SortFunc(out, func(a, b store.Worker) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// QueueVersions implements store.Ops.
+func (s *Store) QueueVersions(context.Context) ([]store.QueueVersionStat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stats := map[string]*store.QueueVersionStat{}
+	heads := map[string]int64{}
+	for _, e := range s.queue.entries {
+		if !e.valid() {
+			continue
+		}
+		r := e.task.run.rec
+		st, ok := stats[r.Version]
+		if !ok {
+			st = &store.QueueVersionStat{Workflow: r.Workflow, Version: r.Version}
+			stats[r.Version] = st
+		}
+		st.Queued++
+		if head, ok := heads[r.Version]; !ok || e.id < head {
+			heads[r.Version] = e.id
+			st.OldestQueuedAt = e.task.rec.UpdatedAt
+		}
+	}
+	out := make([]store.QueueVersionStat, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b store.QueueVersionStat) int {
+		return cmp.Or(strings.Compare(a.Workflow, b.Workflow), strings.Compare(a.Version, b.Version))
+	})
 	return out, nil
 }
 

@@ -69,9 +69,14 @@ func (s *Store) ListPauses(_ context.Context) ([]store.WorkflowPause, error) {
 		p := store.WorkflowPause{Workflow: key.workflow, Tenant: key.tenant, PausedAt: at}
 		_, all := s.pauses[pauseKey{key.workflow, ""}]
 		for name, ts := range s.queue.tenants {
-			if (key.tenant == "" || key.tenant == name && !all) && ts.valid[key.workflow] != nil {
-				for _, n := range ts.valid[key.workflow] {
-					p.Queued += n
+			if key.tenant != "" && (key.tenant != name || all) {
+				continue
+			}
+			for v, lanes := range ts.valid {
+				if v.workflow == key.workflow {
+					for _, n := range lanes {
+						p.Queued += n
+					}
 				}
 			}
 		}

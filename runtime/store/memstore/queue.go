@@ -28,10 +28,13 @@ type tenantState struct {
 	blocks  [store.Lanes]int64
 	running int
 	queued  int // tasks QUEUED
-	// valid counts the tenant's valid entries, by workflow and lane (see
-	// highestLane).
-	valid map[string]*[store.Lanes]int
+	// valid counts the tenant's valid entries, by workflow version and
+	// lane (see highestLane).
+	valid map[runVersion]*[store.Lanes]int
 }
+
+// runVersion is a workflow version, with its workflow's name.
+type runVersion struct{ workflow, version string }
 
 type entry struct {
 	id   int64
@@ -67,12 +70,13 @@ func (q *readyQueue) tenantQueued(name string, delta int) { q.tenant(name).queue
 func (q *readyQueue) counted(t *task, lane, delta int) {
 	ts := q.tenant(t.run.rec.Tenant)
 	if ts.valid == nil {
-		ts.valid = map[string]*[store.Lanes]int{}
+		ts.valid = map[runVersion]*[store.Lanes]int{}
 	}
-	lanes, ok := ts.valid[t.run.rec.Workflow]
+	key := runVersion{t.run.rec.Workflow, t.run.rec.Version}
+	lanes, ok := ts.valid[key]
 	if !ok {
 		lanes = &[store.Lanes]int{}
-		ts.valid[t.run.rec.Workflow] = lanes
+		ts.valid[key] = lanes
 	}
 	lanes[lane] += delta
 }
@@ -86,22 +90,22 @@ func (q *readyQueue) void(t *task) {
 	}
 }
 
-// head returns the first valid entry of the named workflows (all when
-// none are named), dropping invalid entries from the front.
-func (q *readyQueue) head(workflows []string) (*entry, bool) {
+// head returns the first valid entry of the given workflow versions (all
+// when none are given), dropping invalid entries from the front.
+func (q *readyQueue) head(versions []string) (*entry, bool) {
 	for len(q.entries) > 0 && !q.entries[0].valid() {
 		heap.Pop(&q.entries)
 	}
 	if len(q.entries) == 0 {
 		return nil, false
 	}
-	if e := q.entries[0]; of(e, workflows) {
+	if e := q.entries[0]; of(e, versions) {
 		return e, true
 	}
 	// The front is another engine's: look through the whole queue.
 	var head *entry
 	for _, e := range q.entries {
-		if e.valid() && of(e, workflows) && (head == nil || entryHeap([]*entry{e, head}).Less(0, 1)) {
+		if e.valid() && of(e, versions) && (head == nil || entryHeap([]*entry{e, head}).Less(0, 1)) {
 			head = e
 		}
 	}
@@ -109,11 +113,11 @@ func (q *readyQueue) head(workflows []string) (*entry, bool) {
 }
 
 // highestLane returns the highest lane in which tenant has valid entries
-// of the named workflows (all when none are named), -1 if none.
-func (q *readyQueue) highestLane(tenant string, workflows []string) int {
+// of the given workflow versions (all when none are given), -1 if none.
+func (q *readyQueue) highestLane(tenant string, versions []string) int {
 	highest := -1
-	for workflow, lanes := range q.tenant(tenant).valid {
-		if len(workflows) > 0 && !slices.Contains(workflows, workflow) {
+	for key, lanes := range q.tenant(tenant).valid {
+		if len(versions) > 0 && !slices.Contains(versions, key.version) {
 			continue
 		}
 		for l := store.Lanes - 1; l > highest; l-- {
@@ -125,10 +129,10 @@ func (q *readyQueue) highestLane(tenant string, workflows []string) int {
 	return highest
 }
 
-// of reports whether e is of one of the named workflows (any when none
-// are named).
-func of(e *entry, workflows []string) bool {
-	return len(workflows) == 0 || slices.Contains(workflows, e.task.run.rec.Workflow)
+// of reports whether e is of one of the given workflow versions (any
+// when none are given).
+func of(e *entry, versions []string) bool {
+	return len(versions) == 0 || slices.Contains(versions, e.task.run.rec.Version)
 }
 
 // frontier is the block being consumed.

@@ -17,23 +17,24 @@ func TestQueueCountsValidEntries(t *testing.T) {
 		t.Cleanup(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			want := map[string]map[string][store.Lanes]int{}
+			want := map[string]map[runVersion][store.Lanes]int{}
 			for _, e := range s.queue.entries {
 				if !e.valid() {
 					continue
 				}
 				r := e.task.run.rec
 				if want[r.Tenant] == nil {
-					want[r.Tenant] = map[string][store.Lanes]int{}
+					want[r.Tenant] = map[runVersion][store.Lanes]int{}
 				}
-				lanes := want[r.Tenant][r.Workflow]
+				key := runVersion{r.Workflow, r.Version}
+				lanes := want[r.Tenant][key]
 				lanes[e.lane]++
-				want[r.Tenant][r.Workflow] = lanes
+				want[r.Tenant][key] = lanes
 			}
 			for tenant, ts := range s.queue.tenants {
 				for workflow, lanes := range ts.valid {
 					if *lanes != want[tenant][workflow] {
-						t.Errorf("tenant %s, workflow %s: counted %v valid entries by lane, the heap holds %v", tenant, workflow, *lanes, want[tenant][workflow])
+						t.Errorf("tenant %s, version %v: counted %v valid entries by lane, the heap holds %v", tenant, workflow, *lanes, want[tenant][workflow])
 					}
 				}
 			}

@@ -19,7 +19,7 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	claimedPerTenant := map[string]int{}
 	entries := s.queue.claim(p.Limit, func(e *entry) bool {
 		r := e.task.run
-		if len(p.Workflows) > 0 && !slices.Contains(p.Workflows, r.rec.Workflow) || s.paused(r.rec.Workflow, r.rec.Tenant) {
+		if len(p.Versions) > 0 && !slices.Contains(p.Versions, r.rec.Version) || s.paused(r.rec.Workflow, r.rec.Tenant) {
 			return false
 		}
 		if p.TenantLimit > 0 {
@@ -89,9 +89,9 @@ func (s *Store) newHandOff(h store.HandOff) *handOff {
 		return nil
 	}
 	out := &handOff{HandOff: h, s: s}
-	if head, ok := s.queue.head(h.Workflows); ok {
+	if head, ok := s.queue.head(h.Versions); ok {
 		out.head, out.queued = head.task.run.rec.Tenant, true
-		out.headLane = s.queue.highestLane(out.head, h.Workflows)
+		out.headLane = s.queue.highestLane(out.head, h.Versions)
 	}
 	return out
 }
@@ -103,7 +103,7 @@ func (h *handOff) take(t *task) bool {
 		return false
 	}
 	r := t.run.rec
-	if len(h.Workflows) > 0 && !slices.Contains(h.Workflows, r.Workflow) || h.s.paused(r.Workflow, r.Tenant) {
+	if len(h.Versions) > 0 && !slices.Contains(h.Versions, r.Version) || h.s.paused(r.Workflow, r.Tenant) {
 		return false
 	}
 	// Only where the worker's next claim would take the task first: its

@@ -73,7 +73,7 @@ func taskCycle(b *testing.B, handOff bool) {
 		running = append(running, got...)
 		r := store.Results{Now: now}
 		if handOff {
-			r.HandOff = store.HandOff{Worker: "bench", Workflows: []string{"w"}, Limit: batch}
+			r.HandOff = store.HandOff{Worker: "bench", Versions: []string{"w@1"}, Limit: batch}
 		}
 		for _, c := range running {
 			r.Completions = append(r.Completions, store.Completion{

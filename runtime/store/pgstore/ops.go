@@ -245,6 +245,19 @@ func (s *Store) QueueSteps(ctx context.Context, tenant, workflow string) ([]stor
 	return out, nil
 }
 
+// QueueVersions implements store.Ops.
+func (s *Store) QueueVersions(ctx context.Context) ([]store.QueueVersionStat, error) {
+	rows, err := s.q.OpsQueueVersions(ctx)
+	if err != nil {
+		return nil, wrap(err, "reading the queue by version")
+	}
+	out := make([]store.QueueVersionStat, len(rows))
+	for i, r := range rows {
+		out[i] = store.QueueVersionStat{Workflow: r.Workflow, Version: r.Version, Queued: int(r.Queued), OldestQueuedAt: r.OldestQueuedAt}
+	}
+	return out, nil
+}
+
 // ListWorkflows implements store.Ops.
 func (s *Store) ListWorkflows(ctx context.Context) ([]store.WorkflowVersion, error) {
 	rows, err := s.q.OpsWorkflows(ctx)

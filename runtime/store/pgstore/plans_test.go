@@ -36,7 +36,7 @@ func TestClaimReadsTasksByKey(t *testing.T) {
 	}
 	t.Logf("%d runs created in %v", claimPlanRuns, time.Since(start).Round(time.Millisecond))
 	now := time.Now()
-	if _, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 64, Now: now}); err != nil {
+	if _, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Versions: []string{"w@1"}, Limit: 64, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	statements := traced.take()
@@ -95,8 +95,8 @@ WITH tenants AS (
 )
 -- Each tenant's runs one block apart, as trellis_enqueue queues new runs
 -- of normal priority.
-INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, lane)
-SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w', trellis_lane(2::smallint, false)
+INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, version, lane)
+SELECT r.id, 0, (row_number() OVER (PARTITION BY r.tenant)) * 1048576 + t.grp, r.tenant, 'w', 'w@1', trellis_lane(2::smallint, false)
 FROM runs r JOIN tenants t ON t.tenant = r.tenant`
 
 // historyRuns and burstRuns are the finished and running runs
@@ -197,7 +197,7 @@ func TestWorkReadsByKeyWithHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Workflows: []string{"w"}, Limit: 80, Now: now})
+	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w1", Versions: []string{"w@1"}, Limit: 80, Now: now})
 	if err != nil || len(claimed) != 80 {
 		t.Fatalf("claimed %d, %v", len(claimed), err)
 	}

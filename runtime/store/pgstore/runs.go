@@ -31,6 +31,22 @@ func (s *Store) LoadWorkflow(ctx context.Context, version string) (store.Workflo
 	return store.WorkflowVersion{Version: row.Version, Name: row.Name, Spec: row.Spec, SavedAt: row.CreatedAt}, nil
 }
 
+// WorkflowVersions implements store.Workflows.
+func (s *Store) WorkflowVersions(ctx context.Context, names []string) ([]store.WorkflowVersion, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	rows, err := s.q.WorkflowVersionsOf(ctx, names)
+	if err != nil {
+		return nil, wrap(err, "listing workflow versions")
+	}
+	out := make([]store.WorkflowVersion, len(rows))
+	for i, r := range rows {
+		out[i] = store.WorkflowVersion{Version: r.Version, Name: r.Name, SavedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
 // createChunk bounds the runs one statement creates; a larger batch takes
 // several statements, still in one transaction. At 10,000, a map step of
 // that many items is spawned in one statement for its runs and one for

@@ -42,7 +42,7 @@ func TestSpawnStatementsDoNotGrowWithItems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w", Limit: 1, Workflows: []string{"m"}, Now: now})
+		claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "w", Limit: 1, Versions: []string{"m@1"}, Now: now})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claimed %v, %v", claimed, err)
 		}

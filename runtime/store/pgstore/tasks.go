@@ -24,15 +24,15 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	workflows := p.Workflows
-	if workflows == nil {
-		workflows = []string{}
+	versions := p.Versions
+	if versions == nil {
+		versions = []string{}
 	}
 	var out []store.ClaimedTask
 	var err error
 	if p.TenantLimit <= 0 {
 		var rows []dbsqlc.ReadyClaimRow
-		rows, err = s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Workflows: workflows, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
+		rows, err = s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Versions: versions, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
 		for _, r := range rows {
 			out = append(out, claimed(dbsqlc.ReadyClaimLimitedRow(r)))
 		}
@@ -42,7 +42,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 				return err
 			}
 			rows, err := q.ReadyClaimLimited(ctx, dbsqlc.ReadyClaimLimitedParams{
-				Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
+				Versions: versions, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
 				Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now,
 			})
 			for _, r := range rows {
@@ -54,7 +54,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 	if isInvalidData(err) {
 		// One task's data made the claim fail, and would make every claim
 		// that picks it fail: claim the tasks one at a time instead.
-		out, err = s.claimEach(ctx, p, workflows)
+		out, err = s.claimEach(ctx, p, versions)
 	}
 	return out, wrap(err, "claiming tasks")
 }
@@ -65,7 +65,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 // reason in Refused, for the engine to fail it (see store.ClaimedTask). A
 // task that even that fails for is left queued, and named in the error
 // should no other task be claimed.
-func (s *Store) claimEach(ctx context.Context, p store.Claim, workflows []string) ([]store.ClaimedTask, error) {
+func (s *Store) claimEach(ctx context.Context, p store.Claim, versions []string) ([]store.ClaimedTask, error) {
 	var out []store.ClaimedTask
 	var stuck error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -74,14 +74,14 @@ func (s *Store) claimEach(ctx context.Context, p store.Claim, workflows []string
 		var keys []dbsqlc.ReadyPickRow
 		var err error
 		if p.TenantLimit <= 0 {
-			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Workflows: workflows, Lim: int32(p.Limit)})
+			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Versions: versions, Lim: int32(p.Limit)})
 		} else {
 			if err := q.ClaimLock(ctx); err != nil {
 				return err
 			}
 			var rows []dbsqlc.ReadyPickLimitedRow
 			rows, err = q.ReadyPickLimited(ctx, dbsqlc.ReadyPickLimitedParams{
-				Workflows: workflows, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit), Lim: int32(p.Limit),
+				Versions: versions, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit), Lim: int32(p.Limit),
 			})
 			for _, r := range rows {
 				keys = append(keys, dbsqlc.ReadyPickRow(r))
@@ -259,9 +259,9 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 		return nil
 	}
 	p := dbsqlc.TasksCompleteParams{Now: r.Now, LockRuns: runsOf(store.Results{Completions: r.Completions}),
-		HandOff: int32(max(r.HandOff.Limit, 0)), Workflows: r.HandOff.Workflows, Worker: r.HandOff.Worker}
-	if p.Workflows == nil {
-		p.Workflows = []string{}
+		HandOff: int32(max(r.HandOff.Limit, 0)), Versions: r.HandOff.Versions, Worker: r.HandOff.Worker}
+	if p.Versions == nil {
+		p.Versions = []string{}
 	}
 	n, edges := len(r.Completions), 0
 	for _, c := range r.Completions {

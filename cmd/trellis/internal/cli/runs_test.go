@@ -557,7 +557,7 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 	if _, err := s.Heartbeat(ctx, "worker-a", now.Add(-2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "worker-a", Workflows: []string{"chain"}, Limit: 10, Now: now.Add(-time.Second)})
+	claimed, err := s.ClaimTasks(ctx, store.Claim{Worker: "worker-a", Versions: []string{e.chain.Workflow().Definition().Version()}, Limit: 10, Now: now.Add(-time.Second)})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claimed %v, %v; want the queued chain run's first step", claimed, err)
 	}

@@ -50,7 +50,7 @@ func (f *fixture) children(id uuid.UUID) []store.RunWithTasks {
 // claimElements claims every queued element task, in input (index) order.
 func (f *fixture) claimElements() []store.ClaimedTask {
 	f.t.Helper()
-	claimed := f.claim(100, func(c *store.Claim) { c.Workflows = []string{"elem"} })
+	claimed := f.claim(100, func(c *store.Claim) { c.Versions = []string{"elem@v1"} })
 	slices.SortFunc(claimed, func(a, b store.ClaimedTask) int { return slices.Compare(a.Input, b.Input) })
 	return claimed
 }

@@ -60,6 +60,7 @@ type runOpts struct {
 	runLimit              store.RunLimit
 	debounce              store.Debounce
 	traceContext          string
+	version               string     // workflow@v1 when empty
 	input                 string     // {"n":1} when empty
 	kindA                 store.Kind // of the root, step A: code unless set
 	tags                  map[string]string
@@ -101,6 +102,9 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	if o.input == "" {
 		o.input = `{"n":1}`
 	}
+	if o.version == "" {
+		o.version = o.workflow + "@v1"
+	}
 	id := uuid.Must(uuid.NewV7())
 	tasks := diamondTasks(o.maxAttempts)
 	tasks[stepA].Limit = o.limit
@@ -109,7 +113,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 		tasks[stepA].Kind, tasks[stepA].Plain = o.kindA, false
 	}
 	res, err := f.s.CreateRuns(f.ctx, store.CreateRuns{Now: f.now, Runs: []store.NewRun{{
-		ID: id, Workflow: o.workflow, Version: o.workflow + "@v1", Tenant: o.tenant,
+		ID: id, Workflow: o.workflow, Version: o.version, Tenant: o.tenant,
 		IdempotencyKey: o.key, Priority: o.priority, Input: []byte(o.input), TraceContext: o.traceContext, Tags: o.tags, Tasks: tasks,
 		StartAt: o.startAt, Timeout: o.timeout, RunLimit: o.runLimit, Debounce: o.debounce,
 	}}})

@@ -15,9 +15,9 @@ import (
 
 // completeHandingOff completes tasks of the diamond, offering up to limit
 // of the children they make ready to worker w1.
-func (f *fixture) completeHandingOff(limit int, workflows []string, cs ...store.ClaimedTask) store.FinishResult {
+func (f *fixture) completeHandingOff(limit int, versions []string, cs ...store.ClaimedTask) store.FinishResult {
 	f.t.Helper()
-	r := store.Results{HandOff: store.HandOff{Worker: "w1", Workflows: workflows, Limit: limit}}
+	r := store.Results{HandOff: store.HandOff{Worker: "w1", Versions: versions, Limit: limit}}
 	for _, c := range cs {
 		r.Completions = append(r.Completions, store.Completion{
 			Attempt: attempt(c), Output: []byte(`{"from":"` + stepNames[c.Key.Step] + `"}`), Children: diamondChildren[c.Key.Step],
@@ -120,10 +120,18 @@ func testHandOffOnlyAtTheFront(t *testing.T, f *fixture) {
 	a = start(runOpts{tenant: "acme"})
 	f.createDiamond(runOpts{tenant: "globex", workflow: "other"})
 	handed("another tenant's task first, of a workflow the worker does not run",
-		f.completeHandingOff(5, []string{"diamond"}, a), 1)
+		f.completeHandingOff(5, []string{"diamond@v1"}, a), 1)
 
 	a = start(runOpts{tenant: "acme"})
-	handed("a workflow the worker does not run", f.completeHandingOff(5, []string{"other"}, a), 0)
+	handed("a workflow the worker does not run", f.completeHandingOff(5, []string{"other@v1"}, a), 0)
+
+	a = start(runOpts{tenant: "acme"})
+	handed("a version of the workflow the worker does not serve", f.completeHandingOff(5, []string{"diamond@v2"}, a), 0)
+
+	a = start(runOpts{tenant: "acme"})
+	f.createDiamond(runOpts{tenant: "globex", version: "diamond@v2"})
+	handed("another tenant's task first in the queue, of a version the worker does not serve",
+		f.completeHandingOff(5, []string{"diamond@v1"}, a), 1)
 
 	a = start(runOpts{tenant: "acme"})
 	f.createDiamond(runOpts{tenant: "acme", priority: spec.PriorityHigh})

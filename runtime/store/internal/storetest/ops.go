@@ -526,7 +526,7 @@ func testQueueSteps(t *testing.T, f *fixture) {
 	for range 3 {
 		f.createDiamond(runOpts{tenant: "delta", workflow: "paced", rate: perMinute})
 	}
-	if got := f.claim(3, func(c *store.Claim) { c.Workflows = []string{"paced"} }); len(got) != 1 {
+	if got := f.claim(3, func(c *store.Claim) { c.Versions = []string{"paced@v1"} }); len(got) != 1 {
 		t.Fatalf("claimed %d tasks of the rate-limited runs, want 1", len(got))
 	}
 	wantPaced := []store.QueueStepStat{{Version: "paced@v1", Step: stepA, Queued: 2, Paced: 2, OldestQueuedAt: f.now}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventTimesNeverGoBack", testEventTimesMonotonic},
 		{"ClaimMarksRunning", testClaimMarksRunning},
 		{"ClaimNeverTwice", testClaimNeverTwice},
-		{"ClaimFiltersWorkflows", testClaimFiltersWorkflows},
+		{"ClaimFiltersVersions", testClaimFiltersVersions},
+		{"ClaimFiltersVersionsOfEveryQueuedTask", testClaimFiltersVersionsOfEveryQueuedTask},
+		{"ClaimFiltersVersionsFairly", testClaimFiltersVersionsFairly},
+		{"WorkflowVersions", testWorkflowVersions},
 		{"FairAcrossTenants", testFairAcrossTenants},
 		{"TenantConcurrencyLimit", testTenantLimit},
 		{"RunPriority", testRunPriority},
@@ -271,15 +275,126 @@ func testClaimNeverTwice(t *testing.T, f *fixture) {
 	}
 }
 
-func testClaimFiltersWorkflows(t *testing.T, f *fixture) {
+func testClaimFiltersVersions(t *testing.T, f *fixture) {
 	mine := f.createDiamond(runOpts{workflow: "mine"})
 	f.createDiamond(runOpts{workflow: "theirs"})
-	got := f.claim(10, func(c *store.Claim) { c.Workflows = []string{"mine"} })
+	older := f.createDiamond(runOpts{workflow: "mine", version: "mine@v0"})
+	got := f.claim(10, func(c *store.Claim) { c.Versions = []string{"mine@v1"} })
 	if len(got) != 1 || got[0].Key.Run != mine {
-		t.Fatalf("claimed %v, want only the root of %s", keys(got), mine)
+		t.Fatalf("claimed %v, want only the root of %s (not %s, of another version)", keys(got), mine, older)
+	}
+	got = f.claim(10, func(c *store.Claim) { c.Versions = []string{"mine@v0", "mine@v1"} })
+	if len(got) != 1 || got[0].Key.Run != older || got[0].Version != "mine@v0" {
+		t.Fatalf("claimed %v, want the root of %s, of version mine@v0", keys(got), older)
 	}
 	if got := f.claim(10); len(got) != 1 {
 		t.Errorf("an unfiltered claim got %d tasks, want the other workflow's root", len(got))
+	}
+}
+
+// Every way a task reaches the queue (a root, a child its parent's
+// completion makes ready, a retry, a woken sleep, a task handed back, a
+// run retried) carries its run's version: a claim of another version
+// never takes it, one of its version does.
+func testClaimFiltersVersionsOfEveryQueuedTask(t *testing.T, f *fixture) {
+	other := func(c *store.Claim) { c.Versions = []string{"diamond@v2"} }
+	mine := func(c *store.Claim) { c.Versions = []string{"diamond@v1"} }
+	expect := func(what string, run uuid.UUID, steps ...int) store.ClaimedTask {
+		t.Helper()
+		if got := f.claim(10, other); len(got) != 0 {
+			t.Fatalf("%s: a claim of diamond@v2 took %v", what, keys(got))
+		}
+		got := f.claim(10, mine)
+		slices.SortFunc(got, func(a, b store.ClaimedTask) int { return a.Key.Step - b.Key.Step })
+		var want []store.TaskKey
+		for _, s := range steps {
+			want = append(want, store.TaskKey{Run: run, Step: s})
+		}
+		if !slices.Equal(keys(got), want) {
+			t.Fatalf("%s: a claim of diamond@v1 took %v, want %v", what, keys(got), want)
+		}
+		return got[0]
+	}
+	id := f.createDiamond(runOpts{maxAttempts: 3})
+	a := expect("a root", id, stepA)
+	f.tick(time.Second)
+	f.complete(a, `{}`)
+	b := expect("children made ready", id, stepB, stepC)
+
+	// Handed back uncounted, queued again.
+	if _, err := f.s.ReleaseTasks(f.ctx, store.Release{Worker: "w1", Attempts: []store.Attempt{attempt(b)}, Reason: "stopping", Now: f.now}); err != nil {
+		t.Fatal(err)
+	}
+	b = expect("a task handed back", id, stepB)
+
+	// A retry, queued by its timer.
+	f.finish(store.Results{Now: f.now, Retries: []store.Retry{{Attempt: attempt(b), Error: "flaky", At: f.now.Add(time.Second)}}})
+	f.tick(2 * time.Second)
+	if _, err := f.fire(f.now, 10); err != nil {
+		t.Fatal(err)
+	}
+	b = expect("a retry", id, stepB)
+
+	// A sleep, woken by its timer.
+	f.finish(store.Results{Now: f.now, Sleeps: []store.Sleep{{Attempt: attempt(b), For: time.Second}}})
+	f.tick(2 * time.Second)
+	if _, err := f.fire(f.now, 10); err != nil {
+		t.Fatal(err)
+	}
+	expect("a woken sleep", id, stepB)
+
+	// A run retried after it failed: its roots are queued again.
+	id2 := f.createDiamond(runOpts{})
+	a2 := expect("another root", id2, stepA)
+	f.finish(store.Results{Now: f.now, Failures: []store.Failure{{Attempt: attempt(a2), Error: "boom"}}})
+	f.claim(10, mine) // the failure handler
+	if ok, err := f.retryOne(id2, f.now, store.ResetTask{Step: stepA}); err != nil || !ok {
+		t.Fatalf("RetryRuns: %v, %v", ok, err)
+	}
+	expect("a run retried", id2, stepA)
+}
+
+// A claim of some versions takes their tasks in the queue's fair order:
+// another tenant's backlog of a version it does not serve holds up none.
+func testClaimFiltersVersionsFairly(t *testing.T, f *fixture) {
+	for range 20 {
+		f.createDiamond(runOpts{tenant: "B", version: "diamond@v2"})
+	}
+	for range 3 {
+		f.createDiamond(runOpts{tenant: "B"})
+	}
+	a := f.createDiamond(runOpts{tenant: "A"})
+	got := f.claim(2, func(c *store.Claim) { c.Versions = []string{"diamond@v1"} })
+	if len(got) != 2 || !slices.ContainsFunc(got, func(c store.ClaimedTask) bool { return c.Key.Run == a }) {
+		t.Fatalf("claimed %v, want one task of each tenant, the root of %s among them", keys(got), a)
+	}
+	for _, c := range got {
+		if c.Version != "diamond@v1" {
+			t.Errorf("claimed %v of version %s", c.Key, c.Version)
+		}
+	}
+}
+
+func testWorkflowVersions(t *testing.T, f *fixture) {
+	for _, v := range []string{"b@2", "a@1", "b@1", "c@1"} {
+		name, _, _ := strings.Cut(v, "@")
+		if err := f.s.SaveWorkflow(f.ctx, store.WorkflowVersion{Version: v, Name: name, Spec: []byte(`{}`), SavedAt: f.now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.s.WorkflowVersions(f.ctx, []string{"b", "a", "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, w := range got {
+		versions = append(versions, w.Version)
+		if w.Spec != nil {
+			t.Errorf("WorkflowVersions returned %s with its spec", w.Version)
+		}
+	}
+	if want := []string{"a@1", "b@1", "b@2"}; !slices.Equal(versions, want) {
+		t.Errorf("WorkflowVersions(b, a, nope) = %v, want %v", versions, want)
 	}
 }
 

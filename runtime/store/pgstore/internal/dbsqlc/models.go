@@ -84,6 +84,7 @@ type TrellisReady struct {
 	Workflow string
 	Wake     bool
 	Lane     int16
+	Version  string
 }
 
 type TrellisRun struct {

@@ -534,6 +534,56 @@ func (q *Queries) OpsQueueSteps(ctx context.Context, arg OpsQueueStepsParams) ([
 	return items, nil
 }
 
+const opsQueueVersions = `-- name: OpsQueueVersions :many
+WITH groups AS (
+    SELECT workflow, version, count(*) AS n, min(qid) AS head FROM trellis_ready GROUP BY workflow, version
+)
+SELECT g.workflow::text AS workflow, g.version::text AS version, g.n::int AS queued, (
+    SELECT t.updated_at
+    FROM trellis_ready h
+    JOIN trellis_tasks t ON t.run_id = h.run_id AND t.step = h.step
+    WHERE h.qid = g.head AND h.version = g.version
+    LIMIT 1
+) AS oldest_queued_at
+FROM groups g
+ORDER BY g.workflow COLLATE "C", g.version COLLATE "C"
+`
+
+type OpsQueueVersionsRow struct {
+	Workflow       string
+	Version        string
+	Queued         int32
+	OldestQueuedAt time.Time
+}
+
+// The ready queue per workflow version: how many tasks, and when the task
+// at the head of each version's queue was queued. Reads the ready queue,
+// plus one task per version. Sorted bytewise.
+func (q *Queries) OpsQueueVersions(ctx context.Context) ([]OpsQueueVersionsRow, error) {
+	rows, err := q.db.Query(ctx, opsQueueVersions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsQueueVersionsRow{}
+	for rows.Next() {
+		var i OpsQueueVersionsRow
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Version,
+			&i.Queued,
+			&i.OldestQueuedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsRunningRuns = `-- name: OpsRunningRuns :one
 SELECT count(*)::int AS runs FROM trellis_runs WHERE status = 'RUNNING'
 `

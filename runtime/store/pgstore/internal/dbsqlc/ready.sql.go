@@ -26,7 +26,7 @@ const readyClaim = `-- name: ReadyClaim :many
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+    WHERE ((SELECT cardinality($1::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest($1::text[]))))
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -89,10 +89,10 @@ LEFT JOIN LATERAL (
 `
 
 type ReadyClaimParams struct {
-	Workflows []string
-	Lim       int32
-	Worker    string
-	Now       time.Time
+	Versions []string
+	Lim      int32
+	Worker   string
+	Now      time.Time
 }
 
 type ReadyClaimRow struct {
@@ -116,7 +116,7 @@ type ReadyClaimRow struct {
 	ParentOutputs  [][]byte
 }
 
-// Takes up to lim tasks of the given workflows from the ready queue in
+// Takes up to lim tasks of the given workflow versions from the ready queue in
 // fair order, marks them RUNNING for the worker under a fresh lease, and
 // returns them with their run's facts and their parents' statuses and
 // outputs. Plain tasks get their STARTED event here. A queue entry whose
@@ -124,7 +124,7 @@ type ReadyClaimRow struct {
 // (Rendered from ready.sql.tmpl, which it shares with ReadyClaimLimited.)
 func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]ReadyClaimRow, error) {
 	rows, err := q.db.Query(ctx, readyClaim,
-		arg.Workflows,
+		arg.Versions,
 		arg.Lim,
 		arg.Worker,
 		arg.Now,
@@ -310,7 +310,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
-        WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+        WHERE ((SELECT cardinality($1::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest($1::text[]))))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -382,7 +382,7 @@ LEFT JOIN LATERAL (
 `
 
 type ReadyClaimLimitedParams struct {
-	Workflows   []string
+	Versions    []string
 	Scan        int32
 	TenantLimit int64
 	Lim         int32
@@ -418,7 +418,7 @@ type ReadyClaimLimitedRow struct {
 // (Rendered from ready.sql.tmpl, which it shares with ReadyClaim.)
 func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedParams) ([]ReadyClaimLimitedRow, error) {
 	rows, err := q.db.Query(ctx, readyClaimLimited,
-		arg.Workflows,
+		arg.Versions,
 		arg.Scan,
 		arg.TenantLimit,
 		arg.Lim,
@@ -528,7 +528,7 @@ const readyPick = `-- name: ReadyPick :many
 WITH picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
-    WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+    WHERE ((SELECT cardinality($1::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest($1::text[]))))
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -540,8 +540,8 @@ SELECT run_id, step FROM picked
 `
 
 type ReadyPickParams struct {
-	Workflows []string
-	Lim       int32
+	Versions []string
+	Lim      int32
 }
 
 type ReadyPickRow struct {
@@ -554,7 +554,7 @@ type ReadyPickRow struct {
 // instead (ReadyClaimKeys), so that the task holds up no other.
 // (Rendered from ready.sql.tmpl.)
 func (q *Queries) ReadyPick(ctx context.Context, arg ReadyPickParams) ([]ReadyPickRow, error) {
-	rows, err := q.db.Query(ctx, readyPick, arg.Workflows, arg.Lim)
+	rows, err := q.db.Query(ctx, readyPick, arg.Versions, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +581,7 @@ WITH running AS (
            row_number() OVER (PARTITION BY q.tenant ORDER BY q.qid, q.lane DESC) + coalesce(r.n, 0) AS nth
     FROM (
         SELECT run_id, step, qid, lane, tenant FROM trellis_ready q
-        WHERE ((SELECT cardinality($1::text[]) = 0) OR workflow = ANY (ARRAY(SELECT unnest($1::text[]))))
+        WHERE ((SELECT cardinality($1::text[]) = 0) OR version = ANY (ARRAY(SELECT unnest($1::text[]))))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
@@ -602,7 +602,7 @@ SELECT run_id, step FROM picked
 `
 
 type ReadyPickLimitedParams struct {
-	Workflows   []string
+	Versions    []string
 	Scan        int32
 	TenantLimit int64
 	Lim         int32
@@ -617,7 +617,7 @@ type ReadyPickLimitedRow struct {
 // (Rendered from ready.sql.tmpl.)
 func (q *Queries) ReadyPickLimited(ctx context.Context, arg ReadyPickLimitedParams) ([]ReadyPickLimitedRow, error) {
 	rows, err := q.db.Query(ctx, readyPickLimited,
-		arg.Workflows,
+		arg.Versions,
 		arg.Scan,
 		arg.TenantLimit,
 		arg.Lim,

@@ -178,7 +178,7 @@ WITH locked AS (
 ), head AS MATERIALIZED (
     -- The tenant of the task the worker's next claim would take.
     SELECT q.tenant FROM trellis_ready q
-    WHERE $12::int > 0 AND (cardinality($13::text[]) = 0 OR q.workflow = ANY ($13::text[]))
+    WHERE $12::int > 0 AND (cardinality($13::text[]) = 0 OR q.version = ANY ($13::text[]))
     ORDER BY q.qid, q.lane DESC LIMIT 1
 ), offers AS (
     -- Which children go to the worker (see store.HandOff): up to hand_off
@@ -197,14 +197,14 @@ WITH locked AS (
         JOIN trellis_runs r ON r.id = t.run_id
         WHERE $12::int > 0 AND t.run_id = e.run_id AND t.step = e.child
           AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
-          AND (cardinality($13::text[]) = 0 OR r.workflow = ANY ($13::text[]))
+          AND (cardinality($13::text[]) = 0 OR r.version = ANY ($13::text[]))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
                OR NOT ((r.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
                        OR (r.workflow, r.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
           AND NOT EXISTS (SELECT 1 FROM head h WHERE h.tenant <> r.tenant)
           AND NOT EXISTS (SELECT 1 FROM trellis_ready q
                           WHERE q.tenant = r.tenant AND q.lane > trellis_lane(r.priority, true)
-                            AND (cardinality($13::text[]) = 0 OR q.workflow = ANY ($13::text[])))
+                            AND (cardinality($13::text[]) = 0 OR q.version = ANY ($13::text[])))
     ) o ON true
 ), resolved AS (
     UPDATE trellis_tasks t
@@ -305,7 +305,7 @@ type TasksCompleteParams struct {
 	EdgeParents  []int16
 	EdgeChildren []int16
 	HandOff      int32
-	Workflows    []string
+	Versions     []string
 	Worker       string
 }
 
@@ -350,7 +350,7 @@ func (q *Queries) TasksComplete(ctx context.Context, arg TasksCompleteParams) ([
 		arg.EdgeParents,
 		arg.EdgeChildren,
 		arg.HandOff,
-		arg.Workflows,
+		arg.Versions,
 		arg.Worker,
 	)
 	if err != nil {

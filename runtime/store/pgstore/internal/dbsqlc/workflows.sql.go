@@ -50,3 +50,35 @@ func (q *Queries) WorkflowSave(ctx context.Context, arg WorkflowSaveParams) erro
 	)
 	return err
 }
+
+const workflowVersionsOf = `-- name: WorkflowVersionsOf :many
+SELECT version, name, created_at FROM trellis_workflows WHERE name = ANY ($1::text[]) ORDER BY name, version
+`
+
+type WorkflowVersionsOfRow struct {
+	Version   string
+	Name      string
+	CreatedAt time.Time
+}
+
+// The stored versions of the named workflows, without their specs: what
+// an engine compares with the versions it registered (runtime/serving.go).
+func (q *Queries) WorkflowVersionsOf(ctx context.Context, names []string) ([]WorkflowVersionsOfRow, error) {
+	rows, err := q.db.Query(ctx, workflowVersionsOf, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowVersionsOfRow{}
+	for rows.Next() {
+		var i WorkflowVersionsOfRow
+		if err := rows.Scan(&i.Version, &i.Name, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
