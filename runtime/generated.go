@@ -19,7 +19,8 @@ package runtime
 // here. Besides the spec types (WorkflowSpec and the types it holds,
 // which are data), it uses:
 //
-//   - registration: Engine.Register, Engine.Workflow, Handlers, StepFunc
+//   - registration: Engine.Register, Engine.RegisterFormer (added
+//     within v5, by Register<Workflow>Former), Engine.Workflow, Handlers, StepFunc
 //     and the adapters Step, StepNoOutput, RootStep, RootStepNoOutput and
 //     FailureHandler (with parents structs whose fields carry trellis
 //     tags), and Failure;

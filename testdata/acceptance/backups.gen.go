@@ -166,3 +166,20 @@ func RegisterBackups(e *runtime.Engine, steps BackupsSteps) (*BackupsClient, err
 	}
 	return runtime.NewClient[BackupsInput](w, backupsResult), nil
 }
+
+// RegisterBackupsFormer registers steps as the code of this version of the
+// backups workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterBackupsFormer(e *runtime.Engine, steps BackupsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterBackupsFormer: steps is nil")
+	}
+	return e.RegisterFormer(BackupsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"dump":   runtime.RootStepNoOutput(steps.Dump),
+			"upload": runtime.StepNoOutput(steps.Upload),
+		},
+	})
+}

@@ -160,6 +160,22 @@ func RegisterBigOrders(e *runtime.Engine, steps BigOrdersSteps) (*BigOrdersClien
 	return &BigOrdersClient{Client: runtime.NewClient[BigOrdersInput](w, bigOrdersResult)}, nil
 }
 
+// RegisterBigOrdersFormer registers steps as the code of this version of the
+// big-orders workflow kept as a former version on e, beside the current
+// version registered with the Register function of its own package: e runs the
+// runs of this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterBigOrdersFormer(e *runtime.Engine, steps BigOrdersSteps) error {
+	if steps == nil {
+		return errors.New("RegisterBigOrdersFormer: steps is nil")
+	}
+	return e.RegisterFormer(BigOrdersSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"review": runtime.RootStep(steps.Review),
+		},
+	})
+}
+
 // SignalOrderPlaced sends event order-placed to run id: its steps waiting for
 // order-placed receive payload, now or when they begin to wait. An id that
 // names no big-orders run is refused with runtime.ErrRunNotFound, a payload

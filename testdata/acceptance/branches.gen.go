@@ -320,3 +320,26 @@ func RegisterBranches(e *runtime.Engine, steps BranchesSteps) (*BranchesClient, 
 	}
 	return runtime.NewClient[BranchesInput](w, branchesResult), nil
 }
+
+// RegisterBranchesFormer registers steps as the code of this version of the
+// branches workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterBranchesFormer(e *runtime.Engine, steps BranchesSteps) error {
+	if steps == nil {
+		return errors.New("RegisterBranchesFormer: steps is nil")
+	}
+	return e.RegisterFormer(BranchesSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"gate":     runtime.RootStep(steps.Gate),
+			"yes-1":    runtime.StepNoOutput(steps.Yes1),
+			"yes-2":    runtime.StepNoOutput(steps.Yes2),
+			"no-1":     runtime.StepNoOutput(steps.No1),
+			"no-2":     runtime.StepNoOutput(steps.No2),
+			"no-3":     runtime.StepNoOutput(steps.No3),
+			"merge":    runtime.StepNoOutput(steps.Merge),
+			"announce": runtime.StepNoOutput(steps.Announce),
+		},
+	})
+}

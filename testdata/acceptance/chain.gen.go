@@ -200,3 +200,21 @@ func RegisterChain(e *runtime.Engine, steps ChainSteps) (*ChainClient, error) {
 	}
 	return runtime.NewClient[ChainInput](w, chainResult), nil
 }
+
+// RegisterChainFormer registers steps as the code of this version of the chain
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterChainFormer(e *runtime.Engine, steps ChainSteps) error {
+	if steps == nil {
+		return errors.New("RegisterChainFormer: steps is nil")
+	}
+	return e.RegisterFormer(ChainSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"first":  runtime.RootStep(steps.First),
+			"second": runtime.Step(steps.Second),
+			"third":  runtime.Step(steps.Third),
+		},
+	})
+}

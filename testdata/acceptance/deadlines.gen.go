@@ -190,3 +190,21 @@ func RegisterDeadlines(e *runtime.Engine, steps DeadlinesSteps) (*DeadlinesClien
 	}
 	return runtime.NewClient[DeadlinesInput](w, deadlinesResult), nil
 }
+
+// RegisterDeadlinesFormer registers steps as the code of this version of the
+// deadlines workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterDeadlinesFormer(e *runtime.Engine, steps DeadlinesSteps) error {
+	if steps == nil {
+		return errors.New("RegisterDeadlinesFormer: steps is nil")
+	}
+	return e.RegisterFormer(DeadlinesSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"work": runtime.RootStepNoOutput(steps.Work),
+			"done": runtime.StepNoOutput(steps.Done),
+		},
+		OnFailure: runtime.FailureHandler(steps.Alert),
+	})
+}

@@ -334,6 +334,24 @@ func RegisterDelivery(e *runtime.Engine, steps DeliverySteps) (*DeliveryClient, 
 	return &DeliveryClient{Client: runtime.NewClient[DeliveryInput](w, deliveryResult)}, nil
 }
 
+// RegisterDeliveryFormer registers steps as the code of this version of the
+// delivery workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterDeliveryFormer(e *runtime.Engine, steps DeliverySteps) error {
+	if steps == nil {
+		return errors.New("RegisterDeliveryFormer: steps is nil")
+	}
+	return e.RegisterFormer(DeliverySpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"pack":   runtime.RootStep(steps.Pack),
+			"reship": runtime.Step(steps.Reship),
+			"close":  runtime.Step(steps.Close),
+		},
+	})
+}
+
 // SignalDelivered sends event delivered to run id: its steps waiting for
 // delivered receive payload, now or when they begin to wait. An id that names
 // no delivery run is refused with runtime.ErrRunNotFound, a payload its schema

@@ -168,3 +168,20 @@ func RegisterDeploys(e *runtime.Engine, steps DeploysSteps) (*DeploysClient, err
 	}
 	return runtime.NewClient[DeploysInput](w, deploysResult), nil
 }
+
+// RegisterDeploysFormer registers steps as the code of this version of the
+// deploys workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterDeploysFormer(e *runtime.Engine, steps DeploysSteps) error {
+	if steps == nil {
+		return errors.New("RegisterDeploysFormer: steps is nil")
+	}
+	return e.RegisterFormer(DeploysSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"build":   runtime.RootStepNoOutput(steps.Build),
+			"promote": runtime.StepNoOutput(steps.Promote),
+		},
+	})
+}

@@ -233,3 +233,22 @@ func RegisterDiamond(e *runtime.Engine, steps DiamondSteps) (*DiamondClient, err
 	}
 	return runtime.NewClient[DiamondInput](w, diamondResult), nil
 }
+
+// RegisterDiamondFormer registers steps as the code of this version of the
+// diamond workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterDiamondFormer(e *runtime.Engine, steps DiamondSteps) error {
+	if steps == nil {
+		return errors.New("RegisterDiamondFormer: steps is nil")
+	}
+	return e.RegisterFormer(DiamondSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"top":    runtime.RootStep(steps.Top),
+			"left":   runtime.Step(steps.Left),
+			"right":  runtime.Step(steps.Right),
+			"bottom": runtime.Step(steps.Bottom),
+		},
+	})
+}

@@ -312,3 +312,25 @@ func RegisterFanout(e *runtime.Engine, steps FanoutSteps) (*FanoutClient, error)
 	}
 	return runtime.NewClient[FanoutInput](w, fanoutResult), nil
 }
+
+// RegisterFanoutFormer registers steps as the code of this version of the
+// fanout workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterFanoutFormer(e *runtime.Engine, steps FanoutSteps) error {
+	if steps == nil {
+		return errors.New("RegisterFanoutFormer: steps is nil")
+	}
+	return e.RegisterFormer(FanoutSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"split":      runtime.RootStepNoOutput(steps.Split),
+			"other-root": runtime.RootStepNoOutput(steps.OtherRoot),
+			"worker-1":   runtime.Step(steps.Worker1),
+			"worker-2":   runtime.Step(steps.Worker2),
+			"worker-3":   runtime.Step(steps.Worker3),
+			"worker-4":   runtime.Step(steps.Worker4),
+			"join":       runtime.Step(steps.Join),
+		},
+	})
+}

@@ -179,6 +179,22 @@ func RegisterOrderFollowup(e *runtime.Engine, steps OrderFollowupSteps) (*OrderF
 	return &OrderFollowupClient{Client: runtime.NewClient[OrderFollowupInput](w, orderFollowupResult)}, nil
 }
 
+// RegisterOrderFollowupFormer registers steps as the code of this version of
+// the order-followup workflow kept as a former version on e, beside the
+// current version registered with the Register function of its own package: e
+// runs the runs of this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterOrderFollowupFormer(e *runtime.Engine, steps OrderFollowupSteps) error {
+	if steps == nil {
+		return errors.New("RegisterOrderFollowupFormer: steps is nil")
+	}
+	return e.RegisterFormer(OrderFollowupSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"thank": runtime.Step(steps.Thank),
+		},
+	})
+}
+
 // SignalOrderPlaced sends event order-placed to run id: its steps waiting for
 // order-placed receive payload, now or when they begin to wait. An id that
 // names no order-followup run is refused with runtime.ErrRunNotFound, a

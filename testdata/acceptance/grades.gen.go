@@ -201,3 +201,21 @@ func RegisterGrades(e *runtime.Engine, steps GradesSteps) (*GradesClient, error)
 	}
 	return runtime.NewClient[GradesInput](w, gradesResult), nil
 }
+
+// RegisterGradesFormer registers steps as the code of this version of the
+// grades workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterGradesFormer(e *runtime.Engine, steps GradesSteps) error {
+	if steps == nil {
+		return errors.New("RegisterGradesFormer: steps is nil")
+	}
+	return e.RegisterFormer(GradesSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"grade":   runtime.RootStep(steps.Grade),
+			"publish": runtime.StepNoOutput(steps.Publish),
+		},
+		OnFailure: runtime.FailureHandler(steps.Report),
+	})
+}

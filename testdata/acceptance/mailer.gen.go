@@ -156,3 +156,20 @@ func RegisterMailer(e *runtime.Engine, steps MailerSteps) (*MailerClient, error)
 	}
 	return runtime.NewClient[MailerInput](w, mailerResult), nil
 }
+
+// RegisterMailerFormer registers steps as the code of this version of the
+// mailer workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterMailerFormer(e *runtime.Engine, steps MailerSteps) error {
+	if steps == nil {
+		return errors.New("RegisterMailerFormer: steps is nil")
+	}
+	return e.RegisterFormer(MailerSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"render": runtime.RootStepNoOutput(steps.Render),
+			"send":   runtime.StepNoOutput(steps.Send),
+		},
+	})
+}

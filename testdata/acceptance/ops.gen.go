@@ -270,3 +270,24 @@ func RegisterOps(e *runtime.Engine, steps OpsSteps) (*OpsClient, error) {
 	}
 	return runtime.NewClient[OpsInput](w, opsResult), nil
 }
+
+// RegisterOpsFormer registers steps as the code of this version of the ops
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterOpsFormer(e *runtime.Engine, steps OpsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterOpsFormer: steps is nil")
+	}
+	return e.RegisterFormer(OpsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"prepare": runtime.RootStep(steps.Prepare),
+			"work":    runtime.Step(steps.Work),
+			"sidecar": runtime.StepNoOutput(steps.Sidecar),
+			"report":  runtime.StepNoOutput(steps.Report),
+			"audit":   runtime.StepNoOutput(steps.Audit),
+		},
+		OnFailure: runtime.FailureHandler(steps.Alert),
+	})
+}

@@ -186,3 +186,20 @@ func RegisterOrders(e *runtime.Engine, steps OrdersSteps) (*OrdersClient, error)
 	}
 	return runtime.NewClient[OrdersInput](w, ordersResult), nil
 }
+
+// RegisterOrdersFormer registers steps as the code of this version of the
+// orders workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterOrdersFormer(e *runtime.Engine, steps OrdersSteps) error {
+	if steps == nil {
+		return errors.New("RegisterOrdersFormer: steps is nil")
+	}
+	return e.RegisterFormer(OrdersSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge-line": runtime.RootStep(steps.ChargeLine),
+			"total":       runtime.Step(steps.Total),
+		},
+	})
+}

@@ -179,3 +179,21 @@ func RegisterPayments(e *runtime.Engine, steps PaymentsSteps) (*PaymentsClient, 
 	}
 	return runtime.NewClient[PaymentsInput](w, paymentsResult), nil
 }
+
+// RegisterPaymentsFormer registers steps as the code of this version of the
+// payments workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterPaymentsFormer(e *runtime.Engine, steps PaymentsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterPaymentsFormer: steps is nil")
+	}
+	return e.RegisterFormer(PaymentsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge": runtime.RootStepNoOutput(steps.Charge),
+			"pack":   runtime.StepNoOutput(steps.Pack),
+			"ship":   runtime.StepNoOutput(steps.Ship),
+		},
+	})
+}

@@ -167,3 +167,20 @@ func RegisterPreviews(e *runtime.Engine, steps PreviewsSteps) (*PreviewsClient, 
 	}
 	return runtime.NewClient[PreviewsInput](w, previewsResult), nil
 }
+
+// RegisterPreviewsFormer registers steps as the code of this version of the
+// previews workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterPreviewsFormer(e *runtime.Engine, steps PreviewsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterPreviewsFormer: steps is nil")
+	}
+	return e.RegisterFormer(PreviewsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"build":   runtime.RootStepNoOutput(steps.Build),
+			"publish": runtime.StepNoOutput(steps.Publish),
+		},
+	})
+}

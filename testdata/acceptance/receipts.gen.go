@@ -147,6 +147,22 @@ func RegisterReceipts(e *runtime.Engine, steps ReceiptsSteps) (*ReceiptsClient, 
 	return &ReceiptsClient{Client: runtime.NewClient[ReceiptsInput](w, receiptsResult)}, nil
 }
 
+// RegisterReceiptsFormer registers steps as the code of this version of the
+// receipts workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterReceiptsFormer(e *runtime.Engine, steps ReceiptsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterReceiptsFormer: steps is nil")
+	}
+	return e.RegisterFormer(ReceiptsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"mail": runtime.RootStepNoOutput(steps.Mail),
+		},
+	})
+}
+
 // SignalOrderPlaced sends event order-placed to run id: its steps waiting for
 // order-placed receive payload, now or when they begin to wait. An id that
 // names no receipts run is refused with runtime.ErrRunNotFound, a payload its

@@ -132,3 +132,19 @@ func RegisterReindex(e *runtime.Engine, steps ReindexSteps) (*ReindexClient, err
 	}
 	return runtime.NewClient[ReindexInput](w, reindexResult), nil
 }
+
+// RegisterReindexFormer registers steps as the code of this version of the
+// reindex workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterReindexFormer(e *runtime.Engine, steps ReindexSteps) error {
+	if steps == nil {
+		return errors.New("RegisterReindexFormer: steps is nil")
+	}
+	return e.RegisterFormer(ReindexSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"rebuild": runtime.RootStepNoOutput(steps.Rebuild),
+		},
+	})
+}

@@ -141,3 +141,19 @@ func RegisterReports(e *runtime.Engine, steps ReportsSteps) (*ReportsClient, err
 	}
 	return runtime.NewClient[ReportsInput](w, reportsResult), nil
 }
+
+// RegisterReportsFormer registers steps as the code of this version of the
+// reports workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterReportsFormer(e *runtime.Engine, steps ReportsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterReportsFormer: steps is nil")
+	}
+	return e.RegisterFormer(ReportsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"build": runtime.RootStepNoOutput(steps.Build),
+		},
+	})
+}

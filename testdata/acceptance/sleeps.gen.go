@@ -213,3 +213,21 @@ func RegisterSleeps(e *runtime.Engine, steps SleepsSteps) (*SleepsClient, error)
 	}
 	return runtime.NewClient[SleepsInput](w, sleepsResult), nil
 }
+
+// RegisterSleepsFormer registers steps as the code of this version of the
+// sleeps workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterSleepsFormer(e *runtime.Engine, steps SleepsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterSleepsFormer: steps is nil")
+	}
+	return e.RegisterFormer(SleepsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"start":      runtime.RootStepNoOutput(steps.Start),
+			"after-both": runtime.StepNoOutput(steps.AfterBoth),
+			"after-day":  runtime.StepNoOutput(steps.AfterDay),
+		},
+	})
+}

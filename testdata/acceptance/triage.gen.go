@@ -163,3 +163,20 @@ func RegisterTriage(e *runtime.Engine, steps TriageSteps) (*TriageClient, error)
 	}
 	return runtime.NewClient[TriageInput](w, triageResult), nil
 }
+
+// RegisterTriageFormer registers steps as the code of this version of the
+// triage workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterTriageFormer(e *runtime.Engine, steps TriageSteps) error {
+	if steps == nil {
+		return errors.New("RegisterTriageFormer: steps is nil")
+	}
+	return e.RegisterFormer(TriageSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"open":   runtime.RootStepNoOutput(steps.Open),
+			"handle": runtime.StepNoOutput(steps.Handle),
+		},
+	})
+}

@@ -185,3 +185,20 @@ func RegisterVault(e *runtime.Engine, steps VaultSteps) (*VaultClient, error) {
 	}
 	return runtime.NewClient[VaultInput](w, vaultResult), nil
 }
+
+// RegisterVaultFormer registers steps as the code of this version of the vault
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterVaultFormer(e *runtime.Engine, steps VaultSteps) error {
+	if steps == nil {
+		return errors.New("RegisterVaultFormer: steps is nil")
+	}
+	return e.RegisterFormer(VaultSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge":  runtime.RootStep(steps.Charge),
+			"confirm": runtime.Step(steps.Confirm),
+		},
+	})
+}

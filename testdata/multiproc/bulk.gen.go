@@ -177,3 +177,20 @@ func RegisterBulk(e *runtime.Engine, steps BulkSteps) (*BulkClient, error) {
 	}
 	return runtime.NewClient[BulkInput](w, bulkResult), nil
 }
+
+// RegisterBulkFormer registers steps as the code of this version of the bulk
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterBulkFormer(e *runtime.Engine, steps BulkSteps) error {
+	if steps == nil {
+		return errors.New("RegisterBulkFormer: steps is nil")
+	}
+	return e.RegisterFormer(BulkSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"each": runtime.RootStep(steps.Each),
+			"sum":  runtime.Step(steps.Sum),
+		},
+	})
+}

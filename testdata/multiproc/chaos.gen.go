@@ -247,3 +247,23 @@ func RegisterChaos(e *runtime.Engine, steps ChaosSteps) (*ChaosClient, error) {
 	}
 	return runtime.NewClient[ChaosInput](w, chaosResult), nil
 }
+
+// RegisterChaosFormer registers steps as the code of this version of the chaos
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterChaosFormer(e *runtime.Engine, steps ChaosSteps) error {
+	if steps == nil {
+		return errors.New("RegisterChaosFormer: steps is nil")
+	}
+	return e.RegisterFormer(ChaosSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"a": runtime.RootStep(steps.A),
+			"b": runtime.StepNoOutput(steps.B),
+			"c": runtime.StepNoOutput(steps.C),
+			"d": runtime.StepNoOutput(steps.D),
+			"e": runtime.StepNoOutput(steps.E),
+		},
+	})
+}

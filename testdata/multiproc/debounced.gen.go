@@ -133,3 +133,19 @@ func RegisterDebounced(e *runtime.Engine, steps DebouncedSteps) (*DebouncedClien
 	}
 	return runtime.NewClient[DebouncedInput](w, debouncedResult), nil
 }
+
+// RegisterDebouncedFormer registers steps as the code of this version of the
+// debounced workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterDebouncedFormer(e *runtime.Engine, steps DebouncedSteps) error {
+	if steps == nil {
+		return errors.New("RegisterDebouncedFormer: steps is nil")
+	}
+	return e.RegisterFormer(DebouncedSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"act": runtime.RootStepNoOutput(steps.Act),
+		},
+	})
+}

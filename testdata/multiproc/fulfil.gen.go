@@ -395,3 +395,29 @@ func RegisterFulfil(e *runtime.Engine, steps FulfilSteps) (*FulfilClient, error)
 	}
 	return runtime.NewClient[FulfilInput](w, fulfilResult), nil
 }
+
+// RegisterFulfilFormer registers steps as the code of this version of the
+// fulfil workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterFulfilFormer(e *runtime.Engine, steps FulfilSteps) error {
+	if steps == nil {
+		return errors.New("RegisterFulfilFormer: steps is nil")
+	}
+	return e.RegisterFormer(FulfilSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"receive": runtime.RootStepNoOutput(steps.Receive),
+			"pick-1":  runtime.StepNoOutput(steps.Pick1),
+			"pick-2":  runtime.StepNoOutput(steps.Pick2),
+			"pick-3":  runtime.StepNoOutput(steps.Pick3),
+			"pick-4":  runtime.StepNoOutput(steps.Pick4),
+			"pick-5":  runtime.StepNoOutput(steps.Pick5),
+			"pick-6":  runtime.StepNoOutput(steps.Pick6),
+			"pick-7":  runtime.StepNoOutput(steps.Pick7),
+			"pick-8":  runtime.StepNoOutput(steps.Pick8),
+			"pack":    runtime.StepNoOutput(steps.Pack),
+			"ship":    runtime.StepNoOutput(steps.Ship),
+		},
+	})
+}

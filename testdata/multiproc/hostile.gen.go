@@ -242,6 +242,24 @@ func RegisterHostile(e *runtime.Engine, steps HostileSteps) (*HostileClient, err
 	return &HostileClient{Client: runtime.NewClient[HostileInput](w, hostileResult)}, nil
 }
 
+// RegisterHostileFormer registers steps as the code of this version of the
+// hostile workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterHostileFormer(e *runtime.Engine, steps HostileSteps) error {
+	if steps == nil {
+		return errors.New("RegisterHostileFormer: steps is nil")
+	}
+	return e.RegisterFormer(HostileSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge": runtime.RootStep(steps.Charge),
+			"each":   runtime.RootStep(steps.Each),
+			"finish": runtime.StepNoOutput(steps.Finish),
+		},
+	})
+}
+
 // SignalApproved sends event approved to run id: its steps waiting for
 // approved receive payload, now or when they begin to wait. An id that names
 // no hostile run is refused with runtime.ErrRunNotFound, a payload its schema

@@ -201,3 +201,22 @@ func RegisterLimited(e *runtime.Engine, steps LimitedSteps) (*LimitedClient, err
 	}
 	return runtime.NewClient[LimitedInput](w, limitedResult), nil
 }
+
+// RegisterLimitedFormer registers steps as the code of this version of the
+// limited workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterLimitedFormer(e *runtime.Engine, steps LimitedSteps) error {
+	if steps == nil {
+		return errors.New("RegisterLimitedFormer: steps is nil")
+	}
+	return e.RegisterFormer(LimitedSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge": runtime.RootStepNoOutput(steps.Charge),
+			"pack":   runtime.StepNoOutput(steps.Pack),
+			"ship":   runtime.StepNoOutput(steps.Ship),
+			"bill":   runtime.StepNoOutput(steps.Bill),
+		},
+	})
+}

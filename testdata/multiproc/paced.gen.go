@@ -131,3 +131,19 @@ func RegisterPaced(e *runtime.Engine, steps PacedSteps) (*PacedClient, error) {
 	}
 	return runtime.NewClient[PacedInput](w, pacedResult), nil
 }
+
+// RegisterPacedFormer registers steps as the code of this version of the paced
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterPacedFormer(e *runtime.Engine, steps PacedSteps) error {
+	if steps == nil {
+		return errors.New("RegisterPacedFormer: steps is nil")
+	}
+	return e.RegisterFormer(PacedSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"call": runtime.RootStepNoOutput(steps.Call),
+		},
+	})
+}

@@ -126,3 +126,19 @@ func RegisterPing(e *runtime.Engine, steps PingSteps) (*PingClient, error) {
 	}
 	return runtime.NewClient[PingInput](w, pingResult), nil
 }
+
+// RegisterPingFormer registers steps as the code of this version of the ping
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterPingFormer(e *runtime.Engine, steps PingSteps) error {
+	if steps == nil {
+		return errors.New("RegisterPingFormer: steps is nil")
+	}
+	return e.RegisterFormer(PingSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"pong": runtime.RootStepNoOutput(steps.Pong),
+		},
+	})
+}

@@ -155,3 +155,20 @@ func RegisterSerial(e *runtime.Engine, steps SerialSteps) (*SerialClient, error)
 	}
 	return runtime.NewClient[SerialInput](w, serialResult), nil
 }
+
+// RegisterSerialFormer registers steps as the code of this version of the
+// serial workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterSerialFormer(e *runtime.Engine, steps SerialSteps) error {
+	if steps == nil {
+		return errors.New("RegisterSerialFormer: steps is nil")
+	}
+	return e.RegisterFormer(SerialSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"first":  runtime.RootStepNoOutput(steps.First),
+			"second": runtime.StepNoOutput(steps.Second),
+		},
+	})
+}

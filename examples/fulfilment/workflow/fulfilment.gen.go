@@ -325,6 +325,23 @@ func RegisterFulfilment(e *runtime.Engine, steps FulfilmentSteps) (*FulfilmentCl
 	return &FulfilmentClient{Client: runtime.NewClient[FulfilmentInput](w, fulfilmentResult)}, nil
 }
 
+// RegisterFulfilmentFormer registers steps as the code of this version of the
+// fulfilment workflow kept as a former version on e, beside the current
+// version registered with the Register function of its own package: e runs the
+// runs of this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterFulfilmentFormer(e *runtime.Engine, steps FulfilmentSteps) error {
+	if steps == nil {
+		return errors.New("RegisterFulfilmentFormer: steps is nil")
+	}
+	return e.RegisterFormer(FulfilmentSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"charge-line": runtime.RootStep(steps.ChargeLine),
+			"close":       runtime.Step(steps.Close),
+		},
+	})
+}
+
 // SignalOrderPlaced sends event order-placed to run id: its steps waiting for
 // order-placed receive payload, now or when they begin to wait. An id that
 // names no fulfilment run is refused with runtime.ErrRunNotFound, a payload

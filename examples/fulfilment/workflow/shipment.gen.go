@@ -194,3 +194,20 @@ func RegisterShipment(e *runtime.Engine, steps ShipmentSteps) (*ShipmentClient, 
 	}
 	return runtime.NewClient[ShipmentInput](w, shipmentResult), nil
 }
+
+// RegisterShipmentFormer registers steps as the code of this version of the
+// shipment workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterShipmentFormer(e *runtime.Engine, steps ShipmentSteps) error {
+	if steps == nil {
+		return errors.New("RegisterShipmentFormer: steps is nil")
+	}
+	return e.RegisterFormer(ShipmentSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"book-courier":     runtime.RootStep(steps.BookCourier),
+			"out-for-delivery": runtime.Step(steps.OutForDelivery),
+		},
+	})
+}

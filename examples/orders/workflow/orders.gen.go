@@ -309,3 +309,25 @@ func RegisterOrderProcessing(e *runtime.Engine, steps OrderProcessingSteps) (*Or
 	}
 	return runtime.NewClient[OrderProcessingInput](w, orderProcessingResult), nil
 }
+
+// RegisterOrderProcessingFormer registers steps as the code of this version of
+// the order-processing workflow kept as a former version on e, beside the
+// current version registered with the Register function of its own package: e
+// runs the runs of this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterOrderProcessingFormer(e *runtime.Engine, steps OrderProcessingSteps) error {
+	if steps == nil {
+		return errors.New("RegisterOrderProcessingFormer: steps is nil")
+	}
+	return e.RegisterFormer(OrderProcessingSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"validate":         runtime.RootStep(steps.Validate),
+			"charge":           runtime.Step(steps.Charge),
+			"reject":           runtime.StepNoOutput(steps.Reject),
+			"prepare-shipment": runtime.StepNoOutput(steps.PrepareShipment),
+			"ship":             runtime.StepNoOutput(steps.Ship),
+			"finalize":         runtime.StepNoOutput(steps.Finalize),
+		},
+		OnFailure: runtime.FailureHandler(steps.NotifyAdmin),
+	})
+}

@@ -144,6 +144,17 @@ func (e *emitter) client() {
 		jen.Id("e").Op("*").Qual(runtimePkg, "Engine"), jen.Id("steps").Id(name+"Steps"),
 	).Params(jen.Op("*").Id(client), jen.Error()).Block(body...))
 
+	former := register + "Former"
+	e.f.Add(doc(fmt.Sprintf("%s registers steps as the code of this version of the %s workflow kept as a former version on e, beside the current version registered with the Register function of its own package: e runs the runs of this version still in flight, and starts none (see runtime.Engine.RegisterFormer).", former, w)).
+		Func().Id(former).Params(
+		jen.Id("e").Op("*").Qual(runtimePkg, "Engine"), jen.Id("steps").Id(name+"Steps"),
+	).Error().Block(
+		jen.If(jen.Id("steps").Op("==").Nil()).Block(
+			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(former+": steps is nil"))),
+		),
+		jen.Return(jen.Id("e").Dot("RegisterFormer").Call(spec.Clone(), jen.Qual(runtimePkg, "Handlers").Add(multi(handlers...)))),
+	))
+
 	e.events()
 }
 

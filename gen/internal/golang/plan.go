@@ -127,6 +127,7 @@ func Check(w *workflow.Workflow) (*Plan, []workflow.Problem) {
 	}
 	ids.claim("New"+p.goName+"Client", w.NamePos, "the workflow")
 	ids.claim("Register"+p.goName, w.NamePos, "the workflow")
+	ids.claim("Register"+p.goName+"Former", w.NamePos, "the workflow")
 	ids.claim(unexported(p.goName)+"Refs", w.NamePos, "the workflow")
 	ids.claim(unexported(p.goName)+"Result", w.NamePos, "the workflow")
 

@@ -304,6 +304,23 @@ func RegisterFulfil(e *runtime.Engine, steps FulfilSteps) (*FulfilClient, error)
 	return &FulfilClient{Client: runtime.NewClient[FulfilInput](w, fulfilResult)}, nil
 }
 
+// RegisterFulfilFormer registers steps as the code of this version of the
+// fulfil workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterFulfilFormer(e *runtime.Engine, steps FulfilSteps) error {
+	if steps == nil {
+		return errors.New("RegisterFulfilFormer: steps is nil")
+	}
+	return e.RegisterFormer(FulfilSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"process": runtime.Step(steps.Process),
+			"notify":  runtime.StepNoOutput(steps.Notify),
+		},
+	})
+}
+
 // SignalPickedUp sends event picked-up to run id: its steps waiting for
 // picked-up receive payload, now or when they begin to wait. An id that names
 // no fulfil run is refused with runtime.ErrRunNotFound, a payload its schema

@@ -181,3 +181,20 @@ func RegisterPacking(e *runtime.Engine, steps PackingSteps) (*PackingClient, err
 	}
 	return runtime.NewClient[PackingInput](w, packingResult), nil
 }
+
+// RegisterPackingFormer registers steps as the code of this version of the
+// packing workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterPackingFormer(e *runtime.Engine, steps PackingSteps) error {
+	if steps == nil {
+		return errors.New("RegisterPackingFormer: steps is nil")
+	}
+	return e.RegisterFormer(PackingSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"pick": runtime.RootStep(steps.Pick),
+			"box":  runtime.Step(steps.Box),
+		},
+	})
+}

@@ -159,3 +159,20 @@ func RegisterAudit(e *runtime.Engine, steps AuditSteps) (*AuditClient, error) {
 	}
 	return runtime.NewClient[AuditInput](w, auditResult), nil
 }
+
+// RegisterAuditFormer registers steps as the code of this version of the audit
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterAuditFormer(e *runtime.Engine, steps AuditSteps) error {
+	if steps == nil {
+		return errors.New("RegisterAuditFormer: steps is nil")
+	}
+	return e.RegisterFormer(AuditSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"count":  runtime.RootStep(steps.Count),
+			"report": runtime.StepNoOutput(steps.Report),
+		},
+	})
+}

@@ -143,3 +143,19 @@ func RegisterReminder(e *runtime.Engine, steps ReminderSteps) (*ReminderClient, 
 	}
 	return runtime.NewClient[ReminderInput](w, reminderResult), nil
 }
+
+// RegisterReminderFormer registers steps as the code of this version of the
+// reminder workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterReminderFormer(e *runtime.Engine, steps ReminderSteps) error {
+	if steps == nil {
+		return errors.New("RegisterReminderFormer: steps is nil")
+	}
+	return e.RegisterFormer(ReminderSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"remind": runtime.StepNoOutput(steps.Remind),
+		},
+	})
+}

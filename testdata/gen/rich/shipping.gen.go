@@ -350,3 +350,22 @@ func RegisterShipOrder(e *runtime.Engine, steps ShipOrderSteps) (*ShipOrderClien
 	}
 	return runtime.NewClient[ShipOrderInput](w, shipOrderResult), nil
 }
+
+// RegisterShipOrderFormer registers steps as the code of this version of the
+// ship-order workflow kept as a former version on e, beside the current
+// version registered with the Register function of its own package: e runs the
+// runs of this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterShipOrderFormer(e *runtime.Engine, steps ShipOrderSteps) error {
+	if steps == nil {
+		return errors.New("RegisterShipOrderFormer: steps is nil")
+	}
+	return e.RegisterFormer(ShipOrderSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"plan":            runtime.RootStep(steps.Plan),
+			"book-carrier":    runtime.Step(steps.BookCarrier),
+			"notify-customer": runtime.StepNoOutput(steps.NotifyCustomer),
+		},
+		OnFailure: runtime.FailureHandler(steps.PageOnCall),
+	})
+}

@@ -191,3 +191,20 @@ func RegisterCards(e *runtime.Engine, steps CardsSteps) (*CardsClient, error) {
 	}
 	return runtime.NewClient[CardsInput](w, cardsResult), nil
 }
+
+// RegisterCardsFormer registers steps as the code of this version of the cards
+// workflow kept as a former version on e, beside the current version
+// registered with the Register function of its own package: e runs the runs of
+// this version still in flight, and starts none (see
+// runtime.Engine.RegisterFormer).
+func RegisterCardsFormer(e *runtime.Engine, steps CardsSteps) error {
+	if steps == nil {
+		return errors.New("RegisterCardsFormer: steps is nil")
+	}
+	return e.RegisterFormer(CardsSpec(), runtime.Handlers{
+		Steps: map[string]runtime.StepFunc{
+			"check-each": runtime.RootStep(steps.CheckEach),
+			"brand-each": runtime.RootStep(steps.BrandEach),
+		},
+	})
+}
