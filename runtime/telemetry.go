@@ -63,6 +63,14 @@ func (e *Engine) observeGauges() (metric.Registration, error) {
 			return len(runs), err
 		}
 	}
+	src.Unserved = func(ctx context.Context) ([]telemetry.UnservedTasks, error) {
+		u, err := e.Unserved(ctx)
+		out := make([]telemetry.UnservedTasks, len(u))
+		for i, w := range u {
+			out[i] = telemetry.UnservedTasks{Workflow: w.Workflow, Version: w.Version, Tasks: w.Queued}
+		}
+		return out, err
+	}
 	return e.metrics.Observe(src)
 }
 

@@ -118,8 +118,12 @@ type queueData struct {
 	// PausedQueued counts the queued tasks of the groups a pause of
 	// their workflow holds.
 	PausedQueued int
-	Pager        pager
-	Problem      string
+	// Unserved is the queued work no live worker can claim, per workflow
+	// version (runtime.UnservedWork); counted over every tenant, so shown
+	// to users who see every tenant only.
+	Unserved []runtime.UnservedWork
+	Pager    pager
+	Problem  string
 }
 
 func (d *Dashboard) queue(w http.ResponseWriter, r *http.Request) {
@@ -181,6 +185,11 @@ func (d *Dashboard) loadQueue(ctx context.Context, u User, n int) *queueData {
 	data.Groups, data.Pager = paginate(groups, n, func(page int) string {
 		return pageLink(d.url("/queue"), nil, page)
 	})
+	if !u.Scoped() && len(groups) > 0 {
+		if data.Unserved, err = d.admin.Unserved(ctx); err != nil {
+			data.Problem = d.problem("reading the unserved work", err)
+		}
+	}
 	return data
 }
 

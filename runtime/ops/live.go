@@ -55,6 +55,13 @@ func (a *Admin) Queue(ctx context.Context) ([]QueueGroup, error) {
 	return stats, nil
 }
 
+// Unserved lists the queued work no live worker can claim, per workflow
+// version, with why (runtime.Engine.Unserved; a worker counts as live for
+// the engine's Config.StaleAfter).
+func (a *Admin) Unserved(ctx context.Context) ([]runtime.UnservedWork, error) {
+	return a.engine.Unserved(ctx)
+}
+
 // QueueStep is the queued work of one step of a workflow version, of one
 // tenant's runs: the store's record (store.QueueStepStat) with the step's
 // name.

@@ -276,6 +276,10 @@ type RunDetail struct {
 	Input json.RawMessage `json:"input"`
 	// Steps are in step order, the failure handler (if any) last.
 	Steps []Step `json:"steps"`
+	// Unserved is set while tasks of the run are queued that no live
+	// worker can claim: no worker alive serves the run's version (see
+	// runtime.UnservedWork, which says why and whether it is stranded).
+	Unserved *runtime.UnservedWork `json:"unserved,omitempty"`
 }
 
 // Step is one step of a run.
@@ -360,6 +364,17 @@ func (a *Admin) GetRun(ctx context.Context, id runtime.RunID) (*RunDetail, error
 	}
 	if err := a.family(ctx, r, d); err != nil {
 		return nil, err
+	}
+	if r.Status == runtime.RunRunning && slices.ContainsFunc(tasks, func(t store.Task) bool { return t.Status == runtime.TaskQueued }) {
+		unserved, err := a.engine.Unserved(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i := range unserved {
+			if unserved[i].Version == r.Version {
+				d.Unserved = &unserved[i]
+			}
+		}
 	}
 	return d, nil
 }

@@ -41,10 +41,20 @@ type GaugeSource struct {
 	// StuckRuns counts the stuck runs; nil when the engine does not look
 	// for them.
 	StuckRuns func(ctx context.Context) (int, error)
+	// Unserved counts the queued tasks no live worker can claim, per
+	// workflow version (runtime.Engine.Unserved).
+	Unserved func(ctx context.Context) ([]UnservedTasks, error)
 	// Faults and Clock log failed store reads once per outage (a gauge
 	// without a value is better than a collection that fails).
 	Faults *Faults
 	Clock  clock.Clock
+}
+
+// UnservedTasks counts the queued tasks of one workflow version that no
+// live worker can claim.
+type UnservedTasks struct {
+	Workflow, Version string
+	Tasks             int
 }
 
 // newGauges creates the observable gauges: the engine's leadership, and,
@@ -80,6 +90,11 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 	}
 	m.paused, err = meter.Int64ObservableGauge("trellis.workflow.paused", metric.WithUnit("{task}"),
 		metric.WithDescription("Queued tasks each pause of a workflow holds, one series per pause (tenant _all: every tenant's). Reported by the leader."))
+	if err != nil {
+		return err
+	}
+	m.unserved, err = meter.Int64ObservableGauge("trellis.task.unserved", metric.WithUnit("{task}"),
+		metric.WithDescription("Queued tasks no live worker can claim, per workflow version: no worker alive serves the version. Reported by the leader."))
 	return err
 }
 
@@ -101,6 +116,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 		m.observeQueue(ctx, o, src)
 		m.observePauses(ctx, o, src)
 		m.observeWaitingRuns(ctx, o, src)
+		m.observeUnserved(ctx, o, src)
 		if src.StuckRuns != nil {
 			n, err := src.StuckRuns(ctx)
 			if src.read("stuck runs", err) {
@@ -108,7 +124,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 			}
 		}
 		return nil
-	}, m.leader, m.queued, m.running, m.stuck, m.paused, m.waitingRuns)
+	}, m.leader, m.queued, m.running, m.stuck, m.paused, m.waitingRuns, m.unserved)
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering the metric gauges: %w", err)
 	}
@@ -169,6 +185,33 @@ func (m *Metrics) observeWaitingRuns(ctx context.Context, o metric.Observer, src
 	}
 	for w := range m.waitedIn {
 		o.ObserveInt64(m.waitingRuns, int64(n[w]), metric.WithAttributeSet(attribute.NewSet(attrWorkflow.String(w))))
+	}
+}
+
+// observeUnserved observes the queued tasks no live worker can claim, per
+// workflow version: those counted now, and 0 for the versions counted
+// before.
+func (m *Metrics) observeUnserved(ctx context.Context, o metric.Observer, src GaugeSource) {
+	if src.Unserved == nil {
+		return
+	}
+	u, err := src.Unserved(ctx)
+	if !src.read("the unserved tasks", err) {
+		return
+	}
+	m.waitedMu.Lock()
+	defer m.waitedMu.Unlock()
+	if m.unservedIn == nil {
+		m.unservedIn = map[[2]string]bool{}
+	}
+	n := map[[2]string]int{}
+	for _, t := range u {
+		k := [2]string{t.Workflow, t.Version}
+		n[k] += t.Tasks
+		m.unservedIn[k] = true
+	}
+	for k := range m.unservedIn {
+		o.ObserveInt64(m.unserved, int64(n[k]), metric.WithAttributeSet(attribute.NewSet(attrWorkflow.String(k[0]), attrVersion.String(k[1]))))
 	}
 }
 

@@ -24,6 +24,7 @@ const InstrumentationName = "github.com/effectivelabs/trellis/runtime"
 // attributes outside them.
 const (
 	attrWorkflow    = attribute.Key("trellis.workflow.name")
+	attrVersion     = attribute.Key("trellis.workflow.version")
 	attrStep        = attribute.Key("trellis.step.name")
 	attrTenant      = attribute.Key("trellis.tenant.id")
 	attrRunID       = attribute.Key("trellis.run.id")
@@ -87,12 +88,16 @@ type Metrics struct {
 	purgedStatus  map[store.RunStatus]metric.MeasurementOption
 	// The gauges, observed while the engine is started or driven.
 	leader, queued, running, stuck, paused metric.Int64ObservableGauge
-	waitingRuns                            metric.Int64ObservableGauge
+	waitingRuns, unserved                  metric.Int64ObservableGauge
 	// waitedIn are the workflows trellis.run.waiting has reported runs
 	// of, so that it reports 0 for them, rather than nothing, once their
 	// runs stopped waiting.
 	waitedMu sync.Mutex
 	waitedIn map[string]bool
+	// unservedIn are the workflow versions trellis.task.unserved has
+	// reported, so that it reports 0 for them once served (under
+	// waitedMu).
+	unservedIn map[[2]string]bool
 
 	// tagKeys are the run tags the runs-started counter carries.
 	tagKeys []string

@@ -86,8 +86,42 @@ func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) in
 			t.row(truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
 			t.paint(1, statusStyle(string(w.State())))
 		}
-		return -1, t.flush()
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
+		return -1, printUnserved(ctx, a, stdout, now)
 	})
+}
+
+// printUnserved prints, after a listing of the queue or the workers, the
+// queued work no live worker can claim (runtime.UnservedWork), if any.
+func printUnserved(ctx context.Context, a *ops.Admin, w io.Writer, now time.Time) error {
+	unserved, err := a.Unserved(ctx)
+	if err != nil || len(unserved) == 0 {
+		return err
+	}
+	if _, err := fmt.Fprintln(w, "\nqueued work no live worker can claim (trellis queue -unserved):"); err != nil {
+		return err
+	}
+	return unservedTable(w, unserved, now)
+}
+
+// unservedTable prints unserved work as a table.
+func unservedTable(w io.Writer, unserved []runtime.UnservedWork, now time.Time) error {
+	t := newTable(w, "WORKFLOW", "VERSION", "QUEUED", "OLDEST WAIT", "STATE", "REASON")
+	for _, u := range unserved {
+		wait := "-"
+		if !u.OldestQueuedAt.IsZero() {
+			wait = shortDuration(now.Sub(u.OldestQueuedAt))
+		}
+		state := "waiting"
+		if u.Stranded {
+			state = "stranded"
+		}
+		t.row(truncate(u.Workflow, 24), truncate(u.Version, 48), fmt.Sprint(u.Queued), wait, state, truncate(u.Reason, 160))
+		t.paint(4, warning)
+	}
+	return t.flush()
 }
 
 // QueueCommand is trellis queue: the queued and running tasks, and the
@@ -107,10 +141,12 @@ func (QueueCommand) Summary() string {
 
 // Run implements Command.
 func (c QueueCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o := OpsOptions{Clock: c.Clock}
+	o := QueueOptions{OpsOptions: OpsOptions{Clock: c.Clock}}
 	fs := newFlagSet(c.Name(), "[flags]",
-		"Queue shows, per tenant and workflow with work queued or running, how many\ntasks wait for a worker, how many run, and how long the oldest has waited.")
-	addOpsFlags(fs, &o)
+		"Queue shows, per tenant and workflow with work queued or running, how many\ntasks wait for a worker, how many run, and how long the oldest has waited;\nthen the queued work no live worker can claim (no worker alive serves its\nworkflow version), which -unserved lists alone.")
+	addOpsFlags(fs, &o.OpsOptions)
+	fs.BoolVar(&o.Unserved, "unserved", false, "list only the queued work no live worker can claim, per workflow version, with why")
+	fs.DurationVar(&o.StaleAfter, "stale-after", 30*time.Second, "how long a worker may go without heartbeating before it no longer counts as serving (the engines' StaleAfter)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -121,9 +157,44 @@ func (c QueueCommand) Run(ctx context.Context, args []string, stdout, stderr io.
 	return Queue(ctx, o, stdout, stderr)
 }
 
+// QueueOptions are the options of trellis queue.
+type QueueOptions struct {
+	OpsOptions
+	// Unserved lists only the queued work no live worker can claim.
+	Unserved bool
+	// StaleAfter is how long a worker may go without heartbeating before
+	// it no longer counts as serving its versions: the engines'
+	// Config.StaleAfter.
+	StaleAfter time.Duration
+}
+
+// Validate reports options queue cannot run with.
+func (o QueueOptions) Validate() error {
+	return WorkersOptions{StaleAfter: o.StaleAfter}.Validate()
+}
+
 // Queue runs trellis queue with opts and returns its exit code.
-func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
-	return opsRun(ctx, "queue", o, nil, 0, stderr, func(a *ops.Admin) (int, error) {
+func Queue(ctx context.Context, o QueueOptions, stdout, stderr io.Writer) int {
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 30 * time.Second
+	}
+	return opsRun(ctx, "queue", o.OpsOptions, o.Validate(), o.StaleAfter, stderr, func(a *ops.Admin) (int, error) {
+		if o.Unserved {
+			unserved, err := a.Unserved(ctx)
+			switch {
+			case err != nil:
+				return 0, err
+			case o.Format == "json":
+				if unserved == nil {
+					unserved = []runtime.UnservedWork{}
+				}
+				return -1, printJSON(stdout, unserved)
+			case len(unserved) == 0:
+				_, err := fmt.Fprintln(stdout, "every queued task has a live worker that serves its version")
+				return -1, err
+			}
+			return -1, unservedTable(stdout, unserved, o.now())
+		}
 		groups, err := a.Queue(ctx)
 		if err != nil {
 			return 0, err
@@ -163,9 +234,11 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 			return 0, err
 		}
 		if paused {
-			_, err = fmt.Fprintf(stdout, "\n%s of paused workflows, claimed once resumed (trellis workflows resume NAME)\n", plural(held, "queued task"))
+			if _, err = fmt.Fprintf(stdout, "\n%s of paused workflows, claimed once resumed (trellis workflows resume NAME)\n", plural(held, "queued task")); err != nil {
+				return 0, err
+			}
 		}
-		return -1, err
+		return -1, printUnserved(ctx, a, stdout, now)
 	})
 }
 

@@ -517,6 +517,14 @@ func writeRun(w io.Writer, r *ops.RunDetail, now time.Time) error {
 	if r.Waiting {
 		h.row("Waiting:", "for a slot of its runConcurrency key: no step starts until a run of the key ends")
 	}
+	if u := r.Unserved; u != nil {
+		state := "Unserved:"
+		if u.Stranded {
+			state = "Stranded:"
+		}
+		h.row(state, truncate(u.Reason, 200))
+		h.paint(1, warning)
+	}
 	if !r.DebouncedUntil.IsZero() {
 		h.row("Debounced:", "starts "+timestamp(&r.DebouncedUntil)+" unless a newer trigger of its debounce key cancels it")
 	}
