@@ -307,19 +307,7 @@ func (e *Engine) RegisterFormer(spec *WorkflowSpec, h Handlers) error {
 }
 
 func checkHandlers(def *Definition, h Handlers) error {
-	var errs []error
-	for _, s := range def.graph.Steps {
-		switch {
-		case s.Kind == store.KindOnFailure:
-			if h.OnFailure == nil {
-				errs = append(errs, fmt.Errorf("no code for failure handler %s", s.Name))
-			}
-		case def.spec.Steps[s.Index].RunsCode():
-			if h.Steps[s.Name] == nil {
-				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
-			}
-		}
-	}
+	errs := missingCode(def, h)
 	for name := range h.Steps {
 		if s, ok := def.graph.Step(name); !ok || s.Kind == store.KindOnFailure || !def.spec.Steps[s.Index].RunsCode() {
 			errs = append(errs, fmt.Errorf("code given for %s, which is not a code step", name))
@@ -334,6 +322,25 @@ func checkHandlers(def *Definition, h Handlers) error {
 		return fmt.Errorf("registering workflow %s: %w", def.Name(), errors.Join(errs...))
 	}
 	return nil
+}
+
+// missingCode names each step of def that runs code, and its failure
+// handler, for which h has no code.
+func missingCode(def *Definition, h Handlers) []error {
+	var errs []error
+	for _, s := range def.graph.Steps {
+		switch {
+		case s.Kind == store.KindOnFailure:
+			if h.OnFailure == nil {
+				errs = append(errs, fmt.Errorf("no code for failure handler %s", s.Name))
+			}
+		case def.spec.Steps[s.Index].RunsCode():
+			if h.Steps[s.Name] == nil {
+				errs = append(errs, fmt.Errorf("no code for step %s", s.Name))
+			}
+		}
+	}
+	return errs
 }
 
 // Workflow compiles a workflow for triggering only: runs are executed by

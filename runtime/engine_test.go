@@ -70,6 +70,7 @@ func runEngineTests(t *testing.T, newStore func(*testing.T) store.Store) {
 		{"TriggerManyKeysRace", testTriggerManyKeysRace},
 		{"StuckRunIsReported", testStuckRunIsReported},
 		{"DeployWaitsForTheFormerVersion", testDeployWaitsForTheFormerVersion},
+		{"ServesCompatibleVersions", testServesCompatibleVersions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

@@ -2,11 +2,10 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/effectivelabs/trellis/runtime/clock"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // Which workflow versions an engine serves (issue 31): the only tasks it
@@ -19,8 +18,8 @@ import (
 //     files of earlier versions kept, generated into packages of their
 //     own, with their code;
 //   - the stored versions of a registered workflow that its code can run:
-//     those whose spec codeCompatible finds compatible with the
-//     registered one. A started engine looks for them when it starts and
+//     those codeCompatible finds compatible with the registered one (no
+//     breaking change between them, by spec.Compare). A started engine looks for them when it starts and
 //     every Config.VersionRefresh.
 //
 // It announces what it serves (store.AnnounceWorker) when it starts and
@@ -68,7 +67,7 @@ func (e *Engine) refreshServed(ctx context.Context) (bool, error) {
 			e.registry.compared(v.Version, nil)
 			continue
 		}
-		if codeCompatible(def.spec, current.def.spec) {
+		if codeCompatible(def, current) {
 			e.registry.compared(v.Version, current)
 			changed = true
 			e.log.Info("serving a stored workflow version the registered code can run",
@@ -106,12 +105,19 @@ func (e *Engine) servingLoop(ctx context.Context) {
 	}
 }
 
-// codeCompatible reports whether code registered for the spec registered
-// can run the runs of the spec stored, another version of its workflow:
-// the one rule of what an engine serves besides what it registered.
-func codeCompatible(stored, registered WorkflowSpec) bool {
-	a, err1 := json.Marshal(stored)
-	b, err2 := json.Marshal(registered)
-	_ = time.Second
-	return err1 == nil && err2 == nil && string(a) == string(b)
+// codeCompatible reports whether the code of reg, a registered version of
+// a workflow, can run the runs of stored, another version of it: the one
+// rule of what an engine serves besides what it registered. The workflow
+// changed in nothing those runs would notice (spec.Compare, from stored
+// to the registered version, finds no breaking change: no step removed
+// or renamed, no output, parents or input changed in a way that breaks),
+// and reg's code covers every step of stored that runs code, and its
+// failure handler.
+func codeCompatible(stored *Definition, reg *registration) bool {
+	for _, c := range spec.Compare(&stored.spec, &reg.def.spec) {
+		if c.Breaking {
+			return false
+		}
+	}
+	return len(missingCode(stored, reg.handlers)) == 0
 }

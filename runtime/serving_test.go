@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -189,5 +190,67 @@ func TestRegisterFormerRefusals(t *testing.T) {
 	start(t, e)
 	if err := e.RegisterFormer(flowSpec(1), log.handlers(flowSpec(1), "v1")); err == nil || !strings.Contains(err.Error(), "already started") {
 		t.Errorf("RegisterFormer after Start = %v", err)
+	}
+}
+
+// A worker also serves the stored versions of its workflow that its code
+// can run: those that differ from the registered version in nothing runs
+// notice (here, a retry policy). A version that renamed a step is not one.
+func testServesCompatibleVersions(t *testing.T, s store.Store) {
+	ctx := waitCtx(t)
+	var log codeLog
+	retried := flowSpec(1)
+	retried.Steps[0].Retry = runtime.RetryPolicy{MaxRetries: 3, InitialDelay: time.Second, BackoffFactor: 2, MaxDelay: time.Minute}
+	client := newEngine(t, s, "client")
+	runsOf := func(spec *runtime.WorkflowSpec) ([]runtime.RunID, string) {
+		t.Helper()
+		w, err := client.Workflow(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []runtime.RunID
+		for range 3 {
+			ref, err := w.Trigger(ctx, json.RawMessage(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ref.ID)
+		}
+		return ids, w.Definition().Version()
+	}
+	compatible, compatibleVersion := runsOf(retried)
+	renamed, renamedVersion := runsOf(flowSpec(2))
+
+	e := newEngine(t, s, "worker")
+	w, err := e.Register(flowSpec(1), log.handlers(flowSpec(1), "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Definition().Version() == compatibleVersion {
+		t.Fatal("a changed retry policy made no new version")
+	}
+	start(t, e)
+	served := e.ServedVersions()
+	if !slices.Contains(served, compatibleVersion) || slices.Contains(served, renamedVersion) {
+		t.Errorf("ServedVersions = %v, want %s (a retry policy changed) and not %s (a step renamed)", served, compatibleVersion, renamedVersion)
+	}
+	for _, id := range compatible {
+		if res, err := e.Wait(ctx, id); err != nil || res.Status != runtime.RunCompleted {
+			t.Fatalf("run %s of the compatible version: %+v, %v", id, res, err)
+		}
+	}
+	log.ranOn(t, compatible, "v1", "a", "b", "c")
+	workers, err := s.ListWorkers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(workers, func(w store.Worker) bool { return w.ID == "worker" })
+	if i < 0 || !slices.Equal(workers[i].Versions, served) {
+		t.Errorf("workers = %+v, want worker announcing %v", workers, served)
+	}
+	for _, id := range renamed {
+		if res, err := e.Result(ctx, id); err != nil || res.Status != runtime.RunRunning {
+			t.Errorf("run %s of the renamed version: %+v, %v; want it waiting", id, res, err)
+		}
 	}
 }
