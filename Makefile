@@ -52,7 +52,7 @@ soak:
 ## generate: regenerate all checked-in generated code: workflow code
 ## (go generate) and the Postgres queries (sqlc, pinned version).
 generate:
-	$(GO) generate ./... ./testdata/acceptance/... ./testdata/multiproc/...
+	$(GO) generate ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/deploy/...
 	$(SQLC) generate
 
 ## check-generated: fail when generated code in the tree is stale.
@@ -65,8 +65,8 @@ check-generated: generate
 ## linters and why).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1)
-	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
-	$(GOLANGCI_LINT) run ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/...
+	$(GO) vet ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/... ./testdata/deploy/...
+	$(GOLANGCI_LINT) run ./... ./testdata/acceptance/... ./testdata/multiproc/... ./testdata/opswalk/... ./testdata/deploy/...
 	cd testdata/riverpeer && $(GO) vet ./...
 	cd testdata/dbospeer && $(GO) vet ./...
 
@@ -79,6 +79,8 @@ lint-examples:
 	$(TRELLIS) lint examples
 	$(TRELLIS) lint testdata/acceptance
 	$(TRELLIS) lint testdata/multiproc
+	$(TRELLIS) lint testdata/deploy/v1
+	$(TRELLIS) lint testdata/deploy/v2
 
 ## example: run the order-processing example (memory store, virtual clock).
 example:
