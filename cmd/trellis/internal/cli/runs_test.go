@@ -596,6 +596,27 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 		t.Errorf("queue -format json (-want +got):\n%s", diff)
 	}
 
+	// No worker announced the ops workflow's version: its queued task is
+	// unserved (waiting: queued 3m ago, less than StuckAfter). worker-a
+	// announcing the version serves it.
+	e.golden("queue-unserved.txt", e.ok("queue", "-unserved"))
+	var unserved []runtime.UnservedWork
+	e.json(&unserved, "queue", "-unserved")
+	opsVersion := e.ops.Workflow().Definition().Version()
+	if len(unserved) != 1 || unserved[0].Workflow != "ops" || unserved[0].Version != opsVersion || unserved[0].Queued != 1 ||
+		!unserved[0].OldestQueuedAt.Equal(queuedAt) || !strings.Contains(unserved[0].Reason, "no worker serves version "+opsVersion) {
+		t.Errorf("queue -unserved -format json = %+v, want the queued task of %s", unserved, opsVersion)
+	}
+	if err := s.AnnounceWorker(ctx, "worker-a", []string{opsVersion}, now.Add(-2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("queue", "-unserved"); out != "every queued task has a live worker that serves its version\n" {
+		t.Errorf("queue -unserved once worker-a serves the version = %q", out)
+	}
+	if err := s.AnnounceWorker(ctx, "worker-a", nil, now.Add(-2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
 	var workflows []ops.WorkflowSummary
 	e.json(&workflows, "workflows")
 	var got []string
