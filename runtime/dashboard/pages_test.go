@@ -107,6 +107,21 @@ func TestRunningRunAndQueue(t *testing.T) {
 	if !strings.Contains(run, `class="node k-step s-queued" data-step="fetch"`) {
 		t.Error("the running run's DAG does not show fetch queued")
 	}
+	// No worker announced probe's version (the test's engine is driven,
+	// not started): the queue page says its task is unserved, and why.
+	version := b.workflow.Definition().Version()
+	queue := b.page("/queue", http.StatusOK)
+	for _, want := range []string{`id="queue-unserved"`, `data-unserved="` + version + `"`, "no worker serves version " + version} {
+		if !strings.Contains(queue, want) {
+			t.Errorf("the queue page does not show %q of the unserved task", want)
+		}
+	}
+	if err := b.h.Store.AnnounceWorker(t.Context(), "worker", []string{version}, b.h.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if queue := b.page("/queue", http.StatusOK); strings.Contains(queue, `id="queue-unserved"`) {
+		t.Error("the queue page shows unserved work once a live worker serves its version")
+	}
 }
 
 // TestOverviewShowsStuckRuns checks that a run making no progress shows
