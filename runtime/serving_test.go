@@ -12,6 +12,9 @@ import (
 	"github.com/effectivelabs/trellis/runtime"
 	"github.com/effectivelabs/trellis/runtime/store"
 	"github.com/effectivelabs/trellis/runtime/store/memstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore"
+	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
+	"github.com/effectivelabs/trellis/runtime/trellistest"
 )
 
 // flowSpec is version 1 (a -> b -> c) or version 2 (a -> b2 -> c) of
@@ -252,5 +255,38 @@ func testServesCompatibleVersions(t *testing.T, s store.Store) {
 		if res, err := e.Result(ctx, id); err != nil || res.Status != runtime.RunRunning {
 			t.Errorf("run %s of the renamed version: %+v, %v; want it waiting", id, res, err)
 		}
+	}
+}
+
+// TestUnservedGauge: trellis.task.unserved counts the queued tasks of
+// each workflow version no live worker serves, and reads 0 once one does.
+func TestUnservedGauge(t *testing.T) {
+	for name, opts := range map[string][]trellistest.Option{
+		"Memory":   nil,
+		"Postgres": {trellistest.WithStore(pgstore.New(pgtest.Pool(t)))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			h := trellistest.New(t, append(opts, trellistest.WithConfig(tel.configure))...)
+			w, err := h.Engine.Workflow(flowSpec(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if _, err := w.Trigger(t.Context(), json.RawMessage(`{}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			version := "trellis.workflow.version=" + w.Definition().Version()
+			if got := tel.metrics(t).sum(t, "trellis.task.unserved", "trellis.workflow.name=flow", version); got != 2 {
+				t.Errorf("unserved tasks = %d, want 2", got)
+			}
+			if err := h.Store.AnnounceWorker(t.Context(), "keeper", []string{w.Definition().Version()}, h.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if got := tel.metrics(t).sum(t, "trellis.task.unserved", "trellis.workflow.name=flow", version); got != 0 {
+				t.Errorf("unserved tasks once a live worker serves the version = %d, want 0", got)
+			}
+		})
 	}
 }
