@@ -60,10 +60,13 @@ func sleep(ctx context.Context, ms *int64) error {
 // V1 is version 1's code, in binary.
 type V1 struct{ Binary string }
 
+// A runs step a of version 1.
 func (s V1) A(_ context.Context, _ v1.FlowInput) (v1.FlowAOutput, error) {
 	return v1.FlowAOutput{Code: "v1", Binary: s.Binary}, nil
 }
 
+// B runs step b of version 1, sleeping first on its first attempt when
+// the input asks.
 func (s V1) B(ctx context.Context, in v1.FlowInput, _ v1.FlowBParents) (v1.FlowBOutput, error) {
 	if err := sleep(ctx, in.SleepMs); err != nil {
 		return v1.FlowBOutput{}, err
@@ -71,6 +74,7 @@ func (s V1) B(ctx context.Context, in v1.FlowInput, _ v1.FlowBParents) (v1.FlowB
 	return v1.FlowBOutput{Code: "v1", Binary: s.Binary}, nil
 }
 
+// C runs step c of version 1, which reads b's output.
 func (s V1) C(_ context.Context, in v1.FlowInput, p v1.FlowCParents) (v1.FlowCOutput, error) {
 	if p.B.Code != "v1" {
 		return v1.FlowCOutput{}, runtime.NonRetryable(errors.New("step c of version 1 read b's output of code " + p.B.Code))
@@ -81,10 +85,13 @@ func (s V1) C(_ context.Context, in v1.FlowInput, p v1.FlowCParents) (v1.FlowCOu
 // V2 is version 2's code, in binary.
 type V2 struct{ Binary string }
 
+// A runs step a of version 2.
 func (s V2) A(_ context.Context, _ v2.FlowInput) (v2.FlowAOutput, error) {
 	return v2.FlowAOutput{Code: "v2", Binary: s.Binary}, nil
 }
 
+// B2 runs step b2 of version 2 (b renamed), sleeping first on its first
+// attempt when the input asks.
 func (s V2) B2(ctx context.Context, in v2.FlowInput, _ v2.FlowB2Parents) (v2.FlowB2Output, error) {
 	if err := sleep(ctx, in.SleepMs); err != nil {
 		return v2.FlowB2Output{}, err
@@ -92,6 +99,8 @@ func (s V2) B2(ctx context.Context, in v2.FlowInput, _ v2.FlowB2Parents) (v2.Flo
 	return v2.FlowB2Output{Code: "v2", Binary: s.Binary}, nil
 }
 
+// C runs step c of version 2, which reads b2's output and returns its
+// total as a string.
 func (s V2) C(_ context.Context, in v2.FlowInput, p v2.FlowCParents) (v2.FlowCOutput, error) {
 	if p.B2.Code != "v2" {
 		return v2.FlowCOutput{}, runtime.NonRetryable(errors.New("step c of version 2 read b2's output of code " + p.B2.Code))
