@@ -34,7 +34,7 @@ var FunctionsTable string
 const FunctionsVersion = 3
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "7b032be9e5d4f6486202f2ed1f8b5d9a322258fb059853ae3feb7a5c5883d7bf"
+const checksumAtVersion = "312c850125e3d08009d3a910198713808a150784d6d849e7ca276a25b213e629"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {

@@ -42,12 +42,14 @@ BEGIN
     ON CONFLICT (tenant) DO NOTHING;
 
     WITH items AS (
-        SELECT i.run_id, i.step, i.wake, i.tenant, i.workflow, r.version, i.lane, g.grp,
+        -- The version by a lookup of each run by its primary key, never a
+        -- join the planner could turn into a scan of every run.
+        SELECT i.run_id, i.step, i.wake, i.tenant, i.workflow,
+               (SELECT r.version FROM trellis_runs r WHERE r.id = i.run_id) AS version, i.lane, g.grp,
                row_number() OVER (PARTITION BY i.tenant, i.lane ORDER BY i.ord) - 1 AS n
         FROM unnest(p_runs, p_steps, p_wakes, p_tenants, p_workflows, p_lanes) WITH ORDINALITY
             AS i (run_id, step, wake, tenant, workflow, lane, ord)
         JOIN trellis_tenants g ON g.tenant = i.tenant
-        JOIN trellis_runs r ON r.id = i.run_id
     ), base AS MATERIALIZED (
         -- Once per tenant and lane, before inserting: a lookup per
         -- inserted row would step over every row this statement has
