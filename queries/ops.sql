@@ -75,7 +75,7 @@ SELECT w.worker, w.heartbeat_at,
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
        ) AS leader,
-       w.versions
+       w.versions, w.labels
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C";
 

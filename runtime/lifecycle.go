@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // lifecycle holds what a started engine runs besides its components:
@@ -54,7 +55,7 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 	if err == nil {
 		// Say what we run, for operators (trellis workers, the dashboard).
 		err = retryTransient(ctx, e.clock, func() error {
-			return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.versions(), e.clock.Now())
+			return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.versions(), spec.LabelList(e.cfg.Labels), e.clock.Now())
 		})
 	}
 	if err != nil {

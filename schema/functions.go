@@ -31,10 +31,10 @@ var FunctionsTable string
 // functions applied by a binary of a higher FunctionsVersion, which a
 // binary of the previous release, started during a rolling upgrade,
 // would otherwise do.
-const FunctionsVersion = 2
+const FunctionsVersion = 3
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "a942b2a03e03b41796c4f09e9fa0f7ecd9631cbfa81d0597aa2e678a7b9981f7"
+const checksumAtVersion = "921610517da50f5238716bb3c7df43de2fc87cf3cbaa2871444c6754dcd80758"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {

@@ -305,6 +305,9 @@ type Worker struct {
 	// them when it started (AnnounceWorker), sorted; empty for a worker
 	// that registered none.
 	Versions []string `json:"versions,omitempty"`
+	// Labels are the labels it declared (runtime.Config.Labels), as it
+	// announced them, "key=value", sorted; empty for none.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // WorkerState is what a worker's heartbeats say of it, in the one word

@@ -269,7 +269,7 @@ func (x *Executor) claim(ctx context.Context, workflows []string, limit int) ([]
 	now := x.cfg.Clock.Now()
 	token := x.claims.begin(now)
 	claimed, err := x.cfg.Store.ClaimTasks(ctx, store.Claim{
-		Worker: x.cfg.Worker, Workflows: workflows, Limit: limit,
+		Worker: x.cfg.Worker, Workflows: workflows, Labels: x.cfg.Labels, Limit: limit,
 		TenantLimit: x.cfg.TenantConcurrency, Now: now,
 	})
 	x.claims.end(token, claimed)
@@ -319,7 +319,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Workflows: x.cfg.Planner.Workflows(), Limit: n + wait}
+			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Workflows: x.cfg.Planner.Workflows(), Labels: x.cfg.Labels, Limit: n + wait}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
 			token = x.claims.begin(r.Now)

@@ -26,6 +26,8 @@ type Store struct {
 	workers   map[string]time.Time    // last heartbeat of each worker
 	// workerVersions are the workflow versions each worker announced.
 	workerVersions map[string][]string
+	// workerLabels are the labels each worker announced.
+	workerLabels map[string][]string
 	queue          readyQueue
 	limits         map[string]*limitLine // by limit key (see limits.go)
 	runLines       map[string]*runLine   // by run limit key (see runlimits.go)
@@ -95,6 +97,7 @@ type task struct {
 	fresh       bool   // ... as a root of a new run
 	awaiting    int    // WAITING: child runs still to complete (see children.go)
 	waitEvent   string // the event a wait task waits or waited for (see events.go)
+	labels      []string // the worker labels it needs (store.NewTask.Labels)
 }
 
 // New returns an empty store.
@@ -110,6 +113,7 @@ func New() *Store {
 		running:        map[store.TaskKey]*task{},
 		workers:        map[string]time.Time{},
 		workerVersions: map[string][]string{},
+		workerLabels:   map[string][]string{},
 		queue:          newReadyQueue(),
 		subs:           map[int]chan store.Notification{},
 		schedules:      map[scheduleKey]store.Schedule{},

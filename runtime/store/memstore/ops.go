@@ -110,7 +110,8 @@ func (s *Store) ListWorkers(context.Context) ([]store.Worker, error) {
 	}
 	out := make([]store.Worker, 0, len(s.workers))
 	for id, at := range s.workers {
-		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader, Versions: slices.Clone(s.workerVersions[id])})
+		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader, Versions: slices.Clone(s.workerVersions[id]),
+			Labels: slices.Clone(s.workerLabels[id])})
 	}
 	slices.SortFunc(out, func(a, b store.Worker) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil

@@ -210,6 +210,9 @@ func (s *Store) ListWorkers(ctx context.Context) ([]store.Worker, error) {
 		if len(r.Versions) > 0 {
 			out[i].Versions = r.Versions
 		}
+		if len(r.Labels) > 0 {
+			out[i].Labels = r.Labels
+		}
 	}
 	return out, nil
 }

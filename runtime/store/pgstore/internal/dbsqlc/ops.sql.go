@@ -717,7 +717,7 @@ SELECT w.worker, w.heartbeat_at,
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
        ) AS leader,
-       w.versions
+       w.versions, w.labels
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C"
 `
@@ -728,6 +728,7 @@ type OpsWorkersRow struct {
 	Leases      int32
 	Leader      bool
 	Versions    []string
+	Labels      []string
 }
 
 // The workers, with the leases each holds and whether it leads. The
@@ -751,6 +752,7 @@ func (q *Queries) OpsWorkers(ctx context.Context, leaderLockPrefix string) ([]Op
 			&i.Leases,
 			&i.Leader,
 			&i.Versions,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}
