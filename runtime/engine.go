@@ -246,7 +246,7 @@ func New(cfg Config) (*Engine, error) {
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch,
 		BatchWindow: cfg.BatchWindow, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		TenantConcurrency: cfg.TenantConcurrency, DisableHandOff: cfg.DisableHandOff, Stopped: ErrStopped,
-		Labels: spec.LabelList(cfg.Labels),
+		Labels:  spec.LabelList(cfg.Labels),
 		Planner: plan, RunEnded: e.waiters.runFinished, TimerSet: e.leading.timers.Nudge, EndCause: e.endCause,
 		Store: cfg.Store, Clock: cfg.Clock, Log: log, Metrics: e.metrics, Faults: e.faults,
 	})
