@@ -17,3 +17,9 @@
 ALTER TABLE trellis_tasks ADD COLUMN labels text[];
 ALTER TABLE trellis_ready ADD COLUMN labels text[];
 ALTER TABLE trellis_workers ADD COLUMN labels text[] NOT NULL DEFAULT '{}';
+
+-- The labelled entries of the ready queue, for telling the unserved
+-- (queries/ops.sql OpsUnserved) without reading the whole queue; an entry
+-- without labels adds nothing to it. The queue is small (live work
+-- only), so the build is short.
+CREATE INDEX trellis_ready_labelled ON trellis_ready (workflow) WHERE labels IS NOT NULL;

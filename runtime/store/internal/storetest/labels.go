@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -143,5 +144,43 @@ func testLabelsFair(t *testing.T, f *fixture) {
 	}
 	if position < 0 || position > 1 {
 		t.Errorf("tenant A's labelled task was claimed at position %d by the gpu worker, want 0 or 1", position)
+	}
+}
+
+func testUnserved(t *testing.T, f *fixture) {
+	unserved := func() []store.Unserved {
+		t.Helper()
+		got, err := f.s.Unserved(f.ctx, store.UnservedQuery{AliveSince: f.now.Add(-time.Minute), Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	t0 := f.now
+	f.createDiamond(runOpts{labelsA: gpu})
+	f.tick(time.Second)
+	f.createDiamond(runOpts{labelsA: gpu})
+	f.createDiamond(runOpts{workflow: "other", labelsA: []string{"gpu=a100", "region=eu"}})
+	f.createDiamond(runOpts{}) // needs nothing: never unserved
+	want := []store.Unserved{
+		{Workflow: "diamond", Labels: gpu, Tasks: 2, OldestQueuedAt: t0},
+		{Workflow: "other", Labels: []string{"gpu=a100", "region=eu"}, Tasks: 1, OldestQueuedAt: f.now},
+	}
+	if diff := cmp.Diff(want, unserved(), cmpTimes); diff != "" {
+		t.Errorf("unserved with no workers (-want +got):\n%s", diff)
+	}
+	// A live worker with gpu=a100 serves the diamonds, not the other's
+	// region; one that has not heartbeated for long serves nothing.
+	if err := f.s.AnnounceWorker(f.ctx, "old", nil, []string{"gpu=a100", "region=eu"}, f.now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.AnnounceWorker(f.ctx, "gpu", nil, []string{"gpu=a100", "zone=b"}, f.now); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want[1:], unserved(), cmpTimes); diff != "" {
+		t.Errorf("unserved with a live gpu worker (-want +got):\n%s", diff)
+	}
+	if got, err := f.s.Unserved(f.ctx, store.UnservedQuery{AliveSince: f.now, Limit: 0}); err != nil || len(got) != 0 {
+		t.Errorf("Unserved with no limit = %v, %v; want nothing", got, err)
 	}
 }

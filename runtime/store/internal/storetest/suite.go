@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"LabelsKeptWhenQueuedAgain", testLabelsRequeued},
 		{"LabelsRouteHandOffs", testLabelsHandOff},
 		{"LabelsKeepFairnessForOthers", testLabelsFair},
+		{"UnservedLabels", testUnserved},
 		{"PauseHoldsClaims", testPauseHoldsClaims},
 		{"PauseHoldsCappedClaims", testPauseHoldsCappedClaims},
 		{"PauseHoldsHandOff", testPauseHoldsHandOff},
