@@ -32,7 +32,7 @@ func TestWorkersPage(t *testing.T) {
 		}
 	}
 	version := b.workflow.Definition().Version()
-	if err := b.h.Store.AnnounceWorker(ctx, "worker-042", []string{version}, b.h.Now()); err != nil {
+	if err := b.h.Store.AnnounceWorker(ctx, "worker-042", []string{version}, nil, b.h.Now()); err != nil {
 		t.Fatal(err)
 	}
 	leader := b.h.Store.Leadership("worker-042")

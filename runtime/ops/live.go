@@ -29,6 +29,26 @@ func (a *Admin) Workers(ctx context.Context) ([]Worker, error) {
 	return ws, nil
 }
 
+// Unserved is queued work that no live worker can claim: the store's
+// record (store.Unserved).
+type Unserved = store.Unserved
+
+// Unserved lists the queued work that no live worker (one that
+// heartbeated within the engine's StaleAfter) can claim, the largest
+// groups first, at most 100: tasks that need worker labels no live
+// worker has. They wait until such a worker starts.
+func (a *Admin) Unserved(ctx context.Context) ([]Unserved, error) {
+	now, staleAfter := a.engine.Clock().Now(), a.engine.Config().StaleAfter
+	out, err := a.store.Unserved(ctx, store.UnservedQuery{AliveSince: now.Add(-staleAfter), Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].OldestQueuedAt = out[i].OldestQueuedAt.UTC()
+	}
+	return out, nil
+}
+
 // QueueGroup is the live work of one tenant's runs of one workflow: the
 // store's record (store.QueueStat).
 type QueueGroup = store.QueueStat

@@ -77,13 +77,23 @@ func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) in
 			return -1, err
 		}
 		now := o.now()
-		t := newTable(stdout, "WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER")
+		// The LABELS column only when some worker declared labels.
+		labelled := slices.ContainsFunc(workers, func(w ops.Worker) bool { return len(w.Labels) > 0 })
+		head := []string{"WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER"}
+		if labelled {
+			head = append(head, "LABELS")
+		}
+		t := newTable(stdout, head...)
 		for _, w := range workers {
 			leader := ""
 			if w.Leader {
 				leader = "leader"
 			}
-			t.row(truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
+			row := []string{truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader}
+			if labelled {
+				row = append(row, truncate(strings.Join(w.Labels, ","), 80))
+			}
+			t.row(row...)
 			t.paint(1, statusStyle(string(w.State())))
 		}
 		return -1, t.flush()
@@ -135,6 +145,10 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 			_, err := fmt.Fprintln(stdout, "nothing queued or running")
 			return -1, err
 		}
+		unserved, err := a.Unserved(ctx)
+		if err != nil {
+			return 0, err
+		}
 		now := o.now()
 		// The STATE column only when a pause holds some group's tasks.
 		paused := slices.ContainsFunc(groups, func(g ops.QueueGroup) bool { return g.Paused })
@@ -165,8 +179,25 @@ func Queue(ctx context.Context, o OpsOptions, stdout, stderr io.Writer) int {
 		if paused {
 			_, err = fmt.Fprintf(stdout, "\n%s of paused workflows, claimed once resumed (trellis workflows resume NAME)\n", plural(held, "queued task"))
 		}
+		if err == nil && len(unserved) > 0 {
+			err = printUnserved(stdout, now, unserved)
+		}
 		return -1, err
 	})
+}
+
+// printUnserved lists the queued work no live worker can claim: the
+// tasks wait until a worker with their labels starts.
+func printUnserved(w io.Writer, now time.Time, unserved []ops.Unserved) error {
+	if _, err := fmt.Fprintln(w, "\nunserved: queued tasks no live worker can claim"); err != nil {
+		return err
+	}
+	t := newTable(w, "WORKFLOW", "TASKS", "OLDEST WAIT", "NEEDS LABELS")
+	for _, u := range unserved {
+		t.row(truncate(u.Workflow, 24), fmt.Sprint(u.Tasks), shortDuration(now.Sub(u.OldestQueuedAt)), truncate(strings.Join(u.Labels, ","), 80))
+		t.paint(3, warning)
+	}
+	return t.flush()
 }
 
 // WorkflowsCommand is trellis workflows: the stored workflow versions,

@@ -963,3 +963,33 @@ func TestRunsShowDebouncedRun(t *testing.T) {
 		t.Errorf("runs show -format json: debouncedUntil %v, want %v", run.DebouncedUntil, want)
 	}
 }
+
+func TestQueueShowsUnservedAndWorkersTheirLabels(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx, s, now := e.t.Context(), e.h.Store, e.h.Now()
+	_, err := s.CreateRuns(ctx, store.CreateRuns{Now: now.Add(-time.Minute), Runs: []store.NewRun{{
+		ID: uuid.Must(uuid.NewV7()), Workflow: "render", Version: "render@1", Tenant: "default", Input: []byte(`{}`),
+		Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1, Labels: []string{"gpu=a100"}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AnnounceWorker(ctx, "cpu-1", nil, []string{"region=eu"}, now); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("queue")
+	if !strings.Contains(out, "unserved: queued tasks no live worker can claim") ||
+		!regexp.MustCompile(`(?m)^render\s+1\s+1m00s\s+gpu=a100\s*$`).MatchString(out) {
+		t.Errorf("queue with a task only a gpu worker can run:\n%s", out)
+	}
+	if out := e.ok("workers"); !regexp.MustCompile(`(?m)^WORKER .* LABELS\s*\n.*cpu-1 .*region=eu\s*$`).MatchString(out) {
+		t.Errorf("workers with labels:\n%s", out)
+	}
+	// A live gpu worker serves it: the section goes.
+	if err := s.AnnounceWorker(ctx, "gpu-1", nil, []string{"gpu=a100"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("queue"); strings.Contains(out, "unserved") {
+		t.Errorf("queue with a live gpu worker still lists unserved work:\n%s", out)
+	}
+}
