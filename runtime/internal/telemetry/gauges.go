@@ -38,6 +38,9 @@ type GaugeSource struct {
 	Cluster func() bool
 	// Store answers the queue depth.
 	Store store.Store
+	// StaleAfter is how long a worker that has not heartbeated stays
+	// live, for the unserved gauge.
+	StaleAfter time.Duration
 	// StuckRuns counts the stuck runs; nil when the engine does not look
 	// for them.
 	StuckRuns func(ctx context.Context) (int, error)
@@ -80,6 +83,11 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 	}
 	m.paused, err = meter.Int64ObservableGauge("trellis.workflow.paused", metric.WithUnit("{task}"),
 		metric.WithDescription("Queued tasks each pause of a workflow holds, one series per pause (tenant _all: every tenant's). Reported by the leader."))
+	if err != nil {
+		return err
+	}
+	m.unserved, err = meter.Int64ObservableGauge("trellis.queue.unserved", metric.WithUnit("{task}"),
+		metric.WithDescription("Queued tasks no live worker can claim (they need worker labels no live worker has), per workflow. Reported by the leader."))
 	return err
 }
 
@@ -101,6 +109,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 		m.observeQueue(ctx, o, src)
 		m.observePauses(ctx, o, src)
 		m.observeWaitingRuns(ctx, o, src)
+		m.observeUnserved(ctx, o, src)
 		if src.StuckRuns != nil {
 			n, err := src.StuckRuns(ctx)
 			if src.read("stuck runs", err) {
@@ -108,7 +117,7 @@ func (m *Metrics) Observe(src GaugeSource) (metric.Registration, error) {
 			}
 		}
 		return nil
-	}, m.leader, m.queued, m.running, m.stuck, m.paused, m.waitingRuns)
+	}, m.leader, m.queued, m.running, m.stuck, m.paused, m.waitingRuns, m.unserved)
 	if err != nil {
 		return nil, fmt.Errorf("engine: registering the metric gauges: %w", err)
 	}
@@ -133,6 +142,31 @@ func (m *Metrics) observeQueue(ctx context.Context, o metric.Observer, src Gauge
 	other := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(otherTenants)))
 	o.ObserveInt64(m.queued, int64(restQueued), other)
 	o.ObserveInt64(m.running, int64(restRunning), other)
+}
+
+// observeUnserved observes the queued tasks no live worker can claim,
+// per workflow: those the store lists, and 0 for the workflows it listed
+// before.
+func (m *Metrics) observeUnserved(ctx context.Context, o metric.Observer, src GaugeSource) {
+	groups, err := src.Store.Unserved(ctx, store.UnservedQuery{AliveSince: src.Clock.Now().Add(-src.StaleAfter), Limit: 100})
+	if !src.read("the unserved tasks", err) {
+		return
+	}
+	n := map[string]int{}
+	for _, g := range groups {
+		n[g.Workflow] += g.Tasks
+	}
+	m.waitedMu.Lock()
+	defer m.waitedMu.Unlock()
+	if m.unservedIn == nil {
+		m.unservedIn = map[string]bool{}
+	}
+	for w := range n {
+		m.unservedIn[w] = true
+	}
+	for w := range m.unservedIn {
+		o.ObserveInt64(m.unserved, int64(n[w]), metric.WithAttributes(attrWorkflow.String(w)))
+	}
 }
 
 // observePauses observes the tasks each pause holds. Pauses are few

@@ -93,6 +93,10 @@ type Metrics struct {
 	// runs stopped waiting.
 	waitedMu sync.Mutex
 	waitedIn map[string]bool
+	// unserved is trellis.queue.unserved, and unservedIn the workflows it
+	// has reported tasks of (0 for them once served), under waitedMu.
+	unserved   metric.Int64ObservableGauge
+	unservedIn map[string]bool
 
 	// tagKeys are the run tags the runs-started counter carries.
 	tagKeys []string
