@@ -745,7 +745,7 @@ func (d *decoder) labels(v *Value, what string) map[string]string {
 		case f.Value.Kind != KindString:
 			hint := ""
 			if f.Value.Kind == KindBool || f.Value.Kind == KindNumber {
-				hint = fmt.Sprintf(`; quote it: %s: "%s"`, f.Key, f.Value.Str)
+				hint = fmt.Sprintf(`; quote it: %s: %q`, f.Key, f.Value.Str)
 				if f.Value.Kind == KindBool {
 					hint = fmt.Sprintf(`; quote it: %s: "%t"`, f.Key, f.Value.Bool)
 				}

@@ -60,7 +60,9 @@ func testLabelsRequeued(t *testing.T, f *fixture) {
 		t.Fatalf("after a release, an unlabelled worker claimed %v", keys(got))
 	}
 	// Recovered from a dead worker, likewise.
-	a = f.claim(1, gpuWorker)
+	if a = f.claim(1, gpuWorker); len(a) != 1 {
+		t.Fatalf("the gpu worker claimed %v, want the root handed back", keys(a))
+	}
 	f.tick(time.Minute)
 	res, err := f.s.RecoverTasks(f.ctx, store.Recover{StaleBefore: f.now, Limit: 10, Now: f.now})
 	if err != nil || len(res.Requeued) == 0 {
