@@ -4,10 +4,11 @@ INSERT INTO trellis_workers (worker, heartbeat_at) VALUES (@worker, @now)
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at);
 
 -- name: WorkerAnnounce :exec
--- Records the workflow versions a worker registered, and that it is alive.
-INSERT INTO trellis_workers (worker, heartbeat_at, versions) VALUES (@worker, @now, @versions::text[])
+-- Records the workflow versions a worker registered, its labels, and that
+-- it is alive.
+INSERT INTO trellis_workers (worker, heartbeat_at, versions, labels) VALUES (@worker, @now, @versions::text[], @labels::text[])
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at),
-    versions = excluded.versions;
+    versions = excluded.versions, labels = excluded.labels;
 
 -- name: LeasesOf :many
 -- The leases a worker holds.

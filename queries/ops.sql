@@ -75,9 +75,23 @@ SELECT w.worker, w.heartbeat_at,
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
        ) AS leader,
-       w.versions
+       w.versions, w.labels
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C";
+
+-- name: OpsUnserved :many
+-- Queued tasks that need worker labels no live worker (heartbeat at or
+-- after alive_since) has all of, by workflow and labels (store.Unserved).
+-- Reads only the labelled entries of the ready queue (a partial index).
+SELECT q.workflow, q.labels::text[] AS labels, count(*)::bigint AS tasks,
+       min(t.updated_at)::timestamptz AS oldest_queued_at
+FROM trellis_ready q
+JOIN trellis_tasks t ON t.run_id = q.run_id AND t.step = q.step
+WHERE q.labels IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM trellis_workers w WHERE w.heartbeat_at >= @alive_since AND q.labels <@ w.labels)
+GROUP BY q.workflow, q.labels
+ORDER BY count(*) DESC, q.workflow COLLATE "C", q.labels::text COLLATE "C"
+LIMIT @lim;
 
 -- name: OpsQueue :many
 -- Per tenant and workflow with tasks queued or running: how many of each

@@ -12,6 +12,7 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+      AND (q.labels IS NULL OR q.labels <@ @labels::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -86,6 +87,7 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+          AND (q.labels IS NULL OR q.labels <@ @labels::text[])
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
@@ -164,6 +166,7 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+      AND (q.labels IS NULL OR q.labels <@ @labels::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -184,6 +187,7 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+          AND (q.labels IS NULL OR q.labels <@ @labels::text[])
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q

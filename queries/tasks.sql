@@ -7,11 +7,12 @@
 -- Rate limits apply when tasks are claimed (trellis_pace).
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
-                               rate_key, rate_interval, rate_burst, sink, updated_at)
+                               rate_key, rate_interval, rate_burst, sink, labels, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
-           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink, @now
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink,
+           string_to_array(nullif(t.labels, ''), ','), @now
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
@@ -20,7 +21,10 @@ WITH inserted AS (
                unnest(@plains::boolean[]) AS plain, unnest(@max_attempts::int[]) AS max_attempts,
                unnest(@limit_keys::text[]) AS limit_key, unnest(@limit_maxes::int[]) AS limit_max,
                unnest(@rate_keys::text[]) AS rate_key, unnest(@rate_intervals::bigint[]) AS rate_interval,
-               unnest(@rate_bursts::int[]) AS rate_burst, unnest(@sinks::boolean[]) AS sink
+               unnest(@rate_bursts::int[]) AS rate_burst, unnest(@sinks::boolean[]) AS sink,
+               -- labels: the task's worker labels joined by ',' (which no
+               -- label holds), such as gpu=a100,region=eu; '' for none.
+               unnest(@labels::text[]) AS labels
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
@@ -103,6 +107,7 @@ WITH locked AS (
     -- The tenant of the task the worker's next claim would take.
     SELECT q.tenant FROM trellis_ready q
     WHERE @hand_off::int > 0 AND (cardinality(@versions::text[]) = 0 OR q.version = ANY (@versions::text[]))
+      AND (q.labels IS NULL OR q.labels <@ @labels::text[])
     ORDER BY q.qid, q.lane DESC LIMIT 1
 ), offers AS (
     -- Which children go to the worker (see store.HandOff): up to hand_off
@@ -121,6 +126,7 @@ WITH locked AS (
         JOIN trellis_runs r ON r.id = t.run_id
         WHERE @hand_off::int > 0 AND t.run_id = e.run_id AND t.step = e.child
           AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
+          AND (t.labels IS NULL OR t.labels <@ @labels::text[])
           AND (cardinality(@versions::text[]) = 0 OR r.version = ANY (@versions::text[]))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
                OR NOT ((r.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))

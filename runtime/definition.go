@@ -56,6 +56,9 @@ type Definition struct {
 	waitKeys []*condition.KeyExpr
 	// startOn are the compiled startOn entries (see startevents.go).
 	startOn []startOn
+	// stepLabels are the worker labels each step's tasks need (runsOn),
+	// by step index; nil when none does (see labels.go).
+	stepLabels [][]string
 }
 
 // runLimit is a compiled run concurrency limit: runs whose key values
@@ -112,6 +115,7 @@ func Compile(spec *WorkflowSpec) (*Definition, error) {
 		return nil, fmt.Errorf("compiling workflow %s: %w", spec.Name, err)
 	}
 	d.graph = g
+	d.stepLabels = stepLabels(spec)
 	if d.input, err = compileSchema(spec.Name+".input", spec.InputSchema); err != nil {
 		return nil, fmt.Errorf("compiling workflow %s: input schema: %w", spec.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 var errRunInTx = errors.New("Run cannot wait inside a transaction: the run only exists once the transaction commits; use RunNoWait with the transaction, commit, then Wait")
@@ -127,6 +129,14 @@ type Config struct {
 	// those its code can run besides the registered ones (see
 	// Engine.ServedVersions); a version stored later is served within it.
 	VersionRefresh time.Duration
+	// Labels are this engine's worker labels, such as {"gpu": "a100",
+	// "region": "eu-west-1"}: a step whose runsOn names labels is run
+	// only by engines whose Labels include every one with the same value;
+	// steps without runsOn run on any engine. At most 64; keys and values
+	// as spec.CheckLabel says (letters, digits, '.', '_', '-', keys also
+	// '/'; at most 63 bytes). The engine announces them with its versions
+	// (trellis workers). See docs/how-to/workers.md, Labels.
+	Labels map[string]string
 	// SizeLimits bound run inputs, step outputs, event payloads, map
 	// steps' items, tenants and idempotency keys; zero fields take their
 	// defaults (1 MiB inputs, outputs and payloads, 64 levels of nesting,
@@ -179,6 +189,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("runtime.Config: StaleAfter (%v) must exceed HeartbeatInterval (%v)", c.StaleAfter, c.HeartbeatInterval)
+	}
+	if problems := spec.CheckLabels(c.Labels, spec.MaxWorkerLabels); len(problems) > 0 {
+		return fmt.Errorf("runtime.Config: Labels: %s", strings.Join(problems, "; "))
 	}
 	if err := c.SizeLimits.setDefaults(); err != nil {
 		return err
@@ -241,6 +254,7 @@ func New(cfg Config) (*Engine, error) {
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, ClaimBatch: cfg.ClaimBatch,
 		BatchWindow: cfg.BatchWindow, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		TenantConcurrency: cfg.TenantConcurrency, DisableHandOff: cfg.DisableHandOff, Stopped: ErrStopped,
+		Labels:  spec.LabelList(cfg.Labels),
 		Planner: plan, RunEnded: e.waiters.runFinished, TimerSet: e.leading.timers.Nudge, EndCause: e.endCause,
 		Store: cfg.Store, Clock: cfg.Clock, Log: log, Metrics: e.metrics, Faults: e.faults,
 	})

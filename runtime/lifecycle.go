@@ -63,6 +63,8 @@ func (e *Engine) startLoops(ctx context.Context) (*lifecycle, error) {
 			e.log.Warn("finding the stored workflow versions the registered code can run failed", "error", rerr)
 		}
 
+		// Say what we serve and our labels, for claims' sake and for
+		// operators (trellis workers, the dashboard).
 		err = retryTransient(ctx, e.clock, func() error { return e.announce(ctx) })
 	}
 	if err != nil {

@@ -139,7 +139,7 @@ func (p *planner) spawnItems(ctx context.Context, c store.ClaimedTask, def *Defi
 // step, or the step's own) and its rate limit, keyed by the parent run's
 // input.
 func (d *Definition) itemTask(ctx context.Context, step *dag.Step, c store.ClaimedTask) (store.NewTask, error) {
-	t := store.NewTask{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: step.MaxAttempts()}
+	t := store.NewTask{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: step.MaxAttempts(), Labels: d.labels(step.Index)}
 	if n := d.spec.Steps[step.Index].ForEach.Concurrency; n > 0 {
 		t.Limit = store.Limit{Key: fmt.Sprintf("%s/%s:%s", d.spec.Name, step.Name, c.Key.Run), Max: n}
 	}

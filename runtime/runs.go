@@ -229,7 +229,8 @@ func newTasks(def *Definition) []store.NewTask {
 	tasks := make([]store.NewTask, len(def.graph.Steps))
 	for i := range def.graph.Steps {
 		s := &def.graph.Steps[i]
-		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Parents: s.Parents, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts()}
+		tasks[i] = store.NewTask{Step: i, Kind: s.Kind, Parents: s.Parents, Pending: pending[i], Plain: s.Plain(), MaxAttempts: s.MaxAttempts(),
+			Labels: def.labels(i)}
 	}
 	return tasks
 }

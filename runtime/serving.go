@@ -82,7 +82,7 @@ func (e *Engine) refreshServed(ctx context.Context) (bool, error) {
 // announce records what this engine serves in the store, for operators
 // and the unserved work (see above).
 func (e *Engine) announce(ctx context.Context) error {
-	return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.served(), e.clock.Now())
+	return e.store.AnnounceWorker(ctx, e.cfg.WorkerID, e.registry.served(), spec.LabelList(e.cfg.Labels), e.clock.Now())
 }
 
 // servingLoop refreshes the versions served every Config.VersionRefresh

@@ -258,7 +258,7 @@ func testServesCompatibleVersions(t *testing.T, s store.Store) {
 	}
 }
 
-// TestUnservedGauge: trellis.task.unserved counts the queued tasks of
+// TestUnservedGauge: trellis.queue.unserved counts the queued tasks of
 // each workflow version no live worker serves, and reads 0 once one does.
 func TestUnservedGauge(t *testing.T) {
 	for name, opts := range map[string][]trellistest.Option{
@@ -278,13 +278,13 @@ func TestUnservedGauge(t *testing.T) {
 				}
 			}
 			version := "trellis.workflow.version=" + w.Definition().Version()
-			if got := tel.metrics(t).sum(t, "trellis.task.unserved", "trellis.workflow.name=flow", version); got != 2 {
+			if got := tel.metrics(t).sum(t, "trellis.queue.unserved", "trellis.workflow.name=flow", version); got != 2 {
 				t.Errorf("unserved tasks = %d, want 2", got)
 			}
-			if err := h.Store.AnnounceWorker(t.Context(), "keeper", []string{w.Definition().Version()}, h.Now()); err != nil {
+			if err := h.Store.AnnounceWorker(t.Context(), "keeper", []string{w.Definition().Version()}, nil, h.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if got := tel.metrics(t).sum(t, "trellis.task.unserved", "trellis.workflow.name=flow", version); got != 0 {
+			if got := tel.metrics(t).sum(t, "trellis.queue.unserved", "trellis.workflow.name=flow", version); got != 0 {
 				t.Errorf("unserved tasks once a live worker serves the version = %d, want 0", got)
 			}
 		})

@@ -56,6 +56,7 @@ func (e *Engine) endTrigger(span trace.Span, refs []RunRef, err error) {
 func (e *Engine) observeGauges() (metric.Registration, error) {
 	src := telemetry.GaugeSource{
 		Leader: e.IsLeader, Cluster: e.reportsCluster, Store: e.store, Faults: e.faults, Clock: e.clock,
+		StaleAfter: e.cfg.StaleAfter,
 	}
 	if e.cfg.StuckAfter > 0 {
 		src.StuckRuns = func(ctx context.Context) (int, error) {

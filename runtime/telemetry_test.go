@@ -26,6 +26,7 @@ import (
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
 	"github.com/effectivelabs/trellis/runtime/store/pgstore/pgtest"
 	"github.com/effectivelabs/trellis/runtime/trellistest"
+	wf "github.com/effectivelabs/trellis/testdata/acceptance"
 )
 
 // These tests read what an engine with OpenTelemetry on exports, through
@@ -665,5 +666,35 @@ func TestPausedGauge(t *testing.T) {
 	}
 	if m, ok := tel.metrics(t)["trellis.workflow.paused"]; ok {
 		t.Errorf("after the resume, the paused gauge still reports %+v, want no series", m.Data)
+	}
+}
+
+// The leader reports the queued tasks no live worker can claim, per
+// workflow, and 0 once a worker that can claim them is live.
+func TestUnservedGaugeLabels(t *testing.T) {
+	tel := newTelemetry(t)
+	h := trellistest.New(t, trellistest.WithConfig(tel.configure))
+	render, err := wf.RegisterRender(h.Engine, renderSteps{worker: "bare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render.RunNoWait(t.Context(), wf.RenderInput{Frames: []int64{1}}); err != nil {
+		t.Fatal(err)
+	}
+	h.RunUntilIdle() // prepare needs region=eu, which this engine lacks
+	// A Driver's engine announces nothing: a live worker serves the version,
+	// without labels.
+	version := render.Workflow().Definition().Version()
+	if err := h.Store.AnnounceWorker(t.Context(), "bare-1", []string{version}, nil, h.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tel.metrics(t).sum(t, "trellis.queue.unserved", "trellis.workflow.name=render"); got != 1 {
+		t.Errorf("unserved tasks of render = %d, want 1 (prepare)", got)
+	}
+	if err := h.Store.AnnounceWorker(t.Context(), "eu-1", []string{version}, []string{"region=eu"}, h.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tel.metrics(t).sum(t, "trellis.queue.unserved", "trellis.workflow.name=render"); got != 0 {
+		t.Errorf("unserved tasks of render with a live eu worker = %d, want 0", got)
 	}
 }

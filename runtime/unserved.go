@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
@@ -17,7 +18,7 @@ import (
 // the runs of an older version during a deploy, until a worker that still
 // serves it comes back. It is the one home of the concept: trellis queue
 // and trellis workers, trellis runs show, the dashboard's queue page and
-// the trellis.task.unserved gauge all read Engine.Unserved. Its JSON is
+// the trellis.queue.unserved gauge all read Engine.Unserved. Its JSON is
 // what trellis queue -format json prints under "unserved".
 type UnservedWork struct {
 	Workflow string `json:"workflow"`
@@ -27,6 +28,11 @@ type UnservedWork struct {
 	// OldestQueuedAt is when the task at the head of the version's queue
 	// was queued.
 	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
+	// Labels, when set, are the worker labels the tasks need (a step's
+	// runsOn, "key=value", sorted) that no live worker has; Version is
+	// then empty: the tasks are of every version of the workflow that
+	// needs them.
+	Labels []string `json:"labels,omitempty"`
 	// Reason says, for people, why no live worker claims the work, and
 	// what would.
 	Reason string `json:"reason"`
@@ -39,10 +45,12 @@ type UnservedWork struct {
 }
 
 // Unserved lists the queued work no live worker can claim, by workflow,
-// then version (see UnservedWork). It reads the ready queue by version
-// and the workers (their heartbeats and the versions they announced), so
-// its cost grows with the tasks queued, not with history. Times are in
-// UTC.
+// then version (see UnservedWork): the tasks of versions no live worker
+// serves, then those that need worker labels no live worker has (the
+// store's Unserved, at most 100 groups). It reads the ready queue by
+// version and the workers (their heartbeats and the versions and labels
+// they announced), so its cost grows with the tasks queued, not with
+// history. Times are in UTC.
 func (e *Engine) Unserved(ctx context.Context) ([]UnservedWork, error) {
 	queued, err := e.store.QueueVersions(ctx)
 	if err != nil {
@@ -55,7 +63,18 @@ func (e *Engine) Unserved(ctx context.Context) ([]UnservedWork, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unserved(queued, workers, e.clock.Now(), e.cfg.StaleAfter, e.cfg.StuckAfter), nil
+	now := e.clock.Now()
+	out := unserved(queued, workers, now, e.cfg.StaleAfter, e.cfg.StuckAfter)
+	labelled, err := e.store.Unserved(ctx, store.UnservedQuery{AliveSince: now.Add(-e.cfg.StaleAfter), Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range labelled {
+		out = append(out, UnservedWork{Workflow: u.Workflow, Queued: u.Tasks, OldestQueuedAt: u.OldestQueuedAt.UTC(), Labels: u.Labels,
+			Reason: fmt.Sprintf("the tasks need worker labels %s that no live worker has: start a worker with them (Config.Labels)", strings.Join(u.Labels, ","))})
+	}
+	slices.SortStableFunc(out, func(a, b UnservedWork) int { return strings.Compare(a.Workflow, b.Workflow) })
+	return out, nil
 }
 
 // unserved is Unserved's rule, given what it read.

@@ -31,10 +31,10 @@ var FunctionsTable string
 // functions applied by a binary of a higher FunctionsVersion, which a
 // binary of the previous release, started during a rolling upgrade,
 // would otherwise do.
-const FunctionsVersion = 3
+const FunctionsVersion = 4
 
 // checksumAtVersion is functionsChecksum of the files at FunctionsVersion.
-const checksumAtVersion = "312c850125e3d08009d3a910198713808a150784d6d849e7ca276a25b213e629"
+const checksumAtVersion = "a78321e7f18d2f361dc6eeeb5a05eeac099ec014c9a211de458d199270ffbbfa"
 
 // FunctionFile is one file of schema/functions.
 type FunctionFile struct {

@@ -32,7 +32,7 @@ func TestWorkersPage(t *testing.T) {
 		}
 	}
 	version := b.workflow.Definition().Version()
-	if err := b.h.Store.AnnounceWorker(ctx, "worker-042", []string{version}, b.h.Now()); err != nil {
+	if err := b.h.Store.AnnounceWorker(ctx, "worker-042", []string{version}, []string{"gpu=a100", "region=eu"}, b.h.Now()); err != nil {
 		t.Fatal(err)
 	}
 	leader := b.h.Store.Leadership("worker-042")
@@ -53,6 +53,9 @@ func TestWorkersPage(t *testing.T) {
 	}
 	if row := rowOf(t, page, `data-worker="worker-042"`); !strings.Contains(row, `href="/workflows/probe?version=`+url.QueryEscape(version)+`">`+version+`</a>`) {
 		t.Errorf("the leader's row does not link the version it runs: %s", row)
+	}
+	if row := rowOf(t, page, `data-worker="worker-042"`); !strings.Contains(row, `<span class="mono">gpu=a100</span>, <span class="mono">region=eu</span>`) {
+		t.Errorf("the leader's row does not show its labels: %s", row)
 	}
 	if row := rowOf(t, page, `data-worker="worker-001"`); !strings.Contains(row, "none announced") {
 		t.Errorf("a worker that announced nothing: %s", row)

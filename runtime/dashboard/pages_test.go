@@ -116,7 +116,7 @@ func TestRunningRunAndQueue(t *testing.T) {
 			t.Errorf("the queue page does not show %q of the unserved task", want)
 		}
 	}
-	if err := b.h.Store.AnnounceWorker(t.Context(), "worker", []string{version}, b.h.Now()); err != nil {
+	if err := b.h.Store.AnnounceWorker(t.Context(), "worker", []string{version}, nil, b.h.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if queue := b.page("/queue", http.StatusOK); strings.Contains(queue, `id="queue-unserved"`) {

@@ -183,7 +183,7 @@ func TestScreenshots(t *testing.T) {
 	if _, err := h.Store.Heartbeat(t.Context(), "worker-eu-2", h.Now().Add(-5*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Store.AnnounceWorker(t.Context(), "worker-eu-1", []string{client.Workflow().Definition().Version()}, h.Now()); err != nil {
+	if err := h.Store.AnnounceWorker(t.Context(), "worker-eu-1", []string{client.Workflow().Definition().Version()}, []string{"region=eu-west-1"}, h.Now()); err != nil {
 		t.Fatal(err)
 	}
 	leader := h.Store.Leadership("worker-eu-1")

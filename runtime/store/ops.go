@@ -36,6 +36,10 @@ type Ops interface {
 	// running, how many are queued and running and how long the queue's
 	// head has waited; by tenant, then workflow.
 	QueueStats(ctx context.Context) ([]QueueStat, error)
+	// Unserved returns the queued work that no live worker can claim (see
+	// Unserved), the groups with the most tasks first, at most Limit
+	// groups. It reads the ready queue and the workers, and locks nothing.
+	Unserved(ctx context.Context, q UnservedQuery) ([]Unserved, error)
 	// QueueSteps returns the queued tasks of one tenant's runs of one
 	// workflow per workflow version and step: how many, how many of them
 	// wait for a concurrency slot, and since when the oldest waits; by
@@ -312,6 +316,32 @@ type Worker struct {
 	// them when it started (AnnounceWorker), sorted; empty for a worker
 	// that registered none.
 	Versions []string `json:"versions,omitempty"`
+	// Labels are the labels it declared (runtime.Config.Labels), as it
+	// announced them, "key=value", sorted; empty for none.
+	Labels []string `json:"labels,omitempty"`
+}
+
+// UnservedQuery says which workers are live for Unserved: those that
+// heartbeated at or after AliveSince.
+type UnservedQuery struct {
+	AliveSince time.Time
+	Limit      int
+}
+
+// Unserved is queued work that no live worker can claim, grouped by
+// workflow and by why: tasks on the ready queue that need worker labels
+// (NewTask.Labels) that no live worker announced all of (AnnounceWorker).
+// They wait, neither failed nor lost, until such a worker starts. It is
+// the one record of work that waits for a worker that is not there:
+// reasons other than labels belong here too.
+type Unserved struct {
+	Workflow string `json:"workflow"`
+	// Labels are the worker labels the tasks need, "key=value", sorted.
+	Labels []string `json:"labels"`
+	// Tasks is how many tasks wait.
+	Tasks int `json:"tasks"`
+	// OldestQueuedAt is when the one that waited longest was queued.
+	OldestQueuedAt time.Time `json:"oldestQueuedAt"`
 }
 
 // WorkerState is what a worker's heartbeats say of it, in the one word

@@ -284,10 +284,12 @@ type Tasks interface {
 	// recorded.
 	Heartbeat(ctx context.Context, worker string, now time.Time) ([]Lease, error)
 	// AnnounceWorker records the workflow versions a worker registered
-	// (each a definition's version, name@hash), replacing what it
-	// announced before, and heartbeats for it at now. A worker announces
-	// itself when it starts; ListWorkers reports what it said.
-	AnnounceWorker(ctx context.Context, worker string, versions []string, now time.Time) error
+	// (each a definition's version, name@hash) and its labels (see
+	// Claim.Labels), replacing what it announced before, and heartbeats
+	// for it at now. A worker announces itself when it starts;
+	// ListWorkers reports what it said, and Unserved reads the labels of
+	// the live workers.
+	AnnounceWorker(ctx context.Context, worker string, versions, labels []string, now time.Time) error
 	// ReleaseTasks hands tasks the worker holds back, atomically for each:
 	// a task still RUNNING in the given attempt under that worker is queued
 	// again (a woken sleep task to be completed), with a QUEUED event whose
@@ -485,6 +487,11 @@ type NewTask struct {
 	// Rate, when its Key is set, paces the starts of the tasks that share
 	// its key (see Rate).
 	Rate Rate
+	// Labels are the worker labels the task needs (a step's runsOn), in
+	// their stored form: "key=value", sorted (spec.LabelList). Only a
+	// worker whose Claim.Labels include every one claims the task, on
+	// whatever path it is queued (see Claim.Labels). Empty for none.
+	Labels []string
 }
 
 // Rate is a rate limit on task starts (a claim that runs the task's code:
@@ -717,7 +724,12 @@ type Claim struct {
 	// TenantLimit, when positive, caps how many tasks of one tenant may be
 	// RUNNING at once, across all workers.
 	TenantLimit int
-	Now         time.Time
+	// Labels are the worker's labels, "key=value" (spec.LabelList). A
+	// task that needs labels (NewTask.Labels) is claimed only by a worker
+	// whose Labels include them all; the others pass it over, and claim
+	// the tasks behind it in the queue's order as if it were not there.
+	Labels []string
+	Now    time.Time
 }
 
 // ClaimedTask is a task a worker now owns.
@@ -826,12 +838,15 @@ type Results struct {
 // tenant and a lane, a run under way goes on before the tenant's other
 // queued tasks of that lane: depth first, as a worker with a slot free
 // claims them next. Only plain tasks (code that cannot be skipped) of
-// Versions, with no concurrency or rate limit, are handed off. Which
-// children go, when more qualify than Limit, is the store's choice.
+// Versions, with no concurrency or rate limit, and whose labels the
+// worker has (Labels, as Claim.Labels), are handed off; "the queue"
+// above is what the worker could claim. Which children go, when more
+// qualify than Limit, is the store's choice.
 type HandOff struct {
 	Worker string
 	// Versions are the workflow versions the worker serves, as in Claim.
 	Versions []string
+	Labels   []string
 	Limit    int
 }
 

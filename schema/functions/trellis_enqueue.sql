@@ -16,11 +16,15 @@
 -- call: tasks of one tenant in different lanes queued by one call do not
 -- queue behind each other. Tasks already queued are left as they are.
 --
+-- Each entry carries its task's worker labels (trellis_tasks.labels,
+-- schema/0024), which claims compare with the claiming worker's: every
+-- path that queues a task queues it here, so none can lose them.
+--
 -- Called by trellis_admit (tasks ready for the first time), and directly
 -- for tasks queued again (retries, woken sleeps, recovered leases, the
 -- failure handler; queries/leases.sql, tasks.sql, timers.sql).
 --
--- Each entry carries its run's workflow version (schema/0024), read here
+-- Each entry carries its run's workflow version (schema/0025), read here
 -- from the run, so that every path that queues a task fills it: claims
 -- take only the versions a worker serves.
 
@@ -69,10 +73,11 @@ BEGIN
                ) AS block
         FROM (SELECT DISTINCT tenant, lane FROM items) t
     )
-    INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, version, wake, lane)
-    SELECT i.run_id, i.step, (b.block + i.n) * 1048576 + i.grp, i.tenant, i.workflow, i.version, i.wake, i.lane
+    INSERT INTO trellis_ready (run_id, step, qid, tenant, workflow, version, wake, lane, labels)
+    SELECT i.run_id, i.step, (b.block + i.n) * 1048576 + i.grp, i.tenant, i.workflow, i.version, i.wake, i.lane, t.labels
     FROM items i
     JOIN base b ON b.tenant = i.tenant AND b.lane = i.lane
+    LEFT JOIN trellis_tasks t ON t.run_id = i.run_id AND t.step = i.step
     ON CONFLICT (run_id, step) DO NOTHING;
     GET DIAGNOSTICS queued = ROW_COUNT;
 

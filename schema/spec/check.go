@@ -35,6 +35,7 @@ const (
 	RuleWait          Rule = "waitFor"        // a wait step for an undeclared event, or with a bad timeout or onTimeout
 	RuleEvent         Rule = "events"         // an event without a valid, unique name or without a payload schema
 	RuleStartOn       Rule = "startOn"        // a startOn entry for an undeclared event, or with an empty input field
+	RuleRunsOn        Rule = "runsOn"         // worker labels that are malformed or too many, or on a sleep or wait step
 )
 
 // Problem is one rule a workflow breaks, located by the step and field it
@@ -294,6 +295,9 @@ func (c *checker) settings() {
 			if s.RateLimit != nil {
 				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "%s runs no code and takes no rate limit; remove rateLimit", what)
 			}
+			if len(s.RunsOn) > 0 {
+				c.stepProblem(RuleRunsOn, i, "runsOn", -1, "%s runs no code on a worker and takes no runsOn; remove runsOn", what)
+			}
 			continue // it runs no code, so it has no retries
 		}
 		if s.IsChild() {
@@ -308,6 +312,9 @@ func (c *checker) settings() {
 			for _, m := range l.problems() {
 				c.stepProblem(RuleRateLimit, i, "rateLimit", -1, "%s", m)
 			}
+		}
+		for _, m := range CheckLabels(s.RunsOn, MaxStepLabels) {
+			c.stepProblem(RuleRunsOn, i, "runsOn", -1, "%s", m)
 		}
 		for _, p := range s.Retry.Check() {
 			p.Step, p.Name = i, s.Name
@@ -361,6 +368,9 @@ func (c *checker) settings() {
 		for _, p := range h.Retry.Check() {
 			p.Handler, p.Name = true, h.Name
 			c.add(p)
+		}
+		for _, m := range CheckLabels(h.RunsOn, MaxStepLabels) {
+			c.add(Problem{Rule: RuleRunsOn, Step: -1, Handler: true, Name: h.Name, Field: "runsOn", Index: -1, Other: -1, Message: m})
 		}
 	}
 }

@@ -172,6 +172,13 @@ type Step struct {
 	// and completes with the payload of the first event of its kind sent
 	// to its run or its key (see WaitFor).
 	WaitFor *WaitFor `json:"waitFor,omitempty"`
+	// RunsOn, when set, names the worker labels a worker must have, each
+	// with the same value, to run the step (see Labels in labels.go):
+	// only engines whose Config.Labels include them claim its tasks. On a
+	// map step it applies to the step and to each item; on a child
+	// workflow step to the step's own task, not to the child run. Sleep
+	// and wait steps run no code and take none.
+	RunsOn map[string]string `json:"runsOn,omitempty"`
 }
 
 // ChildWorkflow declares the run a child workflow step starts.
@@ -386,6 +393,8 @@ type OnFailure struct {
 	Name    string        `json:"name"`
 	Retry   RetryPolicy   `json:"retry"`
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// RunsOn is the worker labels the handler needs, as Step.RunsOn.
+	RunsOn map[string]string `json:"runsOn,omitempty"`
 }
 
 // RetryPolicy says how often and how soon a failed attempt is retried: the
@@ -437,6 +446,7 @@ func (w *Workflow) Clone() Workflow {
 			wf := *st.WaitFor
 			st.WaitFor = &wf
 		}
+		st.RunsOn = maps.Clone(st.RunsOn)
 		out.Steps[i] = st
 	}
 	if w.Concurrency != nil {
@@ -457,6 +467,7 @@ func (w *Workflow) Clone() Workflow {
 	}
 	if w.OnFailure != nil {
 		f := *w.OnFailure
+		f.RunsOn = maps.Clone(f.RunsOn)
 		out.OnFailure = &f
 	}
 	out.Schedules = append([]Schedule(nil), w.Schedules...)

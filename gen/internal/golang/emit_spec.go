@@ -61,6 +61,9 @@ func (e *emitter) spec() {
 		if h.Timeout > 0 {
 			handler = append(handler, kv("Timeout", durationCode(h.Timeout)))
 		}
+		if len(h.RunsOn) > 0 {
+			handler = append(handler, kv("RunsOn", labelsCode(h.RunsOn)))
+		}
 		fields = append(fields, kv("OnFailure", jen.Op("&").Qual(runtimePkg, "OnFailureSpec").Values(handler...)))
 	}
 	if len(w.Schedules) > 0 {
@@ -190,7 +193,20 @@ func stepSpec(s spec.Step) jen.Code {
 		each = append(each, kv("ItemSchema", rawString(f.ItemSchema)))
 		fields = append(fields, kv("ForEach", jen.Op("&").Qual(runtimePkg, "ForEachSpec").Values(each...)))
 	}
+	if len(s.RunsOn) > 0 {
+		fields = append(fields, kv("RunsOn", labelsCode(s.RunsOn)))
+	}
 	return multi(fields...)
+}
+
+// labelsCode is a map literal of worker labels, in key order.
+func labelsCode(labels map[string]string) jen.Code {
+	keys := slices.Sorted(maps.Keys(labels))
+	entries := make([]jen.Code, len(keys))
+	for i, k := range keys {
+		entries[i] = jen.Lit(k).Op(":").Lit(labels[k])
+	}
+	return jen.Map(jen.String()).String().Values(entries...)
 }
 
 func concurrencyCode(c *spec.Concurrency) jen.Code {

@@ -19,7 +19,8 @@ type decoder struct {
 	probs    *Problems
 	src      []byte
 	defaults retryOverride
-	timeout  time.Duration // defaults.timeout
+	timeout  time.Duration     // defaults.timeout
+	runsOn   map[string]string // defaults.runsOn
 }
 
 func (d *decoder) lines() [][]byte { return bytes.Split(d.src, []byte("\n")) }
@@ -120,10 +121,13 @@ func (d *decoder) schedules(v *Value) []*Schedule {
 }
 
 func (d *decoder) decodeDefaults(v *Value) {
-	if !d.isMap(v, "defaults", "a mapping with retry and timeout") {
+	if !d.isMap(v, "defaults", "a mapping with retry, timeout and runsOn") {
 		return
 	}
-	d.keys(v, "defaults", "retry", "timeout")
+	d.keys(v, "defaults", "retry", "timeout", "runsOn")
+	if f := v.Get("runsOn"); f != nil {
+		d.runsOn = d.labels(f.Value, "defaults.runsOn")
+	}
 	if f := v.Get("retry"); f != nil {
 		d.defaults = d.retry(f.Value, "defaults.retry", "")
 	}
@@ -163,7 +167,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		s.Pos = f.Value.Pos
 	}
 	s.label = what
-	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor")
+	d.keys(v, what, "name", "parents", "skipIf", "sleep", "retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor", "runsOn")
 	if f := v.Get("parents"); f != nil {
 		s.Parents = d.parents(f.Value, what)
 	}
@@ -172,7 +176,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("sleep"); f != nil {
 		s.Sleep = d.duration(f.Value, "sleep of "+what)
-		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "waitFor", "runsOn"} {
 			if code := v.Get(key); code != nil {
 				d.probs.Add(code.KeyPos, "false", "sleep step %s cannot have %s: a sleep step runs no code and takes only name, parents and skipIf; remove %s, or remove sleep to make it a code step", nameOr(s.Name, what), key, key)
 			}
@@ -182,7 +186,7 @@ func (d *decoder) step(v *Value, index int) *Step {
 		}
 	}
 	if f := v.Get("waitFor"); f != nil {
-		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow"} {
+		for _, key := range []string{"retry", "timeout", "output", "concurrency", "rateLimit", "forEach", "workflow", "runsOn"} {
 			if code := v.Get(key); code != nil {
 				hint := "remove " + key
 				switch key {
@@ -229,6 +233,10 @@ func (d *decoder) step(v *Value, index int) *Step {
 	}
 	if f := v.Get("forEach"); f != nil {
 		s.ForEach = d.forEach(f.Value, "forEach of "+what)
+	}
+	s.RunsOn = d.runsOn
+	if f := v.Get("runsOn"); f != nil {
+		s.RunsOn = d.labels(f.Value, "runsOn of "+what)
 	}
 	return s
 }
@@ -601,7 +609,7 @@ func (d *decoder) onFailure(v *Value) *OnFailure {
 	if !d.isMap(v, "onFailure", "a mapping such as {name: notify-admin}") {
 		return nil
 	}
-	d.keys(v, "onFailure", "name", "retry", "timeout")
+	d.keys(v, "onFailure", "name", "retry", "timeout", "runsOn")
 	h := &OnFailure{Pos: v.Pos}
 	if f := d.required(v, "name", "onFailure has no name: add name: <handler-name>"); f != nil {
 		h.Name, h.Pos = d.name(f.Value, "onFailure name"), f.Value.Pos
@@ -613,6 +621,10 @@ func (d *decoder) onFailure(v *Value) *OnFailure {
 	h.Timeout = d.timeout
 	if f := v.Get("timeout"); f != nil {
 		h.Timeout = d.duration(f.Value, "onFailure.timeout")
+	}
+	h.RunsOn = d.runsOn
+	if f := v.Get("runsOn"); f != nil {
+		h.RunsOn = d.labels(f.Value, "onFailure.runsOn")
 	}
 	return h
 }
@@ -709,4 +721,43 @@ func (d *decoder) duration(v *Value, what string) time.Duration {
 		return dur
 	}
 	return 0
+}
+
+// labels reads runsOn: a mapping from each worker label a step needs to
+// its value, both strings (see spec.CheckLabel). An empty mapping needs
+// none, which lets a step opt out of defaults.runsOn. Only valid labels
+// are kept; each problem is reported where it is written.
+func (d *decoder) labels(v *Value, what string) map[string]string {
+	const example = `a mapping from each worker label to its value, such as {gpu: "true", region: eu-west-1}`
+	if !d.isMap(v, what, example) {
+		return nil
+	}
+	if len(v.Fields) > spec.MaxStepLabels {
+		d.probs.Add(v.Pos, "maxProperties", "%s has %d labels, more than the %d allowed", what, len(v.Fields), spec.MaxStepLabels)
+	}
+	out := map[string]string{}
+	for _, f := range v.Fields {
+		if err := spec.CheckLabelKey(f.Key); err != nil {
+			d.probs.Add(f.KeyPos, "pattern", "%s: %v", what, err)
+			continue
+		}
+		switch {
+		case f.Value.Kind != KindString:
+			hint := ""
+			if f.Value.Kind == KindBool || f.Value.Kind == KindNumber {
+				hint = fmt.Sprintf(`; quote it: %s: %q`, f.Key, f.Value.Str)
+				if f.Value.Kind == KindBool {
+					hint = fmt.Sprintf(`; quote it: %s: "%t"`, f.Key, f.Value.Bool)
+				}
+			}
+			d.probs.Add(f.Value.Pos, "type", "label %s of %s must be a string, not %s%s", f.Key, what, f.Value.Kind, hint)
+		default:
+			if err := spec.CheckLabelValue(f.Value.Str); err != nil {
+				d.probs.Add(f.Value.Pos, "pattern", "label %s of %s: %v", f.Key, what, err)
+				continue
+			}
+			out[f.Key] = f.Value.Str
+		}
+	}
+	return out
 }

@@ -54,7 +54,7 @@ func (d *decoder) check(w *Workflow) {
 				continue // the decoder reported it, where it is written
 			}
 			d.probs.Add(sc.Pos, "", "%s", p.Message)
-		case spec.RuleKind, spec.RuleRunLimit:
+		case spec.RuleKind, spec.RuleRunLimit, spec.RuleRunsOn:
 			continue // the decoder reported it, where it is written
 		case spec.RuleDebounce:
 			if strings.HasPrefix(p.Message, "debounce and runConcurrency") {

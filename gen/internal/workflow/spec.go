@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
 
 	"github.com/effectivelabs/trellis/schema/spec"
@@ -50,6 +51,9 @@ func (w *Workflow) Spec() *spec.Workflow {
 			}
 			step.Concurrency = s.Concurrency.spec()
 			step.RateLimit = s.RateLimit.spec()
+			if len(s.RunsOn) > 0 {
+				step.RunsOn = maps.Clone(s.RunsOn)
+			}
 			if c := s.Child; c != nil {
 				step.Workflow = &spec.ChildWorkflow{Name: c.Name}
 				for _, f := range c.Input {
@@ -70,6 +74,9 @@ func (w *Workflow) Spec() *spec.Workflow {
 	}
 	if h := w.OnFailure; h != nil {
 		out.OnFailure = &spec.OnFailure{Name: h.Name, Retry: h.Retry, Timeout: h.Timeout}
+		if len(h.RunsOn) > 0 {
+			out.OnFailure.RunsOn = maps.Clone(h.RunsOn)
+		}
 	}
 	for _, ev := range w.Events {
 		e := spec.Event{Name: ev.Name}

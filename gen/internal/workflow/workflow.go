@@ -116,6 +116,9 @@ type Step struct {
 	Child *Child
 	// WaitFor makes the step an event wait step, or is nil.
 	WaitFor *WaitFor
+	// RunsOn is the worker labels the step needs: its own runsOn, or
+	// defaults.runsOn; empty for none.
+	RunsOn map[string]string
 	// MaySkip is true when the step can end SKIPPED: it has skipIf, or it
 	// has parents and every one of them may be skipped. A child sees a
 	// parent that may be skipped as optional.
@@ -265,6 +268,8 @@ type OnFailure struct {
 	Pos     Pos
 	Retry   spec.RetryPolicy
 	Timeout time.Duration
+	// RunsOn is the worker labels the handler needs (see Step.RunsOn).
+	RunsOn map[string]string
 	// retry is what the handler's own retry mapping sets.
 	retry retryOverride
 }

@@ -41,6 +41,9 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	TenantConcurrency int
 	DisableHandOff    bool
+	// Labels are the engine's worker labels, "key=value", sorted: its
+	// claims and hand-offs take only tasks whose labels they include.
+	Labels []string
 	// Stopped is the cause with which Stop cancels the steps still
 	// running past its deadline (runtime.ErrStopped).
 	Stopped error

@@ -269,7 +269,7 @@ func (x *Executor) claim(ctx context.Context, versions []string, limit int) ([]s
 	now := x.cfg.Clock.Now()
 	token := x.claims.begin(now)
 	claimed, err := x.cfg.Store.ClaimTasks(ctx, store.Claim{
-		Worker: x.cfg.Worker, Versions: versions, Limit: limit,
+		Worker: x.cfg.Worker, Versions: versions, Labels: x.cfg.Labels, Limit: limit,
 		TenantLimit: x.cfg.TenantConcurrency, Now: now,
 	})
 	x.claims.end(token, claimed)
@@ -319,7 +319,7 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	for {
 		r, token := batch.Results, 0
 		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Versions: x.cfg.Planner.Versions(), Limit: n + wait}
+			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Versions: x.cfg.Planner.Versions(), Labels: x.cfg.Labels, Limit: n + wait}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
 			token = x.claims.begin(r.Now)

@@ -38,6 +38,9 @@ type GaugeSource struct {
 	Cluster func() bool
 	// Store answers the queue depth.
 	Store store.Store
+	// StaleAfter is how long a worker that has not heartbeated stays
+	// live, for the unserved gauge.
+	StaleAfter time.Duration
 	// StuckRuns counts the stuck runs; nil when the engine does not look
 	// for them.
 	StuckRuns func(ctx context.Context) (int, error)
@@ -93,8 +96,8 @@ func (m *Metrics) newGauges(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
-	m.unserved, err = meter.Int64ObservableGauge("trellis.task.unserved", metric.WithUnit("{task}"),
-		metric.WithDescription("Queued tasks no live worker can claim, per workflow version: no worker alive serves the version. Reported by the leader."))
+	m.unserved, err = meter.Int64ObservableGauge("trellis.queue.unserved", metric.WithUnit("{task}"),
+		metric.WithDescription("Queued tasks no live worker can claim, per workflow and version: no worker alive serves the version, or has the worker labels they need (version empty). Reported by the leader."))
 	return err
 }
 

@@ -94,7 +94,7 @@ type Metrics struct {
 	// runs stopped waiting.
 	waitedMu sync.Mutex
 	waitedIn map[string]bool
-	// unservedIn are the workflow versions trellis.task.unserved has
+	// unservedIn are the workflow versions trellis.queue.unserved has
 	// reported, so that it reports 0 for them once served (under
 	// waitedMu).
 	unservedIn map[[2]string]bool

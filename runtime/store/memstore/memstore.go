@@ -28,20 +28,22 @@ type Store struct {
 	workers   map[string]time.Time    // last heartbeat of each worker
 	// workerVersions are the workflow versions each worker announced.
 	workerVersions map[string][]string
-	queue          readyQueue
-	limits         map[string]*limitLine // by limit key (see limits.go)
-	runLines       map[string]*runLine   // by run limit key (see runlimits.go)
-	debounced      map[string]*run       // the run waiting for its window, by debounce key (see debounce.go)
-	rates          map[string]time.Time  // due time by rate key (see rates.go)
-	timers         timerQueue
-	runTimers      map[uuid.UUID]*runTimer // each run's pending start or deadline (see runtimers.go)
-	eventSeq       int64
-	subs           map[int]chan store.Notification
-	subSeq         int
-	leader         string
-	schedules      map[scheduleKey]store.Schedule
-	pauses         map[pauseKey]time.Time   // paused workflows, when (see pauses.go)
-	children       map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
+	// workerLabels are the labels each worker announced.
+	workerLabels map[string][]string
+	queue        readyQueue
+	limits       map[string]*limitLine // by limit key (see limits.go)
+	runLines     map[string]*runLine   // by run limit key (see runlimits.go)
+	debounced    map[string]*run       // the run waiting for its window, by debounce key (see debounce.go)
+	rates        map[string]time.Time  // due time by rate key (see rates.go)
+	timers       timerQueue
+	runTimers    map[uuid.UUID]*runTimer // each run's pending start or deadline (see runtimers.go)
+	eventSeq     int64
+	subs         map[int]chan store.Notification
+	subSeq       int
+	leader       string
+	schedules    map[scheduleKey]store.Schedule
+	pauses       map[pauseKey]time.Time   // paused workflows, when (see pauses.go)
+	children     map[store.TaskKey][]*run // child runs by the task that spawned them, in creation order
 	// Events (see events.go): those sent to runs and with keys, in the
 	// order they were sent, and the waits for them.
 	byRun    map[uuid.UUID][]*sent
@@ -90,13 +92,14 @@ type task struct {
 	entryLane   int // 1 + the lane of its valid queue entry; 0 for none (see readyQueue.highestLane)
 	limit       store.Limit
 	rate        store.Rate
-	paced       bool   // put off by its rate limit: its timer is its turn (see rates.go)
-	turn        bool   // queued for its turn: its next claim starts it
-	holds       bool   // holds a slot of its limit's key
-	waiting     bool   // waits in its limit's line (see limits.go)
-	fresh       bool   // ... as a root of a new run
-	awaiting    int    // WAITING: child runs still to complete (see children.go)
-	waitEvent   string // the event a wait task waits or waited for (see events.go)
+	paced       bool     // put off by its rate limit: its timer is its turn (see rates.go)
+	turn        bool     // queued for its turn: its next claim starts it
+	holds       bool     // holds a slot of its limit's key
+	waiting     bool     // waits in its limit's line (see limits.go)
+	fresh       bool     // ... as a root of a new run
+	awaiting    int      // WAITING: child runs still to complete (see children.go)
+	waitEvent   string   // the event a wait task waits or waited for (see events.go)
+	labels      []string // the worker labels it needs (store.NewTask.Labels)
 }
 
 // New returns an empty store.
@@ -112,6 +115,7 @@ func New() *Store {
 		running:        map[store.TaskKey]*task{},
 		workers:        map[string]time.Time{},
 		workerVersions: map[string][]string{},
+		workerLabels:   map[string][]string{},
 		queue:          newReadyQueue(),
 		subs:           map[int]chan store.Notification{},
 		schedules:      map[scheduleKey]store.Schedule{},

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // ListRuns implements store.Ops by filtering and sorting every run: the
@@ -111,7 +112,8 @@ func (s *Store) ListWorkers(context.Context) ([]store.Worker, error) {
 	}
 	out := make([]store.Worker, 0, len(s.workers))
 	for id, at := range s.workers {
-		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader, Versions: slices.Clone(s.workerVersions[id])})
+		out = append(out, store.Worker{ID: id, HeartbeatAt: at, Leases: leases[id], Leader: id == s.leader, Versions: slices.Clone(s.workerVersions[id]),
+			Labels: slices.Clone(s.workerLabels[id])})
 	}
 	slices.SortFunc(out, func(a, b store.Worker) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
@@ -440,6 +442,52 @@ func (s *Store) ChildRunPreviews(_ context.Context, parents []uuid.UUID, first i
 			p.First = append(p.First, k)
 		}
 		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Unserved implements store.Ops.
+func (s *Store) Unserved(_ context.Context, q store.UnservedQuery) ([]store.Unserved, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var live [][]string
+	for id, at := range s.workers {
+		if !at.Before(q.AliveSince) {
+			live = append(live, s.workerLabels[id])
+		}
+	}
+	groups := map[string]*store.Unserved{}
+	for _, e := range s.queue.entries {
+		t := e.task
+		if !e.valid() || len(t.labels) == 0 || slices.ContainsFunc(live, func(have []string) bool { return spec.LabelsInclude(have, t.labels) }) {
+			continue
+		}
+		key := t.run.rec.Workflow + "\x00" + strings.Join(t.labels, ",")
+		g, ok := groups[key]
+		if !ok {
+			g = &store.Unserved{Workflow: t.run.rec.Workflow, Labels: slices.Clone(t.labels), OldestQueuedAt: t.rec.UpdatedAt}
+			groups[key] = g
+		}
+		g.Tasks++
+		if t.rec.UpdatedAt.Before(g.OldestQueuedAt) {
+			g.OldestQueuedAt = t.rec.UpdatedAt
+		}
+	}
+	out := make([]store.Unserved, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b store.Unserved) int {
+		if a.Tasks != b.Tasks {
+			return b.Tasks - a.Tasks
+		}
+		if c := strings.Compare(a.Workflow, b.Workflow); c != 0 {
+			return c
+		}
+		return strings.Compare(strings.Join(a.Labels, ","), strings.Join(b.Labels, ","))
+	})
+	if len(out) > q.Limit {
+		out = out[:max(q.Limit, 0)]
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // readyQueue is the fair ready queue (see fair.go), ordered by
@@ -91,21 +92,22 @@ func (q *readyQueue) void(t *task) {
 }
 
 // head returns the first valid entry of the given workflow versions (all
-// when none are given), dropping invalid entries from the front.
-func (q *readyQueue) head(versions []string) (*entry, bool) {
+// when none are given) that a worker with the given labels may claim,
+// dropping invalid entries from the front.
+func (q *readyQueue) head(versions, labels []string) (*entry, bool) {
 	for len(q.entries) > 0 && !q.entries[0].valid() {
 		heap.Pop(&q.entries)
 	}
 	if len(q.entries) == 0 {
 		return nil, false
 	}
-	if e := q.entries[0]; of(e, versions) {
+	if e := q.entries[0]; of(e, versions) && spec.LabelsInclude(labels, e.task.labels) {
 		return e, true
 	}
 	// The front is another engine's: look through the whole queue.
 	var head *entry
 	for _, e := range q.entries {
-		if e.valid() && of(e, versions) && (head == nil || entryHeap([]*entry{e, head}).Less(0, 1)) {
+		if e.valid() && of(e, versions) && spec.LabelsInclude(labels, e.task.labels) && (head == nil || entryHeap([]*entry{e, head}).Less(0, 1)) {
 			head = e
 		}
 	}

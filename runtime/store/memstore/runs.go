@@ -78,6 +78,7 @@ func (s *Store) createRun(nr store.NewRun, now time.Time) bool {
 				Key: store.TaskKey{Run: nr.ID, Step: i}, Kind: nt.Kind, Status: store.TaskPending, UpdatedAt: now,
 			},
 			run: r, plain: nt.Plain, parents: nt.Parents, maxAttempts: nt.MaxAttempts, limit: nt.Limit, rate: nt.Rate,
+			labels: slices.Clone(nt.Labels),
 		}
 		r.pending[i] = nt.Pending
 		if nt.Kind == store.KindOnFailure {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime/internal/dag"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/effectivelabs/trellis/schema/spec"
 )
 
 // ClaimTasks implements store.Tasks.
@@ -19,7 +20,8 @@ func (s *Store) ClaimTasks(_ context.Context, p store.Claim) ([]store.ClaimedTas
 	claimedPerTenant := map[string]int{}
 	entries := s.queue.claim(p.Limit, func(e *entry) bool {
 		r := e.task.run
-		if len(p.Versions) > 0 && !slices.Contains(p.Versions, r.rec.Version) || s.paused(r.rec.Workflow, r.rec.Tenant) {
+		if len(p.Versions) > 0 && !slices.Contains(p.Versions, r.rec.Version) || s.paused(r.rec.Workflow, r.rec.Tenant) ||
+			!spec.LabelsInclude(p.Labels, e.task.labels) {
 			return false
 		}
 		if p.TenantLimit > 0 {
@@ -89,7 +91,7 @@ func (s *Store) newHandOff(h store.HandOff) *handOff {
 		return nil
 	}
 	out := &handOff{HandOff: h, s: s}
-	if head, ok := s.queue.head(h.Versions); ok {
+	if head, ok := s.queue.head(h.Versions, h.Labels); ok {
 		out.head, out.queued = head.task.run.rec.Tenant, true
 		out.headLane = s.queue.highestLane(out.head, h.Versions)
 	}
@@ -99,7 +101,7 @@ func (s *Store) newHandOff(h store.HandOff) *handOff {
 // take reports whether a task that became ready goes to the worker, and
 // counts it if so.
 func (h *handOff) take(t *task) bool {
-	if h == nil || h.Limit == 0 || !t.plain || t.limit.Key != "" || t.rate.Key != "" {
+	if h == nil || h.Limit == 0 || !t.plain || t.limit.Key != "" || t.rate.Key != "" || !spec.LabelsInclude(h.Labels, t.labels) {
 		return false
 	}
 	r := t.run.rec
@@ -249,13 +251,14 @@ func (s *Store) Finish(_ context.Context, r store.Results) (store.FinishResult, 
 }
 
 // AnnounceWorker implements store.Tasks.
-func (s *Store) AnnounceWorker(_ context.Context, worker string, versions []string, now time.Time) error {
+func (s *Store) AnnounceWorker(_ context.Context, worker string, versions, labels []string, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.After(s.workers[worker]) {
 		s.workers[worker] = now
 	}
 	s.workerVersions[worker] = slices.Sorted(slices.Values(versions))
+	s.workerLabels[worker] = slices.Sorted(slices.Values(labels))
 	return nil
 }
 

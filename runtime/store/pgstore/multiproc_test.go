@@ -79,11 +79,20 @@ func workerMain(url, schema, name string) int {
 	if strings.HasPrefix(name, "wide-") {
 		concurrency = 500
 	}
+	// A worker named gpu-... has the label gpu=true (see
+	// labels_multiproc_test.go); gpu-one-... runs one step at a time.
+	var labels map[string]string
+	if strings.HasPrefix(name, "gpu-") {
+		labels = map[string]string{"gpu": "true"}
+	}
+	if strings.HasPrefix(name, "gpu-one-") {
+		concurrency = 1
+	}
 	engine, err := runtime.New(runtime.Config{
 		Store: pgstore.New(pool), WorkerID: name, Logger: log, Concurrency: concurrency,
 		PollInterval: 200 * time.Millisecond, TimerInterval: 100 * time.Millisecond,
 		HeartbeatInterval: workerHeartbeat, StaleAfter: workerStale,
-		ScheduleRefresh: workerScheduleRefresh,
+		ScheduleRefresh: workerScheduleRefresh, Labels: labels,
 	})
 	if err != nil {
 		log.Error("engine", "error", err)
@@ -124,6 +133,10 @@ func workerMain(url, schema, name string) int {
 		return 1
 	}
 	if _, err := multiproc.RegisterHostile(engine, hostileSteps{}); err != nil {
+		log.Error("register", "error", err)
+		return 1
+	}
+	if _, err := multiproc.RegisterRouted(engine, routedSteps{rec}); err != nil {
 		log.Error("register", "error", err)
 		return 1
 	}
@@ -233,6 +246,7 @@ type cluster struct {
 	paced   *multiproc.PacedClient
 	bulk    *multiproc.BulkClient
 	hostile *multiproc.HostileClient
+	routed  *multiproc.RoutedClient
 	workers map[string]*exec.Cmd
 	logs    []string // log files of every worker started
 }
@@ -294,8 +308,12 @@ func newClusterAt(t *testing.T, url string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	routed, err := multiproc.NewRoutedClient(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &cluster{t: t, url: url, schema: schema, pool: pool, engine: engine, fulfil: fulfil, ping: ping, chaos: chaos,
-		limited: limited, serial: serial, paced: paced, bulk: bulk, hostile: hostile, workers: map[string]*exec.Cmd{}}
+		limited: limited, serial: serial, paced: paced, bulk: bulk, hostile: hostile, routed: routed, workers: map[string]*exec.Cmd{}}
 }
 
 // start runs a worker process.

@@ -210,6 +210,9 @@ func (s *Store) ListWorkers(ctx context.Context) ([]store.Worker, error) {
 		if len(r.Versions) > 0 {
 			out[i].Versions = r.Versions
 		}
+		if len(r.Labels) > 0 {
+			out[i].Labels = r.Labels
+		}
 	}
 	return out, nil
 }
@@ -447,6 +450,22 @@ func (s *Store) ChildRunPreviews(ctx context.Context, parents []uuid.UUID, first
 			out = append(out, *p)
 			delete(byParent, id) // a parent given twice is previewed once
 		}
+	}
+	return out, nil
+}
+
+// Unserved implements store.Ops.
+func (s *Store) Unserved(ctx context.Context, q store.UnservedQuery) ([]store.Unserved, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.q.OpsUnserved(ctx, dbsqlc.OpsUnservedParams{AliveSince: q.AliveSince, Lim: int32(min(q.Limit, 1<<20))})
+	if err != nil {
+		return nil, wrap(err, "listing unserved work")
+	}
+	out := make([]store.Unserved, len(rows))
+	for i, r := range rows {
+		out[i] = store.Unserved{Workflow: r.Workflow, Labels: r.Labels, Tasks: int(r.Tasks), OldestQueuedAt: r.OldestQueuedAt}
 	}
 	return out, nil
 }

@@ -153,6 +153,7 @@ func createRuns(ctx context.Context, q *dbsqlc.Queries, runs []store.NewRun, now
 				tasks.RateKeys = append(tasks.RateKeys, t.Rate.Key)
 				tasks.RateIntervals = append(tasks.RateIntervals, t.Rate.Interval.Microseconds())
 				tasks.RateBursts = append(tasks.RateBursts, int32(t.Rate.Burst))
+				tasks.Labels = append(tasks.Labels, strings.Join(t.Labels, ","))
 			}
 		}
 		if len(tasks.RunIds) == 0 {

@@ -28,11 +28,12 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 	if versions == nil {
 		versions = []string{}
 	}
+	labels := nonNil(p.Labels)
 	var out []store.ClaimedTask
 	var err error
 	if p.TenantLimit <= 0 {
 		var rows []dbsqlc.ReadyClaimRow
-		rows, err = s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Versions: versions, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
+		rows, err = s.q.ReadyClaim(ctx, dbsqlc.ReadyClaimParams{Versions: versions, Labels: labels, Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now})
 		for _, r := range rows {
 			out = append(out, claimed(dbsqlc.ReadyClaimLimitedRow(r)))
 		}
@@ -42,7 +43,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.Claim) ([]store.ClaimedT
 				return err
 			}
 			rows, err := q.ReadyClaimLimited(ctx, dbsqlc.ReadyClaimLimitedParams{
-				Versions: versions, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
+				Versions: versions, Labels: labels, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit),
 				Lim: int32(p.Limit), Worker: p.Worker, Now: p.Now,
 			})
 			for _, r := range rows {
@@ -74,14 +75,14 @@ func (s *Store) claimEach(ctx context.Context, p store.Claim, versions []string)
 		var keys []dbsqlc.ReadyPickRow
 		var err error
 		if p.TenantLimit <= 0 {
-			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Versions: versions, Lim: int32(p.Limit)})
+			keys, err = q.ReadyPick(ctx, dbsqlc.ReadyPickParams{Versions: versions, Labels: nonNil(p.Labels), Lim: int32(p.Limit)})
 		} else {
 			if err := q.ClaimLock(ctx); err != nil {
 				return err
 			}
 			var rows []dbsqlc.ReadyPickLimitedRow
 			rows, err = q.ReadyPickLimited(ctx, dbsqlc.ReadyPickLimitedParams{
-				Versions: versions, Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit), Lim: int32(p.Limit),
+				Versions: versions, Labels: nonNil(p.Labels), Scan: int32(claimScan*p.Limit + 64), TenantLimit: int64(p.TenantLimit), Lim: int32(p.Limit),
 			})
 			for _, r := range rows {
 				keys = append(keys, dbsqlc.ReadyPickRow(r))
@@ -259,7 +260,8 @@ func (s *Store) complete(ctx context.Context, q *dbsqlc.Queries, r store.Results
 		return nil
 	}
 	p := dbsqlc.TasksCompleteParams{Now: r.Now, LockRuns: runsOf(store.Results{Completions: r.Completions}),
-		HandOff: int32(max(r.HandOff.Limit, 0)), Versions: r.HandOff.Versions, Worker: r.HandOff.Worker}
+		HandOff: int32(max(r.HandOff.Limit, 0)), Versions: r.HandOff.Versions, Worker: r.HandOff.Worker,
+		Labels: nonNil(r.HandOff.Labels)}
 	if p.Versions == nil {
 		p.Versions = []string{}
 	}
@@ -488,12 +490,16 @@ func cancelUnfinished(ctx context.Context, q *dbsqlc.Queries, runs []uuid.UUID, 
 
 // AnnounceWorker implements store.Tasks: the worker's row, with the
 // versions it registered.
-func (s *Store) AnnounceWorker(ctx context.Context, worker string, versions []string, now time.Time) error {
+func (s *Store) AnnounceWorker(ctx context.Context, worker string, versions, labels []string, now time.Time) error {
 	versions = slices.Sorted(slices.Values(versions))
 	if versions == nil {
 		versions = []string{}
 	}
-	if err := s.q.WorkerAnnounce(ctx, dbsqlc.WorkerAnnounceParams{Worker: worker, Now: now, Versions: versions}); err != nil {
+	labels = slices.Sorted(slices.Values(labels))
+	if labels == nil {
+		labels = []string{}
+	}
+	if err := s.q.WorkerAnnounce(ctx, dbsqlc.WorkerAnnounceParams{Worker: worker, Now: now, Versions: versions, Labels: labels}); err != nil {
 		return wrap(err, "announcing worker "+worker)
 	}
 	return nil
@@ -659,4 +665,13 @@ func (s *Store) QueueDepth(ctx context.Context, tenants int) (store.QueueDepth, 
 		}
 	}
 	return out, nil
+}
+
+// nonNil returns s, or an empty slice for nil: a nil slice is sent as
+// NULL, which no array contains.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -199,6 +199,7 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 				Retry:        runtime.RetryPolicy{MaxRetries: 3, InitialDelay: 500 * time.Millisecond, BackoffFactor: 1.5, MaxDelay: 30 * time.Second},
 				Timeout:      2 * time.Minute,
 				OutputSchema: `{"$defs":{"size":{"enum":["S","M","L","XL"],"type":"string"}},"properties":{"parcels":{"items":{"properties":{"id":{"type":"string"},"items":{"items":{"type":"string"},"type":"array"},"size":{"$ref":"#/$defs/size"}},"required":["id","items","size"],"type":"object"},"type":"array"},"warnings":{"items":{"type":"string"},"type":"array"}},"required":["parcels"],"type":"object"}`,
+				RunsOn:       map[string]string{"region": "eu-west-1"},
 			},
 			{
 				Name:         "book-carrier",
@@ -208,6 +209,7 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 				Timeout:      45 * time.Second,
 				OutputSchema: `{"properties":{"carrier":{"enum":["dhl","ups","post-nl"],"type":"string"},"costs":{"additionalProperties":{"type":"number"},"type":"object"},"labelUrl":{"type":"string"},"pickupAt":{"format":"date-time","type":"string"},"trackingIds":{"items":{"type":"string"},"type":"array"}},"required":["carrier","trackingIds","pickupAt"],"type":"object"}`,
 				RateLimit:    &runtime.RateLimitSpec{Limit: 20, Per: time.Second, Burst: 5},
+				RunsOn:       map[string]string{"carrier-cert": "true", "region": "eu-west-1"},
 			},
 			{
 				Name:    "wait-for-pickup",
@@ -220,6 +222,7 @@ func ShipOrderSpec() *runtime.WorkflowSpec {
 				SkipIf:  []string{"!has(input.customer.email)", "input.priority == 'standard' && input.isGift"},
 				Retry:   runtime.RetryPolicy{MaxRetries: 3, InitialDelay: 500 * time.Millisecond, BackoffFactor: 1.5, MaxDelay: 30 * time.Second},
 				Timeout: 2 * time.Minute,
+				RunsOn:  map[string]string{"region": "eu-west-1"},
 			},
 		},
 		OnFailure: &runtime.OnFailureSpec{Name: "page-on-call", Retry: runtime.RetryPolicy{MaxRetries: 1, InitialDelay: 500 * time.Millisecond, BackoffFactor: 1.5, MaxDelay: 30 * time.Second}, Timeout: 10 * time.Second},

@@ -77,13 +77,23 @@ func Workers(ctx context.Context, o WorkersOptions, stdout, stderr io.Writer) in
 			return -1, err
 		}
 		now := o.now()
-		t := newTable(stdout, "WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER")
+		// The LABELS column only when some worker declared labels.
+		labelled := slices.ContainsFunc(workers, func(w ops.Worker) bool { return len(w.Labels) > 0 })
+		head := []string{"WORKER", "STATE", "HEARTBEAT", "RUNNING", "LEADER"}
+		if labelled {
+			head = append(head, "LABELS")
+		}
+		t := newTable(stdout, head...)
 		for _, w := range workers {
 			leader := ""
 			if w.Leader {
 				leader = "leader"
 			}
-			t.row(truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader)
+			row := []string{truncate(w.ID, 48), string(w.State()), ago(now, w.HeartbeatAt), fmt.Sprint(w.Leases), leader}
+			if labelled {
+				row = append(row, truncate(strings.Join(w.Labels, ","), 80))
+			}
+			t.row(row...)
 			t.paint(1, statusStyle(string(w.State())))
 		}
 		if err := t.flush(); err != nil {
@@ -118,7 +128,11 @@ func unservedTable(w io.Writer, unserved []runtime.UnservedWork, now time.Time) 
 		if u.Stranded {
 			state = "stranded"
 		}
-		t.row(truncate(u.Workflow, 24), truncate(u.Version, 48), fmt.Sprint(u.Queued), wait, state, truncate(u.Reason, 160))
+		version := u.Version
+		if version == "" {
+			version = "-"
+		}
+		t.row(truncate(u.Workflow, 24), truncate(version, 48), fmt.Sprint(u.Queued), wait, state, truncate(u.Reason, 160))
 		t.paint(4, warning)
 	}
 	return t.flush()

@@ -607,13 +607,13 @@ func TestWorkersQueueWorkflows(t *testing.T) {
 		!unserved[0].OldestQueuedAt.Equal(queuedAt) || !strings.Contains(unserved[0].Reason, "no worker serves version "+opsVersion) {
 		t.Errorf("queue -unserved -format json = %+v, want the queued task of %s", unserved, opsVersion)
 	}
-	if err := s.AnnounceWorker(ctx, "worker-a", []string{opsVersion}, now.Add(-2*time.Second)); err != nil {
+	if err := s.AnnounceWorker(ctx, "worker-a", []string{opsVersion}, nil, now.Add(-2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.ok("queue", "-unserved"); out != "every queued task has a live worker that serves its version\n" {
 		t.Errorf("queue -unserved once worker-a serves the version = %q", out)
 	}
-	if err := s.AnnounceWorker(ctx, "worker-a", nil, now.Add(-2*time.Second)); err != nil {
+	if err := s.AnnounceWorker(ctx, "worker-a", nil, nil, now.Add(-2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -982,5 +982,36 @@ func TestRunsShowDebouncedRun(t *testing.T) {
 	e.json(&run, "runs", "show", ref.ID.String())
 	if want := e.h.Start.Add(30 * time.Second); !run.DebouncedUntil.Equal(want) {
 		t.Errorf("runs show -format json: debouncedUntil %v, want %v", run.DebouncedUntil, want)
+	}
+}
+
+func TestQueueShowsUnservedAndWorkersTheirLabels(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx, s, now := e.t.Context(), e.h.Store, e.h.Now()
+	_, err := s.CreateRuns(ctx, store.CreateRuns{Now: now.Add(-time.Minute), Runs: []store.NewRun{{
+		ID: uuid.Must(uuid.NewV7()), Workflow: "render", Version: "render@1", Tenant: "default", Input: []byte(`{}`),
+		Tasks: []store.NewTask{{Step: 0, Kind: store.KindCode, Plain: true, MaxAttempts: 1, Labels: []string{"gpu=a100"}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AnnounceWorker(ctx, "cpu-1", []string{"render@1"}, []string{"region=eu"}, now); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("queue")
+	if !strings.Contains(out, "queued work no live worker can claim") ||
+		!regexp.MustCompile(`(?m)^render\s+-\s+1\s+1m00s\s+waiting\s+the tasks need worker labels gpu=a100 that no live worker has`).MatchString(out) ||
+		strings.Contains(out, "no worker serves version render@1") {
+		t.Errorf("queue with a task only a gpu worker can run:\n%s", out)
+	}
+	if out := e.ok("workers"); !regexp.MustCompile(`(?m)^WORKER .* LABELS\s*\n.*cpu-1 .*region=eu\s*$`).MatchString(out) {
+		t.Errorf("workers with labels:\n%s", out)
+	}
+	// A live gpu worker serves it: the section goes.
+	if err := s.AnnounceWorker(ctx, "gpu-1", []string{"render@1"}, []string{"gpu=a100"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("queue"); strings.Contains(out, "unserved") {
+		t.Errorf("queue with a live gpu worker still lists unserved work:\n%s", out)
 	}
 }

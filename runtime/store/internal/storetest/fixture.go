@@ -66,6 +66,7 @@ type runOpts struct {
 	tags                  map[string]string
 	startAt               time.Time     // NewRun.StartAt
 	timeout               time.Duration // NewRun.Timeout
+	labelsA, labelsB      []string      // the worker labels steps A and B need
 }
 
 func (f *fixture) createDiamond(o runOpts) uuid.UUID {
@@ -109,6 +110,7 @@ func (f *fixture) create(o runOpts) store.CreateRunResult {
 	tasks := diamondTasks(o.maxAttempts)
 	tasks[stepA].Limit = o.limit
 	tasks[stepA].Rate = o.rate
+	tasks[stepA].Labels, tasks[stepB].Labels = o.labelsA, o.labelsB
 	if o.kindA != store.KindCode {
 		tasks[stepA].Kind, tasks[stepA].Plain = o.kindA, false
 	}

@@ -226,19 +226,20 @@ func testListWorkers(t *testing.T, f *fixture) {
 	// What a worker announces replaces what it announced before; an
 	// announcement heartbeats, a later heartbeat keeps it, and a new
 	// worker's is its first heartbeat.
-	if err := f.s.AnnounceWorker(f.ctx, "w2", []string{"b@2", "a@1"}, f.tick(time.Second)); err != nil {
+	if err := f.s.AnnounceWorker(f.ctx, "w2", []string{"b@2", "a@1"}, []string{"zone=a"}, f.tick(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.AnnounceWorker(f.ctx, "w2", []string{"c@3", "a@1"}, f.now); err != nil {
+	if err := f.s.AnnounceWorker(f.ctx, "w2", []string{"c@3", "a@1"}, []string{"region=eu", "gpu=a100"}, f.now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.s.Heartbeat(f.ctx, "w2", f.now); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.AnnounceWorker(f.ctx, "w3", nil, f.now); err != nil {
+	if err := f.s.AnnounceWorker(f.ctx, "w3", nil, nil, f.now); err != nil {
 		t.Fatal(err)
 	}
 	want[1].HeartbeatAt, want[1].Versions = f.now, []string{"a@1", "c@3"}
+	want[1].Labels = []string{"gpu=a100", "region=eu"}
 	want = append(want, store.Worker{ID: "w3", HeartbeatAt: f.now})
 	if diff := cmp.Diff(want, list(), cmpTimes); diff != "" {
 		t.Errorf("workers after announcements (-want +got):\n%s", diff)

@@ -327,20 +327,27 @@ func (q *Queries) LeasesStaleRuns(ctx context.Context, arg LeasesStaleRunsParams
 }
 
 const workerAnnounce = `-- name: WorkerAnnounce :exec
-INSERT INTO trellis_workers (worker, heartbeat_at, versions) VALUES ($1, $2, $3::text[])
+INSERT INTO trellis_workers (worker, heartbeat_at, versions, labels) VALUES ($1, $2, $3::text[], $4::text[])
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = greatest(trellis_workers.heartbeat_at, excluded.heartbeat_at),
-    versions = excluded.versions
+    versions = excluded.versions, labels = excluded.labels
 `
 
 type WorkerAnnounceParams struct {
 	Worker   string
 	Now      time.Time
 	Versions []string
+	Labels   []string
 }
 
-// Records the workflow versions a worker registered, and that it is alive.
+// Records the workflow versions a worker registered, its labels, and that
+// it is alive.
 func (q *Queries) WorkerAnnounce(ctx context.Context, arg WorkerAnnounceParams) error {
-	_, err := q.db.Exec(ctx, workerAnnounce, arg.Worker, arg.Now, arg.Versions)
+	_, err := q.db.Exec(ctx, workerAnnounce,
+		arg.Worker,
+		arg.Now,
+		arg.Versions,
+		arg.Labels,
+	)
 	return err
 }
 

@@ -84,6 +84,7 @@ type TrellisReady struct {
 	Workflow string
 	Wake     bool
 	Lane     int16
+	Labels   []string
 	Version  string
 }
 
@@ -179,6 +180,7 @@ type TrellisTask struct {
 	RateTurn      pgtype.Bool
 	Awaiting      pgtype.Int4
 	Sink          bool
+	Labels        []string
 }
 
 type TrellisTenant struct {
@@ -207,6 +209,7 @@ type TrellisWorker struct {
 	Worker      string
 	HeartbeatAt time.Time
 	Versions    []string
+	Labels      []string
 }
 
 type TrellisWorkflow struct {

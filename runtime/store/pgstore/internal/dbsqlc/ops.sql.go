@@ -753,6 +753,58 @@ func (q *Queries) OpsRunsScan(ctx context.Context, arg OpsRunsScanParams) ([]Ops
 	return items, nil
 }
 
+const opsUnserved = `-- name: OpsUnserved :many
+SELECT q.workflow, q.labels::text[] AS labels, count(*)::bigint AS tasks,
+       min(t.updated_at)::timestamptz AS oldest_queued_at
+FROM trellis_ready q
+JOIN trellis_tasks t ON t.run_id = q.run_id AND t.step = q.step
+WHERE q.labels IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM trellis_workers w WHERE w.heartbeat_at >= $1 AND q.labels <@ w.labels)
+GROUP BY q.workflow, q.labels
+ORDER BY count(*) DESC, q.workflow COLLATE "C", q.labels::text COLLATE "C"
+LIMIT $2
+`
+
+type OpsUnservedParams struct {
+	AliveSince time.Time
+	Lim        int32
+}
+
+type OpsUnservedRow struct {
+	Workflow       string
+	Labels         []string
+	Tasks          int64
+	OldestQueuedAt time.Time
+}
+
+// Queued tasks that need worker labels no live worker (heartbeat at or
+// after alive_since) has all of, by workflow and labels (store.Unserved).
+// Reads only the labelled entries of the ready queue (a partial index).
+func (q *Queries) OpsUnserved(ctx context.Context, arg OpsUnservedParams) ([]OpsUnservedRow, error) {
+	rows, err := q.db.Query(ctx, opsUnserved, arg.AliveSince, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OpsUnservedRow{}
+	for rows.Next() {
+		var i OpsUnservedRow
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Labels,
+			&i.Tasks,
+			&i.OldestQueuedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const opsWorkers = `-- name: OpsWorkers :many
 SELECT w.worker, w.heartbeat_at,
        (SELECT count(*) FROM trellis_leases l WHERE l.worker = w.worker)::int AS leases,
@@ -767,7 +819,7 @@ SELECT w.worker, w.heartbeat_at,
              AND k.classid = ((h.key >> 32) & 4294967295)::oid
              AND k.objid = (h.key & 4294967295)::oid
        ) AS leader,
-       w.versions
+       w.versions, w.labels
 FROM trellis_workers w
 ORDER BY w.worker COLLATE "C"
 `
@@ -778,6 +830,7 @@ type OpsWorkersRow struct {
 	Leases      int32
 	Leader      bool
 	Versions    []string
+	Labels      []string
 }
 
 // The workers, with the leases each holds and whether it leads. The
@@ -801,6 +854,7 @@ func (q *Queries) OpsWorkers(ctx context.Context, leaderLockPrefix string) ([]Op
 			&i.Leases,
 			&i.Leader,
 			&i.Versions,
+			&i.Labels,
 		); err != nil {
 			return nil, err
 		}

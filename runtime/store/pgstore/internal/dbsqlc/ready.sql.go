@@ -30,8 +30,9 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+      AND (q.labels IS NULL OR q.labels <@ $2::text[])
     ORDER BY q.qid, q.lane DESC
-    LIMIT (SELECT $2::int)
+    LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
@@ -53,18 +54,18 @@ WITH picked AS (
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
     UPDATE trellis_tasks t
-    SET status = 'RUNNING', worker = $3::text, updated_at = greatest($4::timestamptz, t.updated_at),
+    SET status = 'RUNNING', worker = $4::text, updated_at = greatest($5::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
       AND (t.rate_key IS NULL OR k.wake
            OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
-                           greatest($4::timestamptz, t.updated_at)))
+                           greatest($5::timestamptz, t.updated_at)))
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
-    SELECT run_id, step, attempt, $3, tenant, at FROM claimed
+    SELECT run_id, step, attempt, $4, tenant, at FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
@@ -90,6 +91,7 @@ LEFT JOIN LATERAL (
 
 type ReadyClaimParams struct {
 	Versions []string
+	Labels   []string
 	Lim      int32
 	Worker   string
 	Now      time.Time
@@ -125,6 +127,7 @@ type ReadyClaimRow struct {
 func (q *Queries) ReadyClaim(ctx context.Context, arg ReadyClaimParams) ([]ReadyClaimRow, error) {
 	rows, err := q.db.Query(ctx, readyClaim,
 		arg.Versions,
+		arg.Labels,
 		arg.Lim,
 		arg.Worker,
 		arg.Now,
@@ -314,17 +317,18 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+          AND (q.labels IS NULL OR q.labels <@ $2::text[])
         ORDER BY qid, lane DESC
-        LIMIT $2::int
+        LIMIT $3::int
     ) q
     LEFT JOIN running r ON r.tenant = q.tenant
 ), picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
-    WHERE w.nth <= $3::bigint
+    WHERE w.nth <= $4::bigint
     ORDER BY w.qid, w.lane DESC
-    LIMIT (SELECT $4::int)
+    LIMIT (SELECT $5::int)
     FOR UPDATE OF q SKIP LOCKED
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
@@ -346,18 +350,18 @@ WITH running AS (
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
     UPDATE trellis_tasks t
-    SET status = 'RUNNING', worker = $5::text, updated_at = greatest($6::timestamptz, t.updated_at),
+    SET status = 'RUNNING', worker = $6::text, updated_at = greatest($7::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
       AND (t.rate_key IS NULL OR k.wake
            OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
-                           greatest($6::timestamptz, t.updated_at)))
+                           greatest($7::timestamptz, t.updated_at)))
     RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
-    SELECT run_id, step, attempt, $5, tenant, at FROM claimed
+    SELECT run_id, step, attempt, $6, tenant, at FROM claimed
 ), started AS (
     INSERT INTO trellis_events (run_id, step, type, attempt, at)
     SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
@@ -383,6 +387,7 @@ LEFT JOIN LATERAL (
 
 type ReadyClaimLimitedParams struct {
 	Versions    []string
+	Labels      []string
 	Scan        int32
 	TenantLimit int64
 	Lim         int32
@@ -419,6 +424,7 @@ type ReadyClaimLimitedRow struct {
 func (q *Queries) ReadyClaimLimited(ctx context.Context, arg ReadyClaimLimitedParams) ([]ReadyClaimLimitedRow, error) {
 	rows, err := q.db.Query(ctx, readyClaimLimited,
 		arg.Versions,
+		arg.Labels,
 		arg.Scan,
 		arg.TenantLimit,
 		arg.Lim,
@@ -532,8 +538,9 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+      AND (q.labels IS NULL OR q.labels <@ $2::text[])
     ORDER BY q.qid, q.lane DESC
-    LIMIT (SELECT $2::int)
+    LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
 )
 SELECT run_id, step FROM picked
@@ -541,6 +548,7 @@ SELECT run_id, step FROM picked
 
 type ReadyPickParams struct {
 	Versions []string
+	Labels   []string
 	Lim      int32
 }
 
@@ -554,7 +562,7 @@ type ReadyPickRow struct {
 // instead (ReadyClaimKeys), so that the task holds up no other.
 // (Rendered from ready.sql.tmpl.)
 func (q *Queries) ReadyPick(ctx context.Context, arg ReadyPickParams) ([]ReadyPickRow, error) {
-	rows, err := q.db.Query(ctx, readyPick, arg.Versions, arg.Lim)
+	rows, err := q.db.Query(ctx, readyPick, arg.Versions, arg.Labels, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -585,17 +593,18 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
+          AND (q.labels IS NULL OR q.labels <@ $2::text[])
         ORDER BY qid, lane DESC
-        LIMIT $2::int
+        LIMIT $3::int
     ) q
     LEFT JOIN running r ON r.tenant = q.tenant
 ), picked AS (
     SELECT q.run_id, q.step
     FROM trellis_ready q
     JOIN eligible w ON w.run_id = q.run_id AND w.step = q.step
-    WHERE w.nth <= $3::bigint
+    WHERE w.nth <= $4::bigint
     ORDER BY w.qid, w.lane DESC
-    LIMIT (SELECT $4::int)
+    LIMIT (SELECT $5::int)
     FOR UPDATE OF q SKIP LOCKED
 )
 SELECT run_id, step FROM picked
@@ -603,6 +612,7 @@ SELECT run_id, step FROM picked
 
 type ReadyPickLimitedParams struct {
 	Versions    []string
+	Labels      []string
 	Scan        int32
 	TenantLimit int64
 	Lim         int32
@@ -618,6 +628,7 @@ type ReadyPickLimitedRow struct {
 func (q *Queries) ReadyPickLimited(ctx context.Context, arg ReadyPickLimitedParams) ([]ReadyPickLimitedRow, error) {
 	rows, err := q.db.Query(ctx, readyPickLimited,
 		arg.Versions,
+		arg.Labels,
 		arg.Scan,
 		arg.TenantLimit,
 		arg.Lim,

@@ -179,6 +179,7 @@ WITH locked AS (
     -- The tenant of the task the worker's next claim would take.
     SELECT q.tenant FROM trellis_ready q
     WHERE $12::int > 0 AND (cardinality($13::text[]) = 0 OR q.version = ANY ($13::text[]))
+      AND (q.labels IS NULL OR q.labels <@ $14::text[])
     ORDER BY q.qid, q.lane DESC LIMIT 1
 ), offers AS (
     -- Which children go to the worker (see store.HandOff): up to hand_off
@@ -197,6 +198,7 @@ WITH locked AS (
         JOIN trellis_runs r ON r.id = t.run_id
         WHERE $12::int > 0 AND t.run_id = e.run_id AND t.step = e.child
           AND t.status = 'PENDING' AND t.pending = e.n AND t.plain AND t.limit_key IS NULL AND t.rate_key IS NULL
+          AND (t.labels IS NULL OR t.labels <@ $14::text[])
           AND (cardinality($13::text[]) = 0 OR r.version = ANY ($13::text[]))
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
                OR NOT ((r.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
@@ -211,7 +213,7 @@ WITH locked AS (
     SET pending = t.pending - e.n,
         status = CASE WHEN t.pending - e.n > 0 THEN t.status WHEN e.offered THEN 'RUNNING' ELSE 'QUEUED' END,
         attempt = t.attempt + CASE WHEN t.pending - e.n = 0 AND e.offered THEN 1 ELSE 0 END,
-        worker = CASE WHEN t.pending - e.n = 0 AND e.offered THEN $14::text ELSE t.worker END,
+        worker = CASE WHEN t.pending - e.n = 0 AND e.offered THEN $15::text ELSE t.worker END,
         updated_at = greatest(e.at, t.updated_at)
     FROM offers e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
@@ -230,7 +232,7 @@ WITH locked AS (
     SELECT run_id, step, attempt, kind, prior_attempts, parents, parents_here, at, handed, limit_key, limit_max, tenant, workflow, version, input, trace_context, lane FROM unblocked WHERE handed
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
-    SELECT run_id, step, attempt, $14, tenant, at FROM handed
+    SELECT run_id, step, attempt, $15, tenant, at FROM handed
 ), runs AS (
     -- A run whose task was applied is running (ending a run cancels its
     -- tasks, but the failure handler, which is no sink). That is tested
@@ -306,6 +308,7 @@ type TasksCompleteParams struct {
 	EdgeChildren []int16
 	HandOff      int32
 	Versions     []string
+	Labels       []string
 	Worker       string
 }
 
@@ -351,6 +354,7 @@ func (q *Queries) TasksComplete(ctx context.Context, arg TasksCompleteParams) ([
 		arg.EdgeChildren,
 		arg.HandOff,
 		arg.Versions,
+		arg.Labels,
 		arg.Worker,
 	)
 	if err != nil {
@@ -505,11 +509,12 @@ func (q *Queries) TasksFail(ctx context.Context, arg TasksFailParams) ([]TasksFa
 const tasksInsert = `-- name: TasksInsert :one
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
-                               rate_key, rate_interval, rate_burst, sink, updated_at)
+                               rate_key, rate_interval, rate_burst, sink, labels, updated_at)
     SELECT t.run_id, t.step, t.kind,
            CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
-           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink, $1
+           nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink,
+           string_to_array(nullif(t.labels, ''), ','), $1
     FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest($2::uuid[]) AS run_id, unnest($3::smallint[]) AS step,
@@ -518,7 +523,10 @@ WITH inserted AS (
                unnest($7::boolean[]) AS plain, unnest($8::int[]) AS max_attempts,
                unnest($9::text[]) AS limit_key, unnest($10::int[]) AS limit_max,
                unnest($11::text[]) AS rate_key, unnest($12::bigint[]) AS rate_interval,
-               unnest($13::int[]) AS rate_burst, unnest($14::boolean[]) AS sink
+               unnest($13::int[]) AS rate_burst, unnest($14::boolean[]) AS sink,
+               -- labels: the task's worker labels joined by ',' (which no
+               -- label holds), such as gpu=a100,region=eu; '' for none.
+               unnest($15::text[]) AS labels
     ) AS t
     RETURNING run_id, step, status, limit_key, limit_max
 ), events AS (
@@ -527,10 +535,10 @@ WITH inserted AS (
 ), roots AS (
     SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
     FROM inserted i
-    JOIN (SELECT unnest($15::uuid[]) AS id, unnest($16::text[]) AS tenant, unnest($17::text[]) AS workflow,
-                 unnest($18::smallint[]) AS priority) AS r
+    JOIN (SELECT unnest($16::uuid[]) AS id, unnest($17::text[]) AS tenant, unnest($18::text[]) AS workflow,
+                 unnest($19::smallint[]) AS priority) AS r
         ON r.id = i.run_id
-    WHERE i.status = 'QUEUED' AND NOT (i.run_id = ANY ($19::uuid[]))
+    WHERE i.status = 'QUEUED' AND NOT (i.run_id = ANY ($20::uuid[]))
 )
 SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
                      array_agg(limit_key), array_agg(limit_max))::bigint
@@ -552,6 +560,7 @@ type TasksInsertParams struct {
 	RateIntervals []int64
 	RateBursts    []int32
 	Sinks         []bool
+	Labels        []string
 	Runs          []uuid.UUID
 	Tenants       []string
 	Workflows     []string
@@ -581,6 +590,7 @@ func (q *Queries) TasksInsert(ctx context.Context, arg TasksInsertParams) (int64
 		arg.RateIntervals,
 		arg.RateBursts,
 		arg.Sinks,
+		arg.Labels,
 		arg.Runs,
 		arg.Tenants,
 		arg.Workflows,
