@@ -539,7 +539,10 @@ func TestGeneratedSpecCompiles(t *testing.T) {
 }
 
 func TestShipmentWaitsForPickup(t *testing.T) {
-	h := trellistest.New(t)
+	// The engine has the worker labels the workflow's steps run on.
+	h := trellistest.New(t, trellistest.WithConfig(func(c *runtime.Config) {
+		c.Labels = map[string]string{"region": "eu-west-1", "carrier-cert": "true"}
+	}))
 	client, err := RegisterShipOrder(h.Engine, Shipper{})
 	if err != nil {
 		t.Fatal(err)

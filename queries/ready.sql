@@ -12,7 +12,8 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-      AND (q.labels IS NULL OR q.labels <@ @labels::text[])
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ @labels::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -87,7 +88,8 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-          AND (q.labels IS NULL OR q.labels <@ @labels::text[])
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ @labels::text[])
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q
@@ -166,7 +168,8 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-      AND (q.labels IS NULL OR q.labels <@ @labels::text[])
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ @labels::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT @lim::int)
     FOR UPDATE SKIP LOCKED
@@ -187,7 +190,8 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-          AND (q.labels IS NULL OR q.labels <@ @labels::text[])
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ @labels::text[])
         ORDER BY qid, lane DESC
         LIMIT @scan::int
     ) q

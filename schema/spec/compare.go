@@ -135,14 +135,14 @@ func Compare(old, new *Workflow) []Change {
 		o := &old.Steps[i]
 		if to, ok := renamed[o.Name]; ok {
 			out = append(out, Change{Kind: ChangeStepRenamed, Step: o.Name, NewStep: to, Breaking: true,
-				Message: fmt.Sprintf("step %s was renamed %s: its code is registered under the new name, so runs of the old version find no code for %s", o.Name, to, o.Name)})
+				Message: fmt.Sprintf("step %s was renamed %s: the new code has none for %s, so runs of the old version wait for a worker that serves their version", o.Name, to, o.Name)})
 			out = append(out, compareStep(o, newSteps[to], newName)...)
 			continue
 		}
 		n, ok := newSteps[o.Name]
 		if !ok {
 			out = append(out, Change{Kind: ChangeStepRemoved, Step: o.Name, Breaking: true,
-				Message: fmt.Sprintf("step %s was removed: runs of the old version that have not finished it find no code for it", o.Name)})
+				Message: fmt.Sprintf("step %s was removed: the new code has none for it, so runs of the old version that have not finished it wait for a worker that serves their version", o.Name)})
 			continue
 		}
 		out = append(out, compareStep(o, n, newName)...)

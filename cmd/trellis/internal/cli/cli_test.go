@@ -100,9 +100,9 @@ func TestLintFormats(t *testing.T) {
 		want   string
 	}{
 		{"text", "broken.yaml:5:15: steps form a cycle: a -> b -> a; a step cannot wait for itself, remove one of these parent links\n" +
-			"broken.yaml:6:5: unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor)\n"},
+			"broken.yaml:6:5: unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor, runsOn)\n"},
 		{"github", "::error file=broken.yaml,line=5,col=15::steps form a cycle: a -> b -> a; a step cannot wait for itself, remove one of these parent links\n" +
-			"::error file=broken.yaml,line=6,col=5::unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor)\n"},
+			"::error file=broken.yaml,line=6,col=5::unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor, runsOn)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestLintFormats(t *testing.T) {
 		}
 		want := []jsonProblem{
 			{File: "broken.yaml", Line: 5, Column: 15, Message: "steps form a cycle: a -> b -> a; a step cannot wait for itself, remove one of these parent links"},
-			{File: "broken.yaml", Line: 6, Column: 5, Message: `unknown key "colour" in step "a" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor)`},
+			{File: "broken.yaml", Line: 6, Column: 5, Message: `unknown key "colour" in step "a" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor, runsOn)`},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("problems (-want +got):\n%s", diff)

@@ -96,7 +96,7 @@ func TestGraphProblems(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, ExitProblems)
 	}
 	want := "broken.yaml:5:15: steps form a cycle: a -> b -> a; a step cannot wait for itself, remove one of these parent links\n" +
-		"broken.yaml:6:5: unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor)\n" +
+		"broken.yaml:6:5: unknown key \"colour\" in step \"a\" (allowed: name, parents, skipIf, sleep, retry, timeout, output, concurrency, rateLimit, forEach, workflow, waitFor, runsOn)\n" +
 		"trellis graph: 2 problem(s); no graph was drawn\n"
 	if stdout != "" || stderr != want {
 		t.Errorf("stdout %q, stderr\n%s\nwant no stdout and stderr\n%s", stdout, stderr, want)

@@ -30,7 +30,8 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-      AND (q.labels IS NULL OR q.labels <@ $2::text[])
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ $2::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
@@ -317,7 +318,8 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-          AND (q.labels IS NULL OR q.labels <@ $2::text[])
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ $2::text[])
         ORDER BY qid, lane DESC
         LIMIT $3::int
     ) q
@@ -538,7 +540,8 @@ WITH picked AS (
       AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-      AND (q.labels IS NULL OR q.labels <@ $2::text[])
+      AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ $2::text[])
     ORDER BY q.qid, q.lane DESC
     LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
@@ -593,7 +596,8 @@ WITH running AS (
           AND ((SELECT NOT EXISTS (SELECT FROM trellis_paused))
       OR NOT ((q.workflow, ''::text) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))
               OR (q.workflow, q.tenant) = ANY (ARRAY(SELECT (p.workflow, p.tenant) FROM trellis_paused p))))
-          AND (q.labels IS NULL OR q.labels <@ $2::text[])
+          AND ((SELECT NOT EXISTS (SELECT FROM trellis_ready l WHERE l.labels IS NOT NULL))
+      OR q.labels IS NULL OR q.labels <@ $2::text[])
         ORDER BY qid, lane DESC
         LIMIT $3::int
     ) q
