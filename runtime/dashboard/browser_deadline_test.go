@@ -85,8 +85,22 @@ func TestBrowserTriggerDelayedRun(t *testing.T) {
 	if !strings.Contains(problem, `start after: "soon" is not a positive duration`) {
 		t.Errorf("the form says %q, want the delay's problem", problem)
 	}
+	// The page's live updates may replace the form's nodes between
+	// finding the field and setting it ("No node with given id found"):
+	// find it again then.
+	for try := 0; ; try++ {
+		err = chromedp.Run(ctx,
+			chromedp.WaitVisible(`input[name="start-after"]`),
+			chromedp.SetValue(`input[name="start-after"]`, "1h"),
+		)
+		if err == nil || try == 2 || !strings.Contains(err.Error(), "No node with given id") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("fixing the delay: %v", err)
+	}
 	err = chromedp.Run(ctx,
-		chromedp.SetValue(`input[name="start-after"]`, "1h"),
 		chromedp.Click("#trigger-submit"),
 		chromedp.WaitVisible("#start-at"),
 		chromedp.Text("#start-at", &startAt),
