@@ -48,7 +48,8 @@ func TestBrowserDelayedRunAndDeadline(t *testing.T) {
 	err = runStable(ctx,
 		chromedp.Navigate(base+"/runs/"+expired.ID.String()),
 		chromedp.WaitVisible("#failure"),
-		chromedp.Text("#deadline", &deadline),
+		chromedp.WaitVisible("#deadline"),
+		chromedp.TextContent("#deadline", &deadline),
 		chromedp.Text("#failure", &failure),
 	)
 	if err != nil {
