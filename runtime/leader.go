@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/effectivelabs/trellis/runtime/internal/executor"
 	"github.com/effectivelabs/trellis/runtime/internal/leadership"
 	"github.com/effectivelabs/trellis/runtime/internal/maintenance"
 	"github.com/effectivelabs/trellis/runtime/internal/telemetry"
@@ -156,18 +157,21 @@ func (e *Engine) afterRunTimers(ctx context.Context, fired []store.FiredRunTimer
 	}
 }
 
-// endCause says why a run ended when its deadline passed: the cause its
-// running steps' contexts see, which matches context.DeadlineExceeded.
-// It is nil for a run that ended otherwise, and when the run cannot be
-// read (the steps then see that the run ended, without why).
+// endCause says why a run ended: the cause its running steps' contexts
+// see. When its deadline passed, that matches context.DeadlineExceeded;
+// when it ended otherwise, it is executor.ErrRunEnded. It is nil for a
+// run still running, and when the run cannot be read.
 func (e *Engine) endCause(ctx context.Context, id RunID) error {
 	run, err := e.store.GetRun(ctx, id)
 	if err != nil {
 		e.log.Debug("reading why a run ended", "run", id, "error", err)
 		return nil // the cause is a nicety: the steps stop with ErrRunEnded
 	}
-	if run.Status != store.RunFailed || run.Failure == nil || run.Failure.StepIndex >= 0 {
+	if run.Status == store.RunRunning {
 		return nil
+	}
+	if run.Status != store.RunFailed || run.Failure == nil || run.Failure.StepIndex >= 0 {
+		return executor.ErrRunEnded
 	}
 	return fmt.Errorf("%s: %w", run.Failure.Error, context.DeadlineExceeded)
 }

@@ -55,9 +55,10 @@ type Config struct {
 	// TimerSet is told that a recorded batch set a durable timer.
 	TimerSet func()
 	// EndCause, when set, says why a run whose steps this engine runs
-	// ended elsewhere, when the steps should see more than ErrRunEnded
-	// (its deadline passed); nil keeps ErrRunEnded. It is asked only for
-	// runs this engine runs steps of.
+	// ended elsewhere (ErrRunEnded, or more: its deadline passed), or nil
+	// while the run is running. It is asked only for runs this engine
+	// runs code of: when the run's end is announced, and when a heartbeat
+	// finds such a task no longer held.
 	EndCause func(ctx context.Context, run uuid.UUID) error
 
 	Store   store.Store

@@ -9,6 +9,7 @@ import (
 
 	"github.com/effectivelabs/trellis/runtime/clock"
 	"github.com/effectivelabs/trellis/runtime/store"
+	"github.com/google/uuid"
 )
 
 // loops are what a started executor runs around its pipeline.
@@ -267,7 +268,11 @@ func (x *Executor) heartbeatLoop(ctx context.Context, lc *loops) {
 		lc.p.expireWaiting(ctx)
 		lost, orphans := x.claims.reconcile(before, held)
 		// Most "lost" tasks just had their results recorded; only code that
-		// is still running for a task we no longer hold is news.
+		// is still running for a task we no longer hold is news. A task
+		// lost because its run ended (cancelled, failed elsewhere, past
+		// its deadline) stops with the run's end as its cause, as StopRun
+		// would have given it had the news of the run's end come first.
+		lost = x.stopEndedRuns(ctx, lost)
 		if n := x.claims.stop(lost, errTaskLost); n > 0 {
 			x.cfg.Log.Warn("stopped steps of tasks this worker no longer holds (cancelled or recovered elsewhere)", "count", n)
 		}
@@ -290,4 +295,33 @@ func (x *Executor) heartbeatLoop(ctx context.Context, lc *loops) {
 			x.handBack(ctx, lost, fmt.Sprintf("worker %s held the task without running it", x.cfg.Worker), false)
 		}
 	}
+}
+
+// stopEndedRuns stops the running code of the lost attempts whose run
+// ended, with the run's end as the cause (EndCause), and returns the
+// other attempts. It reads a run only when code of it is running.
+func (x *Executor) stopEndedRuns(ctx context.Context, lost []store.Attempt) []store.Attempt {
+	if x.cfg.EndCause == nil || len(lost) == 0 {
+		return lost
+	}
+	byRun := map[uuid.UUID][]store.Attempt{}
+	for _, a := range lost {
+		byRun[a.Key.Run] = append(byRun[a.Key.Run], a)
+	}
+	var rest []store.Attempt
+	for run, attempts := range byRun {
+		if !x.claims.runsCode(run) {
+			rest = append(rest, attempts...)
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, endCauseTimeout)
+		cause := x.cfg.EndCause(rctx, run)
+		cancel()
+		if cause == nil {
+			rest = append(rest, attempts...)
+			continue
+		}
+		x.claims.stop(attempts, cause)
+	}
+	return rest
 }
