@@ -68,7 +68,7 @@ func TestBrowserRunsNestChildRuns(t *testing.T) {
 	var rows []string
 	var summary string
 	var shown int
-	if err := chromedp.Run(ctx, chromedp.Navigate(b.base+"/runs"), chromedp.WaitVisible("table.runs"),
+	if err := runStable(ctx, chromedp.Navigate(b.base+"/runs"), chromedp.WaitVisible("table.runs"),
 		chromedp.Evaluate(`[...document.querySelectorAll("table.runs:not(.nested) > tbody > tr:not(.children) a.id")].map(a => a.textContent)`, &rows),
 		chromedp.Text("#children-"+parent.String()+" summary", &summary),
 		chromedp.Click("#children-"+parent.String()+" summary"),

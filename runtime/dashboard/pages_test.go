@@ -499,7 +499,7 @@ func TestBrowserWorkflowStartEvents(t *testing.T) {
 	}
 	started := pub.Listeners[0].Run.String()
 	var starts, runs string
-	err = chromedp.Run(ctx,
+	err = runStable(ctx,
 		chromedp.Navigate(b.base+"/workflows"),
 		chromedp.Click(`a[href$="/workflows/big-orders"]`),
 		chromedp.WaitVisible(`tr[data-event="order-placed"]`),

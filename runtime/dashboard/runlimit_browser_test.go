@@ -42,7 +42,7 @@ func TestBrowserRunWaitingForSlot(t *testing.T) {
 	b.h.RunUntilIdle()
 
 	var row, waiting string
-	err = chromedp.Run(ctx,
+	err = runStable(ctx,
 		chromedp.Navigate(b.base+"/runs?workflow=deploys"),
 		chromedp.WaitVisible(`a[href$="/runs/`+second.ID.String()+`"]`),
 		chromedp.Text(`//tr[.//a[contains(@href, "/runs/`+second.ID.String()+`")]]`, &row, chromedp.BySearch),
@@ -80,7 +80,7 @@ func TestBrowserDebouncedRun(t *testing.T) {
 	}
 	b.h.RunUntilIdle()
 	var row, debounced string
-	err = chromedp.Run(ctx,
+	err = runStable(ctx,
 		chromedp.Navigate(b.base+"/runs?workflow=reindex"),
 		chromedp.WaitVisible(`a[href$="/runs/`+ref.ID.String()+`"]`),
 		chromedp.Text(`//tr[.//a[contains(@href, "/runs/`+ref.ID.String()+`")]]`, &row, chromedp.BySearch),

@@ -54,7 +54,7 @@ func bars(t *testing.T, ctx context.Context, url string) ([]bar, []string) {
 	t.Helper()
 	var got []bar
 	var breaks []string
-	if err := chromedp.Run(ctx, chromedp.Navigate(url), chromedp.WaitVisible("svg.timeline"),
+	if err := runStable(ctx, chromedp.Navigate(url), chromedp.WaitVisible("svg.timeline"),
 		chromedp.Evaluate(`[...document.querySelectorAll("svg.timeline g.bar")].map(g => ({
 			class: g.querySelector("rect").getAttribute("class"),
 			width: g.querySelector("rect").getBoundingClientRect().width,
