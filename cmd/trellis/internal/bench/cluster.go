@@ -82,6 +82,14 @@ func startCluster(ctx context.Context, db *database, cmd WorkerCommand, n int, s
 
 func startWorker(cmd WorkerCommand, o WorkerOptions) (*workerProc, error) {
 	p := &workerProc{name: o.Name, cmd: cmd(o.Args()), ready: newReadyWriter(), stderr: &logTail{}, exited: make(chan struct{})}
+	// The database URL goes in the worker's environment (the last entry
+	// wins), not its command line, which every user of the machine can
+	// read (ps).
+	env := p.cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p.cmd.Env = append(env, o.Env())
 	p.cmd.Stdout = p.ready
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()

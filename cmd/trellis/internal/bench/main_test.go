@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // workerMain is a worker process, as trellis bench worker is.
 func workerMain(args []string) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	var o WorkerOptions
+	o := WorkerOptions{DatabaseURL: os.Getenv(DatabaseURLEnv)}
 	o.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -53,6 +53,16 @@ func TestWorkerArgsParseBack(t *testing.T) {
 	if err := fs.Parse(want.Args()); err != nil {
 		t.Fatal(err)
 	}
+	for _, a := range want.Args() {
+		if strings.Contains(a, "postgres://") {
+			t.Errorf("a worker's command line holds the database URL (%q): every user of the machine can read it", a)
+		}
+	}
+	env, ok := strings.CutPrefix(want.Env(), DatabaseURLEnv+"=")
+	if !ok {
+		t.Fatalf("Env() = %q, want %s=...", want.Env(), DatabaseURLEnv)
+	}
+	got.DatabaseURL = env
 	if got != want {
 		t.Errorf("Args parsed back as %+v, want %+v", got, want)
 	}

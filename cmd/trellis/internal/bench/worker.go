@@ -72,16 +72,28 @@ func EngineFlags(fs *flag.FlagSet, s *EngineSettings) {
 	fs.BoolVar(&s.NoHandOff, "no-hand-off", s.NoHandOff, "claim every task from the queue: no hand-off of a child to the worker that completed its parent")
 }
 
-// Args is the command line that Flags parses back into o.
+// Args is the command line that Flags parses back into o, but for the
+// database URL, which may hold a password that every user of the machine
+// could read in a command line (ps): Env passes it.
 func (o WorkerOptions) Args() []string {
 	return []string{
-		"-database-url", o.DatabaseURL, "-schema", o.Schema, "-name", o.Name,
+		"-schema", o.Schema, "-name", o.Name,
 		"-concurrency", strconv.Itoa(o.Engine.Concurrency),
 		"-claim-batch", strconv.Itoa(o.Engine.ClaimBatch),
 		"-poll", o.Engine.PollInterval.String(),
 		"-otel=" + strconv.FormatBool(o.Engine.OTel),
 		"-no-hand-off=" + strconv.FormatBool(o.Engine.NoHandOff),
 	}
+}
+
+// DatabaseURLEnv is the environment variable a worker process reads its
+// database URL from (the trellis command's default for -database-url).
+const DatabaseURLEnv = "TRELLIS_DATABASE_URL"
+
+// Env is the environment entry that passes o's database URL to a worker
+// process, beside Args.
+func (o WorkerOptions) Env() string {
+	return DatabaseURLEnv + "=" + o.DatabaseURL
 }
 
 // RunWorker is the body of a worker process: it executes the bench
