@@ -92,9 +92,11 @@ bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./runtime/
 
 ## test-peers: the benchmark peers' own tests, so that they keep building
-## and working against the versions they pin: testdata/dbospeer burns down
-## 50 workflows of each shape on TRELLIS_DATABASE_URL (a few seconds).
+## and working against the versions they pin: testdata/riverpeer burns down
+## 200 jobs and testdata/dbospeer 50 workflows of each shape on
+## TRELLIS_DATABASE_URL (a few seconds each).
 test-peers:
+	cd testdata/riverpeer && $(GO) test -count=1 ./...
 	cd testdata/dbospeer && $(GO) test -count=1 ./...
 
 ## bench: the benchmark harness, trellis bench (docs/performance.md has

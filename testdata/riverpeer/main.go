@@ -54,7 +54,11 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *url, *jobs, *workers, *cooldown, *poll); err != nil {
+	if err := validate(*jobs, *workers, *cooldown, *poll); err != nil {
+		fmt.Fprintln(os.Stderr, "riverpeer:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, os.Stdout, *url, *jobs, *workers, *cooldown, *poll); err != nil {
 		fmt.Fprintln(os.Stderr, "riverpeer:", err)
 		os.Exit(1)
 	}
@@ -67,7 +71,24 @@ func envOr(name, def string) string {
 	return def
 }
 
-func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time.Duration) (err error) {
+// validate reports settings the burn-down cannot run with, naming the flag.
+func validate(jobs, workers int, cooldown, poll time.Duration) error {
+	switch {
+	case jobs < 1 || jobs > 10_000_000:
+		return fmt.Errorf("-jobs %d: want 1 to 10,000,000", jobs)
+	case workers < 1 || workers > 100_000:
+		return fmt.Errorf("-max-workers %d: want 1 to 100,000", workers)
+	case cooldown <= 0:
+		return fmt.Errorf("-fetch-cooldown %v: want a positive duration", cooldown)
+	case poll <= 0:
+		return fmt.Errorf("-fetch-poll-interval %v: want a positive duration", poll)
+	}
+	return nil
+}
+
+// run burns down jobs no-op jobs in a schema of its own, which it drops
+// afterwards, and writes its report to out.
+func run(ctx context.Context, out io.Writer, url string, jobs, workers int, cooldown, poll time.Duration) (err error) {
 	schema := fmt.Sprintf("riverpeer_%d", os.Getpid())
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -165,7 +186,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	if err := client.Stop(stopCtx); err != nil {
 		return err
 	}
-	fmt.Printf("RIVER  no-op burn-down, %d jobs inserted in %.2f s; one client, MaxWorkers %d, FetchCooldown %v, FetchPollInterval %v\n", jobs, inserted.Seconds(), workers, cooldown, poll)
+	fmt.Fprintf(out, "RIVER  no-op burn-down, %d jobs inserted in %.2f s; one client, MaxWorkers %d, FetchCooldown %v, FetchPollInterval %v\n", jobs, inserted.Seconds(), workers, cooldown, poll)
 	cpu := ""
 	if cpuOK && cpuToOK {
 		cpu = fmt.Sprintf(", %.0f µs of database CPU", float64((cpuTo-cpuFrom).Nanoseconds())/1e3/float64(jobs))
@@ -173,7 +194,7 @@ func run(ctx context.Context, url string, jobs, workers int, cooldown, poll time
 	// River's own CPU (this process's), as trellis bench reports its
 	// worker processes'.
 	cpu += fmt.Sprintf(", %.0f µs of client CPU", float64(self.Nanoseconds())/1e3/float64(jobs))
-	fmt.Printf("  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job%s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs), cpu)
+	fmt.Fprintf(out, "  burn-down  %.0f jobs/s  %d jobs in %.2f s; %.0f B of WAL a job%s\n", float64(jobs)/elapsed.Seconds(), jobs, elapsed.Seconds(), float64(wal)/float64(jobs), cpu)
 	return nil
 }
 
