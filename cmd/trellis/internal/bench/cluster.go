@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,7 +90,7 @@ func startWorker(cmd WorkerCommand, o WorkerOptions) (*workerProc, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	p.cmd.Env = append(env, o.Env())
+	p.cmd.Env = slices.Concat(env, []string{o.Env()})
 	p.cmd.Stdout = p.ready
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()
