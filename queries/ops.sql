@@ -199,9 +199,10 @@ SELECT count(*)::int AS runs FROM trellis_runs WHERE status = 'RUNNING';
 
 -- name: OpsEventCounts :many
 -- How many events each run's log holds, for runs by id: the runs' ranges
--- of the event log's primary key.
+-- of the primary keys of the event rows and of the tasks, whose slots
+-- hold the rest (schema/0026).
 SELECT run_id, count(*)::int AS events
-FROM trellis_events
+FROM trellis_event_log
 WHERE run_id = ANY (@ids::uuid[])
 GROUP BY run_id;
 

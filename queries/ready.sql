@@ -20,10 +20,13 @@ WITH picked AS (
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of the whole queue.
+    -- Each task not woken gets the id of its STARTED event, drawn here,
+    -- before the update that fills its slot (see started).
     DELETE FROM trellis_ready q
     WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
-    RETURNING q.run_id, q.step, q.wake, q.tenant
+    RETURNING q.run_id, q.step, q.wake, q.tenant,
+              CASE WHEN NOT q.wake THEN nextval('trellis_events_id_seq') END AS event_id
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
@@ -36,22 +39,32 @@ WITH picked AS (
     -- A task with a rate limit starts only at its turn (trellis_pace): the
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
+    -- A plain task's STARTED event fills its log_started slot when that
+    -- is empty (schema/0026).
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
-        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL,
+        log_started = CASE WHEN t.plain AND NOT k.wake THEN coalesce(t.log_started, k.event_id) ELSE t.log_started END,
+        log_started_at = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                              THEN greatest(@now::timestamptz, t.updated_at) ELSE t.log_started_at END,
+        log_started_attempt = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                                   THEN t.attempt + 1 ELSE t.log_started_attempt END
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
       AND (t.rate_key IS NULL OR k.wake
            OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
                            greatest(@now::timestamptz, t.updated_at)))
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at,
+              k.event_id, coalesce(t.log_started = k.event_id, false) AS slotted
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, at FROM claimed
 ), started AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
+    -- The STARTED events whose slot was taken (a later attempt's) are
+    -- rows, with the ids drawn for them.
+    INSERT INTO trellis_events (id, run_id, step, type, attempt, at) OVERRIDING SYSTEM VALUE
+    SELECT event_id, run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain AND NOT slotted
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
@@ -105,10 +118,13 @@ WITH running AS (
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of the whole queue.
+    -- Each task not woken gets the id of its STARTED event, drawn here,
+    -- before the update that fills its slot (see started).
     DELETE FROM trellis_ready q
     WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
-    RETURNING q.run_id, q.step, q.wake, q.tenant
+    RETURNING q.run_id, q.step, q.wake, q.tenant,
+              CASE WHEN NOT q.wake THEN nextval('trellis_events_id_seq') END AS event_id
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
@@ -121,22 +137,32 @@ WITH running AS (
     -- A task with a rate limit starts only at its turn (trellis_pace): the
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
+    -- A plain task's STARTED event fills its log_started slot when that
+    -- is empty (schema/0026).
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
-        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL,
+        log_started = CASE WHEN t.plain AND NOT k.wake THEN coalesce(t.log_started, k.event_id) ELSE t.log_started END,
+        log_started_at = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                              THEN greatest(@now::timestamptz, t.updated_at) ELSE t.log_started_at END,
+        log_started_attempt = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                                   THEN t.attempt + 1 ELSE t.log_started_attempt END
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
       AND (t.rate_key IS NULL OR k.wake
            OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
                            greatest(@now::timestamptz, t.updated_at)))
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at,
+              k.event_id, coalesce(t.log_started = k.event_id, false) AS slotted
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, at FROM claimed
 ), started AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
+    -- The STARTED events whose slot was taken (a later attempt's) are
+    -- rows, with the ids drawn for them.
+    INSERT INTO trellis_events (id, run_id, step, type, attempt, at) OVERRIDING SYSTEM VALUE
+    SELECT event_id, run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain AND NOT slotted
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
@@ -219,10 +245,13 @@ WITH picked AS (
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of the whole queue.
+    -- Each task not woken gets the id of its STARTED event, drawn here,
+    -- before the update that fills its slot (see started).
     DELETE FROM trellis_ready q
     WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
-    RETURNING q.run_id, q.step, q.wake, q.tenant
+    RETURNING q.run_id, q.step, q.wake, q.tenant,
+              CASE WHEN NOT q.wake THEN nextval('trellis_events_id_seq') END AS event_id
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
@@ -235,22 +264,32 @@ WITH picked AS (
     -- A task with a rate limit starts only at its turn (trellis_pace): the
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
+    -- A plain task's STARTED event fills its log_started slot when that
+    -- is empty (schema/0026).
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
-        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
+        attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL,
+        log_started = CASE WHEN t.plain AND NOT k.wake THEN coalesce(t.log_started, k.event_id) ELSE t.log_started END,
+        log_started_at = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                              THEN greatest(@now::timestamptz, t.updated_at) ELSE t.log_started_at END,
+        log_started_attempt = CASE WHEN t.plain AND NOT k.wake AND t.log_started IS NULL
+                                   THEN t.attempt + 1 ELSE t.log_started_attempt END
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
       AND (t.rate_key IS NULL OR k.wake
            OR trellis_pace(k.run_id, k.step, t.rate_key, t.rate_interval, t.rate_burst, t.rate_turn,
                            greatest(@now::timestamptz, t.updated_at)))
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, (t.plain AND NOT k.wake)::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at,
+              k.event_id, coalesce(t.log_started = k.event_id, false) AS slotted
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, at FROM claimed
 ), started AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain
+    -- The STARTED events whose slot was taken (a later attempt's) are
+    -- rows, with the ids drawn for them.
+    INSERT INTO trellis_events (id, run_id, step, type, attempt, at) OVERRIDING SYSTEM VALUE
+    SELECT event_id, run_id, step, 'STARTED', attempt, at FROM claimed WHERE plain AND NOT slotted
 )
 SELECT c.run_id, c.step, c.kind, c.attempt, c.prior_attempts, c.plain, c.wake,
        r.workflow, r.version, r.tenant, r.input, r.failed_step, coalesce(r.error, '')::text AS error,
@@ -284,10 +323,13 @@ WITH picked AS (
 ), taken AS (
     -- run_id = ANY (...) lets the primary key find the rows; a plain join
     -- would be planned as a scan of the whole queue.
+    -- Each task not woken gets the id of its STARTED event, drawn here,
+    -- before the update that fills its slot (see started).
     DELETE FROM trellis_ready q
     WHERE q.run_id = ANY (ARRAY(SELECT run_id FROM picked))
       AND (q.run_id, q.step) IN (SELECT run_id, step FROM picked)
-    RETURNING q.run_id, q.step, q.wake, q.tenant
+    RETURNING q.run_id, q.step, q.wake, q.tenant,
+              NULL::bigint AS event_id
 ), claimed AS (
     -- Stamped no earlier than the task's last change (its QUEUED event),
     -- whatever the caller's clock says.
@@ -300,13 +342,16 @@ WITH picked AS (
     -- A task with a rate limit starts only at its turn (trellis_pace): the
     -- call names k, so that it is a condition of the join, tested for the
     -- tasks taken only, never for others of their runs.
+    -- A plain task's STARTED event fills its log_started slot when that
+    -- is empty (schema/0026).
     UPDATE trellis_tasks t
     SET status = 'RUNNING', worker = @worker::text, updated_at = greatest(@now::timestamptz, t.updated_at),
         attempt = t.attempt + CASE WHEN k.wake THEN 0 ELSE 1 END, rate_turn = NULL
     FROM taken k
     WHERE t.run_id = ANY (ARRAY(SELECT run_id FROM taken)) AND t.step = ANY (ARRAY(SELECT DISTINCT step FROM taken))
       AND t.run_id = k.run_id AND t.step = k.step AND t.status = 'QUEUED'
-    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, false::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.kind, t.attempt, t.prior_attempts, false::boolean AS plain, k.wake, k.tenant, t.parents, t.updated_at AS at,
+              k.event_id, coalesce(t.log_started = k.event_id, false) AS slotted
 ), leased AS (
     INSERT INTO trellis_leases (run_id, step, attempt, worker, tenant, claimed_at)
     SELECT run_id, step, attempt, @worker, tenant, at FROM claimed

@@ -5,15 +5,20 @@
 -- written QUEUED but left off the queue: trellis_run_limit_admit lets
 -- them in. Returns how many were put on the ready queue.
 -- Rate limits apply when tasks are claimed (trellis_pace).
+-- A queued task's QUEUED event is its log_queued slot (schema/0026).
 WITH inserted AS (
     INSERT INTO trellis_tasks (run_id, step, kind, status, parents, pending, plain, max_attempts, limit_key, limit_max,
-                               rate_key, rate_interval, rate_burst, sink, labels, updated_at)
+                               rate_key, rate_interval, rate_burst, sink, labels, updated_at,
+                               log_queued, log_queued_at, log_queued_attempt)
     SELECT t.run_id, t.step, t.kind,
-           CASE WHEN t.pending = 0 AND t.kind <> trellis_kind_on_failure() THEN 'QUEUED' ELSE 'PENDING' END,
+           CASE WHEN t.queued THEN 'QUEUED' ELSE 'PENDING' END,
            t.parents::smallint[], t.pending, t.plain, t.max_attempts, nullif(t.limit_key, ''), nullif(t.limit_max, 0),
            nullif(t.rate_key, ''), nullif(t.rate_interval, 0), nullif(t.rate_burst, 0), t.sink,
-           string_to_array(nullif(t.labels, ''), ','), @now
-    FROM (
+           string_to_array(nullif(t.labels, ''), ','), @now,
+           CASE WHEN t.queued THEN nextval('trellis_events_id_seq') END,
+           CASE WHEN t.queued THEN @now::timestamptz END,
+           CASE WHEN t.queued THEN 0 END
+    FROM (SELECT u.*, u.pending = 0 AND u.kind <> trellis_kind_on_failure() AS queued FROM (
         -- parents: one array literal per task, such as {0,2}.
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
                unnest(@kinds::smallint[]) AS kind, unnest(@parents::text[]) AS parents,
@@ -25,11 +30,8 @@ WITH inserted AS (
                -- labels: the task's worker labels joined by ',' (which no
                -- label holds), such as gpu=a100,region=eu; '' for none.
                unnest(@labels::text[]) AS labels
-    ) AS t
+    ) AS u) AS t
     RETURNING run_id, step, status, limit_key, limit_max
-), events AS (
-    INSERT INTO trellis_events (run_id, step, type, attempt, at)
-    SELECT run_id, step, 'QUEUED', 0, @now FROM inserted WHERE status = 'QUEUED'
 ), roots AS (
     SELECT i.run_id, i.step, r.tenant, r.workflow, trellis_lane(r.priority, false) AS lane, i.limit_key, i.limit_max
     FROM inserted i
@@ -57,13 +59,27 @@ ORDER BY run_id, step;
 
 -- name: TasksStart :exec
 -- Writes STARTED events for claimed tasks that run their code, no earlier
--- than their claim.
-INSERT INTO trellis_events (run_id, step, type, attempt, at)
-SELECT t.run_id, t.step, 'STARTED', t.attempt, greatest(@now::timestamptz, t.updated_at) AS at
-FROM trellis_tasks t
-JOIN (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS k
-    ON t.run_id = k.run_id AND t.step = k.step AND t.attempt = k.attempt
-WHERE t.status = 'RUNNING';
+-- than their claim: in the task's log_started slot when it is empty
+-- (schema/0026), else as a row with the id drawn for it. Filling a slot
+-- changes the task, so it first locks the runs' rows in id order (see the
+-- lock order in the schema), as TasksComplete does.
+WITH locked AS (
+    SELECT r.id FROM trellis_runs r WHERE r.id = ANY (@run_ids::uuid[]) ORDER BY r.id FOR NO KEY UPDATE
+), input AS (
+    SELECT k.run_id, k.step, k.attempt, nextval('trellis_events_id_seq') AS event_id
+    FROM (SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step, unnest(@attempts::int[]) AS attempt) AS k
+    WHERE (SELECT count(*) FROM locked) >= 0
+), started AS (
+    UPDATE trellis_tasks t
+    SET log_started = coalesce(t.log_started, k.event_id),
+        log_started_at = CASE WHEN t.log_started IS NULL THEN greatest(@now::timestamptz, t.updated_at) ELSE t.log_started_at END,
+        log_started_attempt = CASE WHEN t.log_started IS NULL THEN t.attempt ELSE t.log_started_attempt END
+    FROM input k
+    WHERE t.run_id = k.run_id AND t.step = k.step AND t.attempt = k.attempt AND t.status = 'RUNNING'
+    RETURNING t.run_id, t.step, t.attempt, greatest(@now::timestamptz, t.updated_at) AS at, k.event_id, t.log_started = k.event_id AS slotted
+)
+INSERT INTO trellis_events (id, run_id, step, type, attempt, at) OVERRIDING SYSTEM VALUE
+SELECT event_id, run_id, step, 'STARTED', attempt, at FROM started WHERE NOT slotted;
 
 -- name: TasksComplete :many
 -- Completes (or skips) running tasks, resolves their children, queues the
@@ -75,10 +91,16 @@ WHERE t.status = 'RUNNING';
 -- It first locks the runs' rows in id order (see the lock order in the
 -- schema): input waits for the count of locked, so every lock is taken
 -- before any row changes.
+-- The ordinary events (a COMPLETED, a child's QUEUED, a handed-off child's
+-- QUEUED and STARTED) fill the tasks' empty slots (schema/0026); the
+-- others are rows. Every event's id is drawn before the update that may
+-- put it in a slot, in the order of the log: the results' COMPLETED or
+-- SKIPPED (input), then the QUEUED of the children queued, then the
+-- QUEUED and then the STARTED of those handed off (drawn).
 WITH locked AS (
     SELECT r.id FROM trellis_runs r WHERE r.id = ANY (@lock_runs::uuid[]) ORDER BY r.id FOR NO KEY UPDATE
 ), input AS (
-    SELECT i.run_id, i.step, i.attempt, i.skipped, i.detail, i.output
+    SELECT i.run_id, i.step, i.attempt, i.skipped, i.detail, i.output, nextval('trellis_events_id_seq') AS event_id
     FROM (
         SELECT unnest(@run_ids::uuid[]) AS run_id, unnest(@steps::smallint[]) AS step,
                unnest(@attempts::int[]) AS attempt, unnest(@skipped::boolean[]) AS skipped,
@@ -90,10 +112,15 @@ WITH locked AS (
     -- (RETURNING reads the new updated_at).
     UPDATE trellis_tasks t
     SET status = CASE WHEN i.skipped THEN 'SKIPPED' ELSE 'COMPLETED' END,
-        output = i.output, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at)
+        output = i.output, updated_at = greatest(@now::timestamptz, t.updated_at), finished_at = greatest(@now::timestamptz, t.updated_at),
+        log_completed = CASE WHEN i.skipped THEN t.log_completed ELSE coalesce(t.log_completed, i.event_id) END,
+        log_completed_at = CASE WHEN NOT i.skipped AND t.log_completed IS NULL
+                                THEN greatest(@now::timestamptz, t.updated_at) ELSE t.log_completed_at END,
+        log_completed_attempt = CASE WHEN NOT i.skipped AND t.log_completed IS NULL THEN t.attempt ELSE t.log_completed_attempt END
     FROM input i
     WHERE t.run_id = i.run_id AND t.step = i.step AND t.status = 'RUNNING' AND t.attempt = i.attempt
-    RETURNING t.run_id, t.step, t.attempt, t.kind, t.sink, i.skipped, i.detail, t.updated_at AS at
+    RETURNING t.run_id, t.step, t.attempt, t.kind, t.sink, i.skipped, i.detail, t.updated_at AS at,
+              i.event_id, coalesce(NOT i.skipped AND t.log_completed = i.event_id, false) AS slotted
 ), released AS (
     DELETE FROM trellis_leases l USING applied a
     WHERE l.run_id = a.run_id AND l.step = a.step
@@ -136,21 +163,44 @@ WITH locked AS (
                           WHERE q.tenant = r.tenant AND q.lane > trellis_lane(r.priority, true)
                             AND (cardinality(@versions::text[]) = 0 OR q.version = ANY (@versions::text[])))
     ) o ON true
+), drawn AS (
+    -- The ids of the children's events, should they become ready: the
+    -- QUEUED of those not offered, then the QUEUED of those offered, then
+    -- their STARTED. Postgres evaluates a volatile output column after
+    -- the sort of its query level, so each ORDER BY sets the order in
+    -- which its level draws. An id a child does not use is a gap.
+    SELECT d.*, CASE WHEN d.offered THEN nextval('trellis_events_id_seq') END AS started_id
+    FROM (SELECT o.*, nextval('trellis_events_id_seq') AS queued_id FROM offers o ORDER BY o.offered) d
+    ORDER BY d.queued_id
 ), resolved AS (
+    -- A child that becomes ready fills its log_queued slot when empty,
+    -- in its attempt before this update, and one handed off its
+    -- log_started slot too, in its new attempt.
     UPDATE trellis_tasks t
     SET pending = t.pending - e.n,
         status = CASE WHEN t.pending - e.n > 0 THEN t.status WHEN e.offered THEN 'RUNNING' ELSE 'QUEUED' END,
         attempt = t.attempt + CASE WHEN t.pending - e.n = 0 AND e.offered THEN 1 ELSE 0 END,
         worker = CASE WHEN t.pending - e.n = 0 AND e.offered THEN @worker::text ELSE t.worker END,
-        updated_at = greatest(e.at, t.updated_at)
-    FROM offers e
+        updated_at = greatest(e.at, t.updated_at),
+        log_queued = CASE WHEN t.pending - e.n = 0 THEN coalesce(t.log_queued, e.queued_id) ELSE t.log_queued END,
+        log_queued_at = CASE WHEN t.pending - e.n = 0 AND t.log_queued IS NULL THEN greatest(e.at, t.updated_at) ELSE t.log_queued_at END,
+        log_queued_attempt = CASE WHEN t.pending - e.n = 0 AND t.log_queued IS NULL THEN t.attempt ELSE t.log_queued_attempt END,
+        log_started = CASE WHEN t.pending - e.n = 0 AND e.offered THEN coalesce(t.log_started, e.started_id) ELSE t.log_started END,
+        log_started_at = CASE WHEN t.pending - e.n = 0 AND e.offered AND t.log_started IS NULL
+                              THEN greatest(e.at, t.updated_at) ELSE t.log_started_at END,
+        log_started_attempt = CASE WHEN t.pending - e.n = 0 AND e.offered AND t.log_started IS NULL
+                                   THEN t.attempt + 1 ELSE t.log_started_attempt END
+    FROM drawn e
     WHERE t.run_id = e.run_id AND t.step = e.child AND t.status = 'PENDING'
     RETURNING t.run_id, t.step, t.attempt, t.pending = 0 AS ready, t.status = 'RUNNING' AS handed, t.updated_at AS at,
-              t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents, cardinality(t.parents) = e.n AS parents_here
+              t.limit_key, t.limit_max, t.kind, t.prior_attempts, t.parents, cardinality(t.parents) = e.n AS parents_here,
+              e.queued_id, coalesce(t.log_queued = e.queued_id, false) AS queued_slotted,
+              e.started_id, coalesce(t.log_started = e.started_id, false) AS started_slotted
 ), unblocked AS (
     -- The children that became ready, with their runs' facts (one read
     -- of each run): queued below, or handed off.
     SELECT s.run_id, s.step, s.attempt, s.kind, s.prior_attempts, s.parents, s.parents_here, s.at, s.handed, s.limit_key, s.limit_max,
+           s.queued_id, s.queued_slotted, s.started_id, s.started_slotted,
            r.tenant, r.workflow, r.version, r.input, r.trace_context, trellis_lane(r.priority, true) AS lane
     FROM resolved s JOIN trellis_runs r ON r.id = s.run_id
     WHERE s.ready
@@ -175,17 +225,18 @@ WITH locked AS (
     WHERE r.id = c.run_id
     RETURNING r.id, r.unresolved_sinks = 0 AND r.status = 'COMPLETED' AS finished
 ), events AS (
-    -- Written in this order, which is the order of the log: a handed-off
-    -- child's QUEUED (in its previous attempt) before its STARTED.
-    INSERT INTO trellis_events (run_id, step, type, attempt, at, detail)
-    SELECT run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
-    FROM applied
+    -- The events no slot took, as rows, with the ids drawn for them: a
+    -- handed-off child's QUEUED (in its previous attempt) before its
+    -- STARTED.
+    INSERT INTO trellis_events (id, run_id, step, type, attempt, at, detail) OVERRIDING SYSTEM VALUE
+    SELECT event_id, run_id, step, CASE WHEN skipped THEN 'SKIPPED' ELSE 'COMPLETED' END, attempt, at, nullif(detail, '')
+    FROM applied WHERE NOT slotted
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready AND NOT handed
+    SELECT queued_id, run_id, step, 'QUEUED', attempt, at, NULL FROM resolved WHERE ready AND NOT handed AND NOT queued_slotted
     UNION ALL
-    SELECT run_id, step, 'QUEUED', attempt - 1, at, NULL FROM handed
+    SELECT queued_id, run_id, step, 'QUEUED', attempt - 1, at, NULL FROM handed WHERE NOT queued_slotted
     UNION ALL
-    SELECT run_id, step, 'STARTED', attempt, at, NULL FROM handed
+    SELECT started_id, run_id, step, 'STARTED', attempt, at, NULL FROM handed WHERE NOT started_slotted
 ), queued AS (
     SELECT trellis_admit(array_agg(run_id), array_agg(step), array_agg(tenant), array_agg(workflow), array_agg(lane),
                          array_agg(limit_key), array_agg(limit_max)) AS n

@@ -332,7 +332,7 @@ type event struct {
 func (r *faultRig) checkEvents(ids []runtime.RunID) (map[string]time.Time, map[string][]event) {
 	t := r.t
 	t.Helper()
-	rows, err := r.pool.Query(t.Context(), `SELECT run_id, step, type, attempt, at, coalesce(detail, '') FROM trellis_events
+	rows, err := r.pool.Query(t.Context(), `SELECT run_id, step, type, attempt, at, coalesce(detail, '') FROM trellis_event_log
 		WHERE run_id = ANY ($1) ORDER BY run_id, id`, ids)
 	if err != nil {
 		t.Fatal(err)

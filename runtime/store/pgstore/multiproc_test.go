@@ -581,10 +581,10 @@ func TestFairnessBetweenTwoTenants(t *testing.T) {
 	err = c.pool.QueryRow(t.Context(), `
 		WITH a AS (
 			SELECT min(at) FILTER (WHERE type = 'STARTED') AS started
-			FROM trellis_events WHERE run_id = $1
+			FROM trellis_event_log WHERE run_id = $1
 		)
 		SELECT count(*), count(DISTINCT (t.worker, e.at))
-		FROM trellis_events e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step, a
+		FROM trellis_event_log e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step, a
 		WHERE e.type = 'STARTED' AND e.run_id <> $1 AND e.at > $2 AND e.at < a.started`, ref.ID, visible).Scan(&tasks, &claims)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func TestRateLimitsHoldAcrossProcesses(t *testing.T) {
 
 	rows, err := c.pool.Query(t.Context(), `
 		SELECT r.input->>'customer', e.at, l.worker
-		FROM trellis_events e
+		FROM trellis_event_log e
 		JOIN trellis_runs r ON r.id = e.run_id
 		LEFT JOIN trellis_tasks l ON l.run_id = e.run_id AND l.step = e.step
 		WHERE r.workflow = 'paced' AND e.type = 'STARTED'`)

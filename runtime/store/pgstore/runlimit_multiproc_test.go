@@ -193,7 +193,7 @@ func TestDebouncedBurstFromTwoProcessesRunsOnce(t *testing.T) {
 	var completed, superseded, executions int
 	err := c.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE r.status = 'COMPLETED'),
 		count(*) FILTER (WHERE r.status = 'CANCELLED' AND EXISTS (
-			SELECT 1 FROM trellis_events e WHERE e.run_id = r.id AND e.type = 'CANCELLED' AND e.detail LIKE 'superseded by a newer run %'))
+			SELECT 1 FROM trellis_event_log e WHERE e.run_id = r.id AND e.type = 'CANCELLED' AND e.detail LIKE 'superseded by a newer run %'))
 		FROM trellis_runs r WHERE r.workflow = 'debounced'`).Scan(&completed, &superseded)
 	if err != nil {
 		t.Fatal(err)

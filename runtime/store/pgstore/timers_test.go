@@ -81,7 +81,7 @@ func TestKeyedEventMeetsItsWaitsDeadline(t *testing.T) {
 
 	// One of the two woke the wait, once.
 	var wakes int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_events WHERE run_id = $1 AND step = $2 AND type = 'WOKEN'`,
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_event_log WHERE run_id = $1 AND step = $2 AND type = 'WOKEN'`,
 		ref.ID, due[0].Step).Scan(&wakes); err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@
 //
 // Each scenario is a function taking Options and returning typed
 // results; Run runs the selected scenarios and Report prints them. The
-// figures come from the run's own event log (trellis_events), read with
-// plain SQL after the work is done, so measuring adds nothing to the
-// work measured. Nothing here asserts a timing: the harness reports.
+// figures come from the run's own event log (the view trellis_event_log:
+// the event rows and the tasks' slots), read with plain SQL after the
+// work is done, so measuring adds nothing to the work measured. Nothing
+// here asserts a timing: the harness reports.
 //
 // Every Postgres scenario runs in a fresh schema, trellis_bench_<random>,
 // dropped afterwards unless Options.Keep. Worker processes are started

@@ -126,14 +126,14 @@ func RunLoneTenant(ctx context.Context, o Options) (res LoneTenant, err error) {
 	}
 	res = LoneTenant{Backlog: o.FairnessBacklog, Workers: o.FairnessWorkers, Wait: started.Sub(queued), Notes: c.notes}
 	err = c.db.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT (t.worker, e.at))
-		FROM trellis_events e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
+		FROM trellis_event_log e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
 		WHERE e.type = 'STARTED' AND e.at > $1 AND e.at < $2 AND e.run_id <> $3`,
 		queued, started, ref.ID).Scan(&res.TasksAhead, &res.ClaimsAhead)
 	if err != nil {
 		return res, fmt.Errorf("counting tasks started ahead: %w", err)
 	}
 	err = c.db.pool.QueryRow(ctx, `SELECT count(*)
-		FROM trellis_events e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
+		FROM trellis_event_log e JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
 		WHERE e.type = 'STARTED' AND e.at = $1 AND e.run_id <> $2
 		  AND t.worker = (SELECT worker FROM trellis_tasks WHERE run_id = $2 AND step = 0)`,
 		started, ref.ID).Scan(&res.ClaimedWith)
@@ -142,7 +142,7 @@ func RunLoneTenant(ctx context.Context, o Options) (res LoneTenant, err error) {
 	}
 	err = c.db.pool.QueryRow(ctx, `SELECT count(*) FROM trellis_runs r
 		WHERE r.tenant = $1 AND NOT EXISTS (
-			SELECT 1 FROM trellis_events e WHERE e.run_id = r.id AND e.type = 'STARTED' AND e.at <= $2)`,
+			SELECT 1 FROM trellis_event_log e WHERE e.run_id = r.id AND e.type = 'STARTED' AND e.at <= $2)`,
 		tenantB, queued).Scan(&res.Waiting)
 	if err != nil {
 		return res, fmt.Errorf("counting B's waiting tasks: %w", err)
@@ -199,7 +199,7 @@ func RunSharedBacklog(ctx context.Context, o Options) (res SharedBacklog, err er
 	res = SharedBacklog{Tenants: len(tenants), RunsPerTenant: o.FairnessRuns, Workers: o.FairnessWorkers,
 		Elapsed: w.elapsed(), Notes: c.notes}
 	counts := map[string]int{}
-	rows, err := c.db.pool.Query(ctx, `SELECT r.tenant, count(*) FROM trellis_events e JOIN trellis_runs r ON r.id = e.run_id
+	rows, err := c.db.pool.Query(ctx, `SELECT r.tenant, count(*) FROM trellis_event_log e JOIN trellis_runs r ON r.id = e.run_id
 		WHERE e.type = 'COMPLETED' AND e.at <= $1 GROUP BY r.tenant`, mid)
 	if err != nil {
 		return res, fmt.Errorf("counting completions by tenant: %w", err)

@@ -184,8 +184,8 @@ func RunMap(ctx context.Context, o Options) (res Map, err error) {
 	err = db.pool.QueryRow(ctx, `
 		SELECT min(e.at) FILTER (WHERE e.type = 'STARTED'), max(e.at) FILTER (WHERE e.type = 'COMPLETED'),
 		       count(*) FILTER (WHERE e.type = 'COMPLETED'),
-		       (SELECT m.at FROM trellis_events m WHERE m.run_id = $1 AND m.type = 'COMPLETED')
-		FROM trellis_events e JOIN trellis_runs r ON r.id = e.run_id
+		       (SELECT m.at FROM trellis_event_log m WHERE m.run_id = $1 AND m.type = 'COMPLETED')
+		FROM trellis_event_log e JOIN trellis_runs r ON r.id = e.run_id
 		WHERE r.parent_run_id = $1`, ref.ID).Scan(&first, &last, &n, &mapDone)
 	if err != nil {
 		return res, fmt.Errorf("reading the items' events: %w", err)

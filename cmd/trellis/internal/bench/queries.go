@@ -142,7 +142,7 @@ func burnWindow(ctx context.Context, pool *pgxpool.Pool) (window, error) {
 	var w window
 	var first, last *time.Time
 	err := pool.QueryRow(ctx, `SELECT min(at) FILTER (WHERE type = 'STARTED'), max(at) FILTER (WHERE type = 'COMPLETED'),
-		count(*) FILTER (WHERE type = 'COMPLETED') FROM trellis_events`).Scan(&first, &last, &w.completed)
+		count(*) FILTER (WHERE type = 'COMPLETED') FROM trellis_event_log`).Scan(&first, &last, &w.completed)
 	if err != nil {
 		return w, fmt.Errorf("reading the burn-down window: %w", err)
 	}
@@ -156,7 +156,7 @@ func burnWindow(ctx context.Context, pool *pgxpool.Pool) (window, error) {
 // countEvents counts events of a type with at in [from, to).
 func countEvents(ctx context.Context, pool *pgxpool.Pool, typ string, from, to time.Time) (int, error) {
 	var n int
-	err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_events WHERE type = $1 AND at >= $2 AND at < $3`, typ, from, to).Scan(&n)
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM trellis_event_log WHERE type = $1 AND at >= $2 AND at < $3`, typ, from, to).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting %s events: %w", typ, err)
 	}
@@ -197,7 +197,7 @@ func runDurations(ctx context.Context, pool *pgxpool.Pool, workflow string, from
 // runs of a workflow, grouped by run.
 func loadTaskEvents(ctx context.Context, pool *pgxpool.Pool, workflow string) ([]taskEvent, error) {
 	rows, err := pool.Query(ctx, `SELECT e.run_id, e.step, e.type <> 'STARTED', e.at
-		FROM trellis_events e JOIN trellis_runs r ON r.id = e.run_id
+		FROM trellis_event_log e JOIN trellis_runs r ON r.id = e.run_id
 		WHERE r.workflow = $1 AND e.type IN ('STARTED', 'COMPLETED', 'SKIPPED')
 		ORDER BY e.run_id, e.id`, workflow)
 	if err != nil {
@@ -223,7 +223,7 @@ func loadTaskEvents(ctx context.Context, pool *pgxpool.Pool, workflow string) ([
 // eventTime returns the time of a task's first event of a type.
 func eventTime(ctx context.Context, pool *pgxpool.Pool, run uuid.UUID, step int, typ string) (time.Time, error) {
 	var at time.Time
-	err := pool.QueryRow(ctx, `SELECT at FROM trellis_events WHERE run_id = $1 AND step = $2 AND type = $3 ORDER BY id LIMIT 1`,
+	err := pool.QueryRow(ctx, `SELECT at FROM trellis_event_log WHERE run_id = $1 AND step = $2 AND type = $3 ORDER BY id LIMIT 1`,
 		run, step, typ).Scan(&at)
 	if err != nil {
 		return at, fmt.Errorf("reading the %s event of run %s: %w", typ, run, err)

@@ -266,7 +266,7 @@ func waitAsleep(ctx context.Context, pool *pgxpool.Pool, n int, timeout time.Dur
 
 // lateness reads when each sleep task was due and woke.
 func lateness(ctx context.Context, pool *pgxpool.Pool, res *Sleep) error {
-	rows, err := pool.Query(ctx, `SELECT t.wake_at, e.at FROM trellis_events e
+	rows, err := pool.Query(ctx, `SELECT t.wake_at, e.at FROM trellis_event_log e
 		JOIN trellis_tasks t ON t.run_id = e.run_id AND t.step = e.step
 		WHERE e.type = 'WOKEN' AND t.kind = 1`)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 const eventList = `-- name: EventList :many
 SELECT id, run_id, step, type, attempt, at, coalesce(detail, '')::text AS detail, wake_at
-FROM trellis_events
+FROM trellis_event_log
 WHERE run_id = $1
 ORDER BY id
 `
@@ -30,6 +30,8 @@ type EventListRow struct {
 	WakeAt  *time.Time
 }
 
+// A run's event log, rows and task slots (schema/0026), in the order it
+// was written.
 func (q *Queries) EventList(ctx context.Context, runID uuid.UUID) ([]EventListRow, error) {
 	rows, err := q.db.Query(ctx, eventList, runID)
 	if err != nil {

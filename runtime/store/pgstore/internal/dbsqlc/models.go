@@ -22,6 +22,17 @@ type TrellisEvent struct {
 	WakeAt  *time.Time
 }
 
+type TrellisEventLog struct {
+	RunID   uuid.UUID
+	ID      int64
+	Step    int16
+	Type    string
+	Attempt int32
+	At      time.Time
+	Detail  pgtype.Text
+	WakeAt  *time.Time
+}
+
 type TrellisEventWait struct {
 	RunID    uuid.UUID
 	Step     int16
@@ -158,29 +169,38 @@ type TrellisTask struct {
 	RunID uuid.UUID
 	Step  int16
 	// trellis_kind_code() = 0: runs user code; trellis_kind_sleep() = 1: a durable sleep; trellis_kind_on_failure() = 2: the run's failure handler; trellis_kind_wait() = 3: waits for an event; trellis_kind_map() = 4: one child run per list element; trellis_kind_child() = 5: a child workflow
-	Kind          int16
-	Status        string
-	Parents       []int16
-	Pending       int16
-	Plain         bool
-	MaxAttempts   int32
-	Attempt       int32
-	PriorAttempts int32
-	Worker        pgtype.Text
-	WakeAt        *time.Time
-	Output        []byte
-	Error         pgtype.Text
-	UpdatedAt     time.Time
-	FinishedAt    *time.Time
-	LimitKey      pgtype.Text
-	LimitMax      pgtype.Int4
-	RateKey       pgtype.Text
-	RateInterval  pgtype.Int8
-	RateBurst     pgtype.Int4
-	RateTurn      pgtype.Bool
-	Awaiting      pgtype.Int4
-	Sink          bool
-	Labels        []string
+	Kind                int16
+	Status              string
+	Parents             []int16
+	Pending             int16
+	Plain               bool
+	MaxAttempts         int32
+	Attempt             int32
+	PriorAttempts       int32
+	Worker              pgtype.Text
+	WakeAt              *time.Time
+	Output              []byte
+	Error               pgtype.Text
+	UpdatedAt           time.Time
+	FinishedAt          *time.Time
+	LimitKey            pgtype.Text
+	LimitMax            pgtype.Int4
+	RateKey             pgtype.Text
+	RateInterval        pgtype.Int8
+	RateBurst           pgtype.Int4
+	RateTurn            pgtype.Bool
+	Awaiting            pgtype.Int4
+	Sink                bool
+	Labels              []string
+	LogQueued           pgtype.Int8
+	LogQueuedAt         *time.Time
+	LogStarted          pgtype.Int8
+	LogStartedAt        *time.Time
+	LogCompleted        pgtype.Int8
+	LogCompletedAt      *time.Time
+	LogQueuedAttempt    pgtype.Int4
+	LogStartedAttempt   pgtype.Int4
+	LogCompletedAttempt pgtype.Int4
 }
 
 type TrellisTenant struct {

@@ -187,7 +187,7 @@ func (q *Queries) OpsCustomPlans(ctx context.Context) error {
 
 const opsEventCounts = `-- name: OpsEventCounts :many
 SELECT run_id, count(*)::int AS events
-FROM trellis_events
+FROM trellis_event_log
 WHERE run_id = ANY ($1::uuid[])
 GROUP BY run_id
 `
@@ -198,7 +198,8 @@ type OpsEventCountsRow struct {
 }
 
 // How many events each run's log holds, for runs by id: the runs' ranges
-// of the event log's primary key.
+// of the primary keys of the event rows and of the tasks, whose slots
+// hold the rest (schema/0026).
 func (q *Queries) OpsEventCounts(ctx context.Context, ids []uuid.UUID) ([]OpsEventCountsRow, error) {
 	rows, err := q.db.Query(ctx, opsEventCounts, ids)
 	if err != nil {
