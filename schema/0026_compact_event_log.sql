@@ -18,14 +18,20 @@
 -- Nullable columns without defaults: adding them rewrites nothing, and
 -- the tasks of existing runs keep their events as rows (their slots stay
 -- NULL; a later event of theirs fills an empty slot, in order). No index
--- on them, so that changes of a task stay HOT updates. The ids and times
--- come first and the attempts last, which leaves no padding between them.
+-- on them, so that changes of a task stay HOT updates.
+--
+-- The slots come in the reverse of the order a task fills them, each slot
+-- whole: the WAL record of an update on the same page leaves out the
+-- bytes the new row version shares with the old one at its end, so an
+-- update that fills a slot logs the slots filled before it only if they
+-- come earlier in the row. In the order of filling, a task's completion
+-- logged its QUEUED and STARTED slots again, and its claim its QUEUED
+-- slot: a HOT update of a task averaged 202 bytes of WAL in the
+-- throughput bench, 179 in this order.
 ALTER TABLE trellis_tasks
-    ADD COLUMN log_queued bigint, ADD COLUMN log_queued_at timestamptz,
-    ADD COLUMN log_started bigint, ADD COLUMN log_started_at timestamptz,
-    ADD COLUMN log_completed bigint, ADD COLUMN log_completed_at timestamptz,
-    ADD COLUMN log_queued_attempt integer, ADD COLUMN log_started_attempt integer,
-    ADD COLUMN log_completed_attempt integer;
+    ADD COLUMN log_completed bigint, ADD COLUMN log_completed_at timestamptz, ADD COLUMN log_completed_attempt integer,
+    ADD COLUMN log_started bigint, ADD COLUMN log_started_at timestamptz, ADD COLUMN log_started_attempt integer,
+    ADD COLUMN log_queued bigint, ADD COLUMN log_queued_at timestamptz, ADD COLUMN log_queued_attempt integer;
 
 -- The event log, as every reader reads it: the rows, and the filled
 -- slots as rows of the same columns (they have no detail and no wake

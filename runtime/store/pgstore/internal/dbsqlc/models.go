@@ -192,15 +192,15 @@ type TrellisTask struct {
 	Awaiting            pgtype.Int4
 	Sink                bool
 	Labels              []string
-	LogQueued           pgtype.Int8
-	LogQueuedAt         *time.Time
-	LogStarted          pgtype.Int8
-	LogStartedAt        *time.Time
 	LogCompleted        pgtype.Int8
 	LogCompletedAt      *time.Time
-	LogQueuedAttempt    pgtype.Int4
-	LogStartedAttempt   pgtype.Int4
 	LogCompletedAttempt pgtype.Int4
+	LogStarted          pgtype.Int8
+	LogStartedAt        *time.Time
+	LogStartedAttempt   pgtype.Int4
+	LogQueued           pgtype.Int8
+	LogQueuedAt         *time.Time
+	LogQueuedAttempt    pgtype.Int4
 }
 
 type TrellisTenant struct {
