@@ -40,10 +40,15 @@ type Config struct {
 	// WorkerID names this engine in task claims and heartbeats; by default
 	// host-pid-random.
 	WorkerID string
-	// Concurrency is the number of steps this engine runs at once
-	// (default 100). Tasks handed off to it beyond its free slots wait
-	// for one (at most Concurrency of them at once, for at most a
-	// second; see docs/concepts/execution-model.md, Hand-offs).
+	// Concurrency is the number of steps whose code this engine runs at
+	// once (default 100). A step's slot frees when its code returns; its
+	// result is then recorded in the background, in batches. Results
+	// waiting to be recorded are bounded apart, at twice Concurrency:
+	// when that many wait, a step that returns keeps its slot until one
+	// is recorded, so that an engine whose store falls behind stops
+	// claiming. Tasks handed off to it that find no free slot wait for
+	// one (at most three times Concurrency of them at once, for at most
+	// a second; see docs/concepts/execution-model.md, Hand-offs).
 	Concurrency int
 	// ClaimBatch is the most tasks claimed in one store round trip
 	// (default Concurrency).
@@ -71,9 +76,9 @@ type Config struct {
 	TenantConcurrency int
 	// DisableHandOff makes every task go through the ready queue. By
 	// default, when this engine records a step's completion, the store may
-	// hand a child it makes ready straight back to this engine, in the
-	// slot the step held, where the fair queue would have put the child
-	// first anyway (store.HandOff): the run goes on without a claim.
+	// hand a child it makes ready straight back to this engine, where the
+	// fair queue would have put the child first anyway (store.HandOff):
+	// the run goes on without a claim, in the next free slot.
 	DisableHandOff bool
 	// StuckAfter is how long a run may make no progress (a task running
 	// past it and its step's timeout, queued and unclaimed, or waiting on

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,34 +117,39 @@ func testHandOffsBeyondSlots(t *testing.T, s store.Store) {
 	}
 }
 
-func TestHandOffWaitingWhenRunFailsMemory(t *testing.T) {
-	testHandOffWaitingWhenRunFails(t, memstore.New())
+func TestHandOffWaitingWhenRunEndsMemory(t *testing.T) {
+	testHandOffWaitingWhenRunEnds(t, memstore.New())
 }
 
-func TestHandOffWaitingWhenRunFailsPostgres(t *testing.T) {
-	testHandOffWaitingWhenRunFails(t, pgstore.New(pgtest.Pool(t)))
+func TestHandOffWaitingWhenRunEndsPostgres(t *testing.T) {
+	testHandOffWaitingWhenRunEnds(t, pgstore.New(pgtest.Pool(t)))
 }
 
 // With one slot, a's completion hands off b1 to run and one more b to
-// wait for the slot. b1 fails the run: the waiting b is never started
-// (the run's end cancels it, as it cancels the queued ones), and no
-// other b or c runs.
-func testHandOffWaitingWhenRunFails(t *testing.T, s store.Store) {
+// wait for the slot. The run is cancelled while the first b runs: the
+// waiting b is never started, although the first b's slot frees (the
+// run's end cancels it, as it cancels the queued ones), and no other b
+// or c runs.
+func testHandOffWaitingWhenRunEnds(t *testing.T, s store.Store) {
 	h := trellistest.New(t, trellistest.WithStore(s), trellistest.WithConfig(func(c *runtime.Config) {
 		c.Concurrency = 1
 	}))
 	var mu sync.Mutex
 	ran := map[string]int{}
+	firstB := make(chan runtime.RunID, 1)
 	handlers := runtime.Handlers{Steps: map[string]runtime.StepFunc{}}
 	spec := fanSpec("fan-fails", 0)
 	for _, st := range spec.Steps {
 		name := st.Name
-		handlers.Steps[name] = func(context.Context, *runtime.StepRequest) (json.RawMessage, error) {
+		handlers.Steps[name] = func(ctx context.Context, req *runtime.StepRequest) (json.RawMessage, error) {
 			mu.Lock()
-			defer mu.Unlock()
 			ran[name]++
-			if len(ran) == 2 { // the first b to run
-				return nil, runtime.NonRetryable(errors.New("declined"))
+			first := len(ran) == 2
+			mu.Unlock()
+			if first { // the first b to run holds the slot until the run ends
+				firstB <- req.Info.RunID
+				<-ctx.Done()
+				return nil, context.Cause(ctx)
 			}
 			return json.RawMessage(`{}`), nil
 		}
@@ -154,9 +158,22 @@ func testHandOffWaitingWhenRunFails(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
-	if !errors.Is(err, runtime.ErrRunFailed) || res == nil || res.Status != runtime.RunFailed {
-		t.Fatalf("Run = %+v, %v; want the run failed", res, err)
+	type outcome struct {
+		res *runtime.RunResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() { // a driven engine runs steps while a caller waits
+		res, err := wf.Run(t.Context(), json.RawMessage(`{}`))
+		done <- outcome{res, err}
+	}()
+	if ok, err := h.Engine.CancelRun(t.Context(), <-firstB); err != nil || !ok {
+		t.Fatalf("CancelRun = %v, %v", ok, err)
+	}
+	got := <-done
+	res, err := got.res, got.err
+	if res == nil || res.Status != runtime.RunCancelled {
+		t.Fatalf("Run = %+v, %v; want the run cancelled", res, err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -169,7 +186,7 @@ func testHandOffWaitingWhenRunFails(t *testing.T, s store.Store) {
 			cancelled++
 		}
 	}
-	if cancelled != 3 {
-		t.Errorf("%d b's cancelled, want 3", cancelled)
+	if cancelled != 4 {
+		t.Errorf("%d b's cancelled, want 4", cancelled)
 	}
 }

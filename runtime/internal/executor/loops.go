@@ -129,8 +129,8 @@ func (x *Executor) claimLoop(ctx context.Context, lc *loops) {
 		case err == nil:
 			x.cfg.Faults.OK("claiming tasks", x.cfg.Clock.Now())
 		}
-		if started+n == free && err == nil {
-			continue // the queue may hold more
+		if err == nil && (started > 0 || started+n == free) {
+			continue // more may wait, or the queue may hold more
 		}
 		t := x.cfg.Clock.NewTimer(x.cfg.PollInterval)
 		select {
@@ -150,17 +150,19 @@ func (x *Executor) claimLoop(ctx context.Context, lc *loops) {
 // gatherSlots takes the free slots, up to a claim batch, once one is
 // already taken. While other steps run and few slots are free, it waits up
 // to the batch window for more, so that a busy engine claims in batches
-// rather than a task at a time; an idle engine claims at once.
+// rather than a task at a time; an idle engine claims at once, and so
+// does one with tasks handed off waiting for a slot, which take the slots
+// first (see claimAndRun).
 func (x *Executor) gatherSlots(lc *loops) int {
 	batch := x.cfg.ClaimBatch
 	free := 1 + lc.p.takeSlots(batch-1)
 	busy := len(lc.p.slots) > free
-	if free >= batch/2 || !busy || x.cfg.BatchWindow <= 0 {
+	if free >= batch/2 || !busy || x.cfg.BatchWindow <= 0 || lc.p.nWaiting.Load() > 0 {
 		return free
 	}
 	t := x.cfg.Clock.NewTimer(x.cfg.BatchWindow)
 	defer t.Stop()
-	for free < batch/2 {
+	for free < batch/2 && lc.p.nWaiting.Load() == 0 {
 		select {
 		case lc.p.slots <- struct{}{}:
 			free++

@@ -21,27 +21,40 @@ import (
 // results through record, so tests exercise the production path,
 // refused-data fallback included.
 //
-// Each claimed task holds a slot from its claim until its result is
-// recorded, so that the tasks an engine holds stay bounded when recording
-// falls behind; a result known without running code (a skip, a sleep)
-// frees its slot at once. A recorded completion passes its slot to a
-// child the store hands off to this worker (store.HandOff), which then
-// runs without going through the queue. A completion that makes several
-// children ready has one slot for them: the others are handed off too,
-// up to Concurrency of them waiting at once, and wait (owned, their
-// STARTED written, no code running) for the next slots that free, which
-// they take ahead of claims; one that waits handOffWait goes back to the
+// A slot bounds the code running at once: a claimed task takes one, and
+// gives it back when its step's code returns, while its result goes on
+// to be recorded (a result known without running code, such as a skip or
+// a sleep, frees its slot at once). What waits to be recorded is bounded
+// apart: a step that returns takes a place among the unrecorded results
+// (pending, twice Concurrency of them) before it frees its slot, and
+// keeps the slot while none is free, so that when recording falls behind
+// the slots fill and claims stop.
+//
+// A recorded completion may take the children it makes ready from the
+// store straight to this engine (store.HandOff), which then run without
+// going through the queue: a child never starts before the statement
+// that records its parent returns. Its parent's slot was freed when its
+// code returned, so the children wait (owned, their STARTED written, no
+// code running) for slots: those free when the statement returns, then
+// those that free after, which the claim loop gives them ahead of claims.
+// The statement takes as many as there is room for among the tasks
+// waiting (see handOffRoom); one that waits handOffWait goes back to the
 // queue, where any worker may take it.
+//
+// So an engine owns at most Concurrency tasks whose code runs (or whose
+// step waits for a place), twice that many unrecorded results, and three
+// times that many tasks handed off waiting for a slot.
 type pipeline struct {
 	x       *Executor
-	slots   chan struct{}  // one token per task claimed and not yet recorded
+	slots   chan struct{}  // one token per task claimed whose code has not returned
+	pending chan struct{}  // one token per step result not yet recorded
 	results chan outcome   // from steps and the planner to the recorder
 	steps   sync.WaitGroup // running steps
 	running atomic.Int64   // steps whose result is not yet in results
 	// inCode counts the steps whose code has not returned: when none has,
 	// no result is about to come, and the recorder need not wait for
-	// one (running, and the slots, count a step until its result is
-	// handed over, which comes after).
+	// one (running counts a step until its result is handed over, which
+	// comes after).
 	inCode atomic.Int64
 	// stepEnded is signalled when a step stops running, with a result or
 	// without one (dropped: its run ended, or its task was lost).
@@ -63,10 +76,15 @@ type pipeline struct {
 	// queue unstarted, and steps is never added to while Stop waits on it.
 	startMu sync.Mutex
 	stopped bool
-	// waiting holds the tasks handed off beyond the slots of their batch,
-	// oldest first, each with the time it was handed off.
-	waitMu  sync.Mutex
-	waiting []handedOff
+	// waiting holds the tasks handed off that wait for a slot, oldest
+	// first, each with the time it was handed off; reserved is the room
+	// among them that recordings in flight took for their children.
+	waitMu   sync.Mutex
+	waiting  []handedOff
+	reserved int
+	// nWaiting is len(waiting), read without the lock by a step that
+	// frees its slot and by the claim loop.
+	nWaiting atomic.Int64
 }
 
 // handedOff is a task handed off to this engine and when.
@@ -75,7 +93,7 @@ type handedOff struct {
 	at   time.Time
 }
 
-// handOffWait is how long a task handed off beyond its batch's slots
+// handOffWait is how long a task handed off that found no free slot
 // waits for one before it goes back to the queue: long enough for a slot
 // to free where steps are short (a few milliseconds), short enough that
 // where all slots hold long steps another worker soon runs it.
@@ -93,6 +111,7 @@ func newPipeline(x *Executor, parent context.Context) *pipeline {
 	return &pipeline{
 		x:          x,
 		slots:      make(chan struct{}, x.cfg.Concurrency),
+		pending:    make(chan struct{}, unrecorded(x.cfg.Concurrency)),
 		results:    make(chan outcome, 2*x.cfg.Concurrency),
 		idle:       make(chan func()),
 		stepCtx:    stepCtx,
@@ -123,25 +142,37 @@ func (p *pipeline) releaseSlots(n int) {
 	}
 }
 
-// outcome is results on their way to the recorder, with the slots the
-// steps they came from hold until they are recorded.
-type outcome struct {
-	store.Results
-	slots int
+// unrecorded is how many step results may wait to be recorded at once:
+// twice Concurrency, so that while one batch is recorded the next one
+// gathers as many results again as there are slots.
+func unrecorded(concurrency int) int { return 2 * concurrency }
+
+func (p *pipeline) releasePending(n int) {
+	for range n {
+		<-p.pending
+	}
 }
 
-// add merges o's results and slots into b.
+// outcome is results on their way to the recorder, with the places
+// among the unrecorded results that the steps they came from took
+// (pending), given back once they are recorded.
+type outcome struct {
+	store.Results
+	pending int
+}
+
+// add merges o's results and places into b.
 func (b *outcome) add(o outcome) {
 	Merge(&b.Results, o.Results)
-	b.slots += o.slots
+	b.pending += o.pending
 }
 
 // claimAndRun fills free slots (which the caller holds): first with
 // tasks handed off to this engine that wait for a slot (see pipeline),
-// then with up to as many claimed tasks. It hands their immediate results
-// (skips, sleeps, wake-ups) to the recorder and starts their steps; slots
-// not used by a step are released. It returns how many waiting tasks it
-// started and how many it claimed.
+// then with up to as many claimed tasks, unless few slots are left. It
+// hands their immediate results (skips, sleeps, wake-ups) to the recorder
+// and starts their steps; slots not used by a step are released. It
+// returns how many waiting tasks it started and how many it claimed.
 func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed int, err error) {
 	x := p.x
 	started, immediate := p.startWaiting(ctx, free)
@@ -151,6 +182,12 @@ func (p *pipeline) claimAndRun(ctx context.Context, free int) (started, claimed 
 		}
 	}()
 	if free -= started; free == 0 {
+		return started, 0, nil
+	}
+	if started > 0 && free < x.cfg.ClaimBatch/2 {
+		// The slots left after the waiting tasks make a small claim; they
+		// are taken again, with those that free meanwhile, at once.
+		p.releaseSlots(free)
 		return started, 0, nil
 	}
 	versions := x.cfg.Planner.Versions()
@@ -197,13 +234,8 @@ func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.T
 		p.steps.Add(1)
 		p.spawn(func() {
 			// In this order: a step no longer counts as running once its
-			// result is handed over (with its slot, which the recorder
-			// frees) or dropped (and its slot freed).
-			handedOver := false
+			// result is handed over or dropped.
 			defer func() {
-				if !handedOver {
-					<-p.slots
-				}
 				p.running.Add(-1)
 				select {
 				case p.stepEnded <- struct{}{}:
@@ -214,16 +246,37 @@ func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.T
 			res, ok := x.execute(p.stepCtx, j)
 			p.inCode.Add(-1)
 			if !ok {
+				p.freeSlot()
 				return
 			}
+			// A place among the unrecorded results before the slot: when
+			// recording falls behind, the slots fill and claims stop.
 			select {
 			case <-p.abandon:
-			case p.results <- outcome{Results: res, slots: 1}:
-				handedOver = true
+				p.freeSlot()
+				return
+			case p.pending <- struct{}{}:
+			}
+			p.freeSlot()
+			select {
+			case <-p.abandon:
+				p.releasePending(1)
+			case p.results <- outcome{Results: res, pending: 1}:
 			}
 		})
 	}
 	return immediate, nil
+}
+
+// freeSlot gives back the slot of a step whose code returned. The claim
+// loop (or a Driver) takes it and starts the tasks handed off that wait
+// for one before it claims more: the children of recorded completions go
+// on ahead of claims, several at a time.
+func (p *pipeline) freeSlot() {
+	<-p.slots
+	if p.nWaiting.Load() > 0 {
+		p.x.Wake() // the claim loop may be waiting for the poll interval
+	}
 }
 
 // spawn runs step on a goroutine of its own: an idle step goroutine if one
@@ -298,28 +351,23 @@ func (p *pipeline) drain(batch *outcome, max int) {
 // recorded one by one, and one the store refuses becomes a failure of its
 // task.
 //
-// The batch's slots are freed once it is recorded, or passed on to the
-// children the store hands off to this engine, whose steps record starts.
-// It returns the results of those known without running code, to be
-// recorded next.
+// The children the store hands off to this engine as the batch is
+// recorded start on the slots free then, and the others wait for one
+// (see pipeline). The batch's places among the unrecorded results are
+// given back after that, so that the slots the steps waiting for a place
+// then free go to those children first. It returns the results of
+// children known without running code, to be recorded next.
 func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	x := p.x
+	defer p.releasePending(batch.pending)
 	backoff := 100 * time.Millisecond
 	p.expireWaiting(ctx)
-	wait := 0
-	if p.handOff(batch) > 0 {
-		// A completion that makes several children ready frees one slot;
-		// slots free now let the others go on in this worker too, and the
-		// rest wait for slots that free (see pipeline).
-		extra := extraChildren(batch.Results)
-		took := p.takeSlots(extra)
-		batch.slots += took
-		wait = min(extra-took, p.waitRoom())
-	}
+	limit, reserved := p.handOffRoom(batch)
+	defer p.unreserve(reserved)
 	for {
 		r, token := batch.Results, 0
-		if n := p.handOff(batch); n > 0 {
-			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Versions: x.cfg.Planner.Versions(), Labels: x.cfg.Labels, Limit: n + wait}
+		if limit > 0 {
+			r.HandOff = store.HandOff{Worker: x.cfg.Worker, Versions: x.cfg.Planner.Versions(), Labels: x.cfg.Labels, Limit: limit}
 			// A hand-off's lease is stamped no earlier than the batch's
 			// time, so reconciliation leaves it be until it is owned.
 			token = x.claims.begin(r.Now)
@@ -335,31 +383,23 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 			if len(r.Retries) > 0 || len(r.Sleeps) > 0 || len(r.Awaits) > 0 || len(r.Spawns) > 0 {
 				x.cfg.TimerSet() // the leader recomputes its wait
 			}
-			// The batch's slots go to the children handed off, then to
-			// tasks waiting for one, then back.
-			slotted := res.HandedOff[:min(len(res.HandedOff), batch.slots)]
-			p.park(res.HandedOff[len(slotted):], at)
-			spare := batch.slots - len(slotted)
-			used, immediate := p.startWaiting(ctx, spare)
-			p.releaseSlots(spare - used)
 			if len(res.HandedOff) == 0 {
-				return immediate
+				return store.Results{}
 			}
 			x.cfg.Metrics.HandedOff(ctx, len(res.HandedOff))
-			started, err := p.run(ctx, slotted, at, len(slotted))
-			if err != nil {
-				x.cfg.Log.Warn("could not start the tasks handed off; they went back to the queue", "tasks", len(slotted), "error", err)
-			}
-			Merge(&immediate, started)
+			// The children wait for slots, then take the free ones: the
+			// oldest waiting go first.
+			p.park(res.HandedOff, at)
+			free := p.takeSlots(int(p.nWaiting.Load()))
+			used, immediate := p.startWaiting(ctx, free)
+			p.releaseSlots(free - used)
 			return immediate
 		}
 		if errors.Is(err, store.ErrInvalidData) {
-			p.releaseSlots(batch.slots)
 			p.recordRefused(ctx, batch.Results, err)
 			return store.Results{}
 		}
 		if ctx.Err() != nil {
-			p.releaseSlots(batch.slots)
 			return store.Results{}
 		}
 		x.cfg.Faults.Failed("recording task results", err, x.cfg.Clock.Now())
@@ -367,7 +407,6 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			p.releaseSlots(batch.slots)
 			return store.Results{}
 		case <-t.C():
 		}
@@ -375,15 +414,44 @@ func (p *pipeline) record(ctx context.Context, batch outcome) store.Results {
 	}
 }
 
-// waitRoom is how many more handed-off tasks may wait for a slot.
-func (p *pipeline) waitRoom() int {
+// handOffRoom is how many children a batch may take from the store
+// straight to this engine (see handOff): as many as its completions name,
+// up to the room left among the tasks handed off waiting for a slot,
+// which it reserves until they are handed off. A child waits only until
+// the next slot frees; there is room for as many as the slots and the
+// places among unrecorded results together, whose steps free the slots
+// they wait for.
+func (p *pipeline) handOffRoom(batch outcome) (limit, reserved int) {
+	if !p.handOff(batch) {
+		return 0, 0
+	}
+	children := 0
+	for _, c := range batch.Completions {
+		children += len(c.Children)
+	}
+	if children == 0 {
+		return 0, 0
+	}
 	p.waitMu.Lock()
 	defer p.waitMu.Unlock()
-	return max(p.x.cfg.Concurrency-len(p.waiting), 0)
+	room := max(cap(p.slots)+cap(p.pending)-len(p.waiting)-p.reserved, 0)
+	reserved = min(children, room)
+	p.reserved += reserved
+	return reserved, reserved
 }
 
-// park adds tasks handed off at at, which have no slot, to those waiting
-// for one.
+// unreserve gives back room among the waiting tasks that handOffRoom
+// reserved.
+func (p *pipeline) unreserve(n int) {
+	if n == 0 {
+		return
+	}
+	p.waitMu.Lock()
+	defer p.waitMu.Unlock()
+	p.reserved -= n
+}
+
+// park adds tasks handed off at at to those waiting for a slot.
 func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
 	if len(tasks) == 0 {
 		return
@@ -393,6 +461,7 @@ func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
 	for _, t := range tasks {
 		p.waiting = append(p.waiting, handedOff{task: t, at: at})
 	}
+	p.nWaiting.Store(int64(len(p.waiting)))
 }
 
 // startWaiting starts up to free waiting tasks, oldest first, on free
@@ -409,6 +478,7 @@ func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Resul
 		w := p.waiting[0]
 		p.waiting[0] = handedOff{}
 		p.waiting = p.waiting[1:]
+		p.nWaiting.Store(int64(len(p.waiting)))
 		switch cl, ok := p.x.claims.about(AttemptOf(w.task)); {
 		case ok && cl.runEnded:
 			ended = append(ended, AttemptOf(w.task))
@@ -453,6 +523,7 @@ func (p *pipeline) expireWaiting(ctx context.Context) {
 	expired := append([]handedOff(nil), p.waiting[:n]...)
 	clear(p.waiting[:n])
 	p.waiting = p.waiting[n:]
+	p.nWaiting.Store(int64(len(p.waiting)))
 	p.waitMu.Unlock()
 	if n == 0 {
 		return
@@ -464,27 +535,12 @@ func (p *pipeline) expireWaiting(ctx context.Context) {
 	x.handBack(ctx, tasks, fmt.Sprintf("the task waited %v for a free slot on worker %s", handOffWait, x.cfg.Worker), false)
 }
 
-// extraChildren is how many children a batch's completions name beyond
-// one each: the most that could be handed off beyond the slots the
-// completions free.
-func extraChildren(r store.Results) int {
-	n := 0
-	for _, c := range r.Completions {
-		n += max(len(c.Children)-1, 0)
-	}
-	return n
-}
-
-// handOff is how many children a batch may take from the store straight
-// to this engine's steps: one per slot the batch holds (its steps', and
-// any free ones record took for it), when it completes tasks. Never under
-// a tenant cap, which only claims enforce, or when the engine is
-// configured not to.
-func (p *pipeline) handOff(batch outcome) int {
-	if p.x.cfg.DisableHandOff || p.x.cfg.TenantConcurrency > 0 || len(batch.Completions) == 0 {
-		return 0
-	}
-	return batch.slots
+// handOff reports whether a batch may take children from the store
+// straight to this engine's steps: when it completes tasks, never under a
+// tenant cap, which only claims enforce, or when the engine is configured
+// not to.
+func (p *pipeline) handOff(batch outcome) bool {
+	return !p.x.cfg.DisableHandOff && p.x.cfg.TenantConcurrency == 0 && len(batch.Completions) > 0
 }
 
 // recordRefused records a batch the store refused: result by result, so
