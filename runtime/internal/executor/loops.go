@@ -122,6 +122,9 @@ func (x *Executor) claimLoop(ctx context.Context, lc *loops) {
 			return
 		}
 		free := x.gatherSlots(lc)
+		if free == 0 {
+			continue // taken meanwhile
+		}
 		started, n, err := lc.p.claimAndRun(ctx, free)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -148,31 +151,36 @@ func (x *Executor) claimLoop(ctx context.Context, lc *loops) {
 }
 
 // gatherSlots takes the free slots, up to a claim batch, once one is
-// already taken. While other steps run and few slots are free, it waits up
-// to the batch window for more, so that a busy engine claims in batches
-// rather than a task at a time; an idle engine claims at once, and so
-// does one with tasks handed off waiting for a slot, which take the slots
-// first (see claimAndRun).
+// already taken, and returns how many it holds (none, at times). While
+// other steps run and few slots are free, it waits up to the batch window
+// for more, so that a busy engine claims in batches rather than a task at
+// a time; an idle engine claims at once, and so does one with tasks
+// handed off waiting for a slot, which take the slots first (see
+// claimAndRun). It waits without holding the slots: a step's slot frees
+// when its code returns, and the children its completion hands off may
+// need it as soon as the completion is recorded.
 func (x *Executor) gatherSlots(lc *loops) int {
+	p := lc.p
 	batch := x.cfg.ClaimBatch
-	free := 1 + lc.p.takeSlots(batch-1)
-	busy := len(lc.p.slots) > free
-	if free >= batch/2 || !busy || x.cfg.BatchWindow <= 0 || lc.p.nWaiting.Load() > 0 {
+	free := 1 + p.takeSlots(batch-1)
+	busy := len(p.slots) > free
+	if free >= batch/2 || !busy || x.cfg.BatchWindow <= 0 || p.nWaiting.Load() > 0 {
 		return free
 	}
+	p.releaseSlots(free)
 	t := x.cfg.Clock.NewTimer(x.cfg.BatchWindow)
 	defer t.Stop()
-	for free < batch/2 && lc.p.nWaiting.Load() == 0 {
+	for cap(p.slots)-len(p.slots) < batch/2 && p.nWaiting.Load() == 0 {
 		select {
-		case lc.p.slots <- struct{}{}:
-			free++
+		case <-p.freed:
+		case <-p.parked:
 		case <-t.C():
-			return free
+			return p.takeSlots(batch)
 		case <-lc.stopClaiming:
-			return free
+			return p.takeSlots(batch)
 		}
 	}
-	return free
+	return p.takeSlots(batch)
 }
 
 // recorders is how many flush loops an engine runs, each recording a
@@ -218,8 +226,10 @@ func (x *Executor) flushLoop(ctx context.Context, lc *loops) {
 }
 
 // gatherResults adds waiting results to batch. While steps are still
-// running, it waits up to the batch window for theirs too, so that a busy
-// engine records results in batches; an idle one records at once.
+// running (or tasks handed off wait for a slot to run in), it waits up to
+// the batch window for theirs too, so that a busy engine records results
+// in batches; an idle one records at once, and so does one whose steps
+// wait for the results before them to be recorded (see pipeline).
 func (x *Executor) gatherResults(lc *loops, batch *outcome) {
 	var t clock.Timer
 	defer func() {
@@ -229,8 +239,11 @@ func (x *Executor) gatherResults(lc *loops, batch *outcome) {
 	}()
 	for batch.Len() < maxFlush {
 		lc.p.drain(batch, maxFlush)
-		if batch.Len() >= maxFlush || lc.p.inCode.Load() == 0 || x.cfg.BatchWindow <= 0 {
-			return // no step's code is running: nothing more is coming soon
+		if batch.Len() >= maxFlush || lc.p.inCode.Load() == 0 && lc.p.nWaiting.Load() == 0 || x.cfg.BatchWindow <= 0 {
+			return // no step's code is running or waits for a slot: nothing more is coming soon
+		}
+		if len(lc.p.pending) == cap(lc.p.pending) {
+			return // steps wait for this batch to be recorded before they hand over more
 		}
 		if t == nil {
 			t = x.cfg.Clock.NewTimer(x.cfg.BatchWindow)

@@ -83,8 +83,12 @@ type pipeline struct {
 	waiting  []handedOff
 	reserved int
 	// nWaiting is len(waiting), read without the lock by a step that
-	// frees its slot and by the claim loop.
+	// frees its slot and by the claim loop; parked tells the claim loop
+	// that tasks were added (see gatherSlots).
 	nWaiting atomic.Int64
+	parked   chan struct{}
+	// freed tells the claim loop that slots freed (see gatherSlots).
+	freed chan struct{}
 }
 
 // handedOff is a task handed off to this engine and when.
@@ -118,6 +122,8 @@ func newPipeline(x *Executor, parent context.Context) *pipeline {
 		stepCancel: stepCancel,
 		abandon:    make(chan struct{}),
 		stepEnded:  make(chan struct{}, 1),
+		parked:     make(chan struct{}, 1),
+		freed:      make(chan struct{}, 1),
 	}
 }
 
@@ -137,8 +143,21 @@ func (p *pipeline) takeSlots(n int) int {
 }
 
 func (p *pipeline) releaseSlots(n int) {
+	if n == 0 {
+		return
+	}
 	for range n {
 		<-p.slots
+	}
+	p.signalFreed()
+}
+
+// signalFreed tells the claim loop, should it wait for slots to free
+// (gatherSlots), that some did.
+func (p *pipeline) signalFreed() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -274,6 +293,7 @@ func (p *pipeline) run(ctx context.Context, tasks []store.ClaimedTask, at time.T
 // on ahead of claims, several at a time.
 func (p *pipeline) freeSlot() {
 	<-p.slots
+	p.signalFreed()
 	if p.nWaiting.Load() > 0 {
 		p.x.Wake() // the claim loop may be waiting for the poll interval
 	}
@@ -462,6 +482,10 @@ func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
 		p.waiting = append(p.waiting, handedOff{task: t, at: at})
 	}
 	p.nWaiting.Store(int64(len(p.waiting)))
+	select {
+	case p.parked <- struct{}{}:
+	default:
+	}
 }
 
 // startWaiting starts up to free waiting tasks, oldest first, on free
