@@ -495,14 +495,16 @@ func (p *pipeline) park(tasks []store.ClaimedTask, at time.Time) {
 // waited is not started but forgotten (the store ends it with its run),
 // as is one this engine no longer owns.
 func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Results) {
-	var start []handedOff
 	var ended []store.Attempt
 	p.waitMu.Lock()
-	for len(start) < free && len(p.waiting) > 0 {
-		w := p.waiting[0]
-		p.waiting[0] = handedOff{}
-		p.waiting = p.waiting[1:]
-		p.nWaiting.Store(int64(len(p.waiting)))
+	if free <= 0 || len(p.waiting) == 0 {
+		p.waitMu.Unlock()
+		return 0, store.Results{}
+	}
+	start := make([]handedOff, 0, min(free, len(p.waiting)))
+	taken := 0
+	for ; taken < len(p.waiting) && len(start) < free; taken++ {
+		w := p.waiting[taken]
 		switch cl, ok := p.x.claims.about(AttemptOf(w.task)); {
 		case ok && cl.runEnded:
 			ended = append(ended, AttemptOf(w.task))
@@ -510,6 +512,12 @@ func (p *pipeline) startWaiting(ctx context.Context, free int) (int, store.Resul
 			start = append(start, w)
 		}
 	}
+	// The others move to the front, so that the list keeps its room:
+	// every child handed off passes through it.
+	rest := copy(p.waiting, p.waiting[taken:])
+	clear(p.waiting[rest:])
+	p.waiting = p.waiting[:rest]
+	p.nWaiting.Store(int64(rest))
 	p.waitMu.Unlock()
 	p.x.claims.release(ended...)
 	n := len(start)
@@ -544,14 +552,16 @@ func (p *pipeline) expireWaiting(ctx context.Context) {
 	for n < len(p.waiting) && !p.waiting[n].at.After(cutoff) {
 		n++
 	}
-	expired := append([]handedOff(nil), p.waiting[:n]...)
-	clear(p.waiting[:n])
-	p.waiting = p.waiting[n:]
-	p.nWaiting.Store(int64(len(p.waiting)))
-	p.waitMu.Unlock()
 	if n == 0 {
+		p.waitMu.Unlock()
 		return
 	}
+	expired := append([]handedOff(nil), p.waiting[:n]...)
+	rest := copy(p.waiting, p.waiting[n:])
+	clear(p.waiting[rest:])
+	p.waiting = p.waiting[:rest]
+	p.nWaiting.Store(int64(rest))
+	p.waitMu.Unlock()
 	tasks := make([]store.Attempt, n)
 	for i, w := range expired {
 		tasks[i] = AttemptOf(w.task)
