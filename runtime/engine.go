@@ -47,7 +47,7 @@ type Config struct {
 	// when that many wait, a step that returns keeps its slot until one
 	// is recorded, so that an engine whose store falls behind stops
 	// claiming. Tasks handed off to it that find no free slot wait for
-	// one (at most three times Concurrency of them at once, for at most
+	// one (at most six times Concurrency of them at once, for at most
 	// a second; see docs/concepts/execution-model.md, Hand-offs).
 	Concurrency int
 	// ClaimBatch is the most tasks claimed in one store round trip
