@@ -666,9 +666,11 @@ func TestStartClosesRegistration(t *testing.T) {
 	}
 }
 
-// A task handed off beyond its batch's slots waits for one (see
-// pipeline); when the only slot holds a long step, it goes back to the
-// queue after handOffWait (a second), and another worker runs it.
+// A task handed off waits for a slot (see pipeline); when the only slot
+// holds a long step, it goes back to the queue after handOffWait (a
+// second), and another worker runs it. a's completion hands all four b's
+// to first (room for six times Concurrency wait): one takes the slot and
+// holds it, the three others go back and run on second.
 func testHandedOffWaitGoesBack(t *testing.T, s store.Store) {
 	spec := fanSpec("wait-back", 0)
 	release := make(chan struct{})
@@ -713,8 +715,8 @@ func testHandedOffWaitGoesBack(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	start(t, second)
-	// The other three b's run on second: two were queued, one waited on
-	// first for its slot and went back.
+	// The other three b's run on second: each waited on first for its
+	// slot and went back.
 	ctx := waitCtx(t)
 	for {
 		mu.Lock()
@@ -760,8 +762,8 @@ func testHandedOffWaitGoesBack(t *testing.T, s store.Store) {
 			backs++ // handed off to first, given back, claimed by second
 		}
 	}
-	if backs != 1 {
-		t.Errorf("%d b's were handed off to first and ran on second, want 1 (STARTED counts %v, ran by %v)", backs, started, ranBy)
+	if backs != 3 {
+		t.Errorf("%d b's were handed off to first and ran on second, want 3 (STARTED counts %v, ran by %v)", backs, started, ranBy)
 	}
 }
 
