@@ -113,10 +113,15 @@ func TestBrowserTimelineCompressesLongSleep(t *testing.T) {
 	// The run page and the runs list say what the running run does now,
 	// and when its sleep ends.
 	var doing, listed string
-	// Live updates may replace a node as it is read: runStable reads again.
+	// Live updates may replace a node as it is read (runStable reads
+	// again) or leave it empty for a moment: each text is polled until it
+	// says when the sleep ends.
+	textOf := func(sel string) string {
+		return `(() => { const e = document.querySelector(` + "`" + sel + "`" + `); return e && e.textContent.includes("until") ? e.textContent : ""; })()`
+	}
 	if err := runStable(ctx,
-		chromedp.Navigate(url), chromedp.Text("#doing", &doing),
-		chromedp.Navigate(b.base+"/runs"), chromedp.Text("ul.doing", &listed),
+		chromedp.Navigate(url), chromedp.Poll(textOf("#doing"), &doing, chromedp.WithPollingTimeout(5*time.Second)),
+		chromedp.Navigate(b.base+"/runs"), chromedp.Poll(textOf("ul.doing"), &listed, chromedp.WithPollingTimeout(5*time.Second)),
 	); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/effectivelabs/trellis/runtime/store/pgstore"
@@ -126,8 +128,19 @@ func newSchema(t testing.TB, url string) string {
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+		// A statement of the test's engines still finishing can deadlock
+		// with the drop, which takes every table's lock in an order of its
+		// own (seen once under load): the drop is the victim, so try again.
+		for try := 1; ; try++ {
+			_, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			var pgErr *pgconn.PgError
+			if err == nil || try == 5 || !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+				if err != nil {
+					t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+				}
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 	return schema
